@@ -1,0 +1,1 @@
+"""The relational store's schema and connection helpers (no queries live here)."""

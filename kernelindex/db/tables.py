@@ -1,0 +1,217 @@
+"""The ORM tables.
+
+Each manifest-backed record keeps its current manifest (``manifest_json``, the JSON as
+served, and ``digest``) plus the columns the pages filter and sort on; every digest a
+record has ever had is in ``manifest_version``. Nothing is deleted: records missing
+upstream get ``missing_since``, withdrawn runs get ``withdrawn_at``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from kernelindex.db.base import Base
+
+DIGEST = String(71)  # "sha256:" + 64 hex characters
+
+
+class ManifestRecord:
+    """Columns shared by every table whose rows are manifests."""
+
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    digest: Mapped[str] = mapped_column(DIGEST, index=True)
+    manifest_json: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class Source(Base):
+    __tablename__ = "source"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(200))
+    url: Mapped[str] = mapped_column(String(500))
+    description: Mapped[str] = mapped_column(Text)
+    licence: Mapped[str] = mapped_column(Text)
+    last_observed_at: Mapped[datetime | None]
+
+
+class Workload(ManifestRecord, Base):
+    __tablename__ = "workload"
+    __table_args__ = (UniqueConstraint("source_id", "external_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source_id: Mapped[int] = mapped_column(ForeignKey("source.id"))
+    external_id: Mapped[str] = mapped_column(String(64))
+    collection: Mapped[str] = mapped_column(String(64), index=True)
+    title: Mapped[str] = mapped_column(String(300))
+    description: Mapped[str] = mapped_column(Text)
+    origin_model: Mapped[str | None] = mapped_column(String(200), index=True)
+    tags: Mapped[list[Any]]
+    case_count: Mapped[int]
+    # Geometric mean of the per-case speed-of-light bounds: the suite's SOL aggregate.
+    sol_aggregate_ms: Mapped[float | None]
+    missing_since: Mapped[datetime | None]
+    last_seen_at: Mapped[datetime | None]
+
+    source: Mapped[Source] = relationship()
+    cases: Mapped[list[WorkloadCase]] = relationship(
+        back_populates="workload", order_by="WorkloadCase.position", cascade="all, delete-orphan"
+    )
+
+
+class WorkloadCase(Base):
+    __tablename__ = "workload_case"
+    __table_args__ = (UniqueConstraint("workload_id", "position"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workload.id", ondelete="CASCADE"))
+    position: Mapped[int]
+    axes: Mapped[dict[str, Any]]
+    baseline_latency_ms: Mapped[float | None]
+    sol_latency_ms: Mapped[float | None]
+
+    workload: Mapped[Workload] = relationship(back_populates="cases")
+
+
+class Implementation(ManifestRecord, Base):
+    __tablename__ = "implementation"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project: Mapped[str] = mapped_column(String(300))
+    project_slug: Mapped[str] = mapped_column(String(200), index=True)
+    revision: Mapped[str] = mapped_column(String(300))
+    runtime: Mapped[str | None] = mapped_column(String(300))
+    license: Mapped[str | None] = mapped_column(String(300))
+    source_available: Mapped[bool] = mapped_column(Boolean)
+    has_install_recipe: Mapped[bool] = mapped_column(Boolean)
+
+
+class Protocol(ManifestRecord, Base):
+    __tablename__ = "protocol"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str] = mapped_column(String(300))
+    family: Mapped[str] = mapped_column(String(64))
+    harness_name: Mapped[str] = mapped_column(String(300))
+    harness_version: Mapped[str] = mapped_column(String(300))
+
+
+class Environment(ManifestRecord, Base):
+    __tablename__ = "environment"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str] = mapped_column(String(300))
+    gpu_slug: Mapped[str] = mapped_column(String(200), index=True)
+    gpu_product: Mapped[str] = mapped_column(String(300))
+    architecture: Mapped[str | None] = mapped_column(String(300))
+
+
+class Run(ManifestRecord, Base):
+    __tablename__ = "run"
+    __table_args__ = (
+        UniqueConstraint("source_id", "external_id"),
+        # The leaderboard: one workload's comparison group, fastest first.
+        Index("ix_run_leaderboard", "workload_id", "comparison_key", "latency_ns"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source_id: Mapped[int | None] = mapped_column(ForeignKey("source.id"))
+    external_id: Mapped[str | None] = mapped_column(String(64))
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workload.id"))
+    implementation_id: Mapped[int] = mapped_column(ForeignKey("implementation.id"), index=True)
+    protocol_id: Mapped[int] = mapped_column(ForeignKey("protocol.id"))
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environment.id"), index=True)
+    comparison_key: Mapped[str] = mapped_column(DIGEST)
+    status: Mapped[str] = mapped_column(String(16))
+    evidence: Mapped[str] = mapped_column(String(16))
+    primary_statistic: Mapped[str] = mapped_column(String(32))
+    latency_ns: Mapped[int] = mapped_column(BigInteger)
+    sol_score: Mapped[float | None]
+    observed_at: Mapped[datetime]
+    # Disqualified by the source, with the source's reason: shown, never ranked.
+    upstream_withdrawn: Mapped[bool] = mapped_column(Boolean)
+    upstream_withdrawn_reason: Mapped[str | None] = mapped_column(Text)
+    # Faster than the suite's speed-of-light bound: shown, not ranked until reviewed.
+    held_for_review: Mapped[bool] = mapped_column(Boolean)
+    # Withdrawn by a maintainer of this registry.
+    withdrawn_at: Mapped[datetime | None]
+    withdrawn_reason: Mapped[str | None] = mapped_column(Text)
+    missing_since: Mapped[datetime | None]
+    last_seen_at: Mapped[datetime | None]
+
+    source: Mapped[Source | None] = relationship()
+    workload: Mapped[Workload] = relationship()
+    implementation: Mapped[Implementation] = relationship()
+    protocol: Mapped[Protocol] = relationship()
+    environment: Mapped[Environment] = relationship()
+
+
+class ManifestVersion(Base):
+    """Every digest any record has had, with the manifest as it then was."""
+
+    __tablename__ = "manifest_version"
+    __table_args__ = (UniqueConstraint("kind", "name", "digest"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    name: Mapped[str] = mapped_column(String(200))
+    digest: Mapped[str] = mapped_column(DIGEST, index=True)
+    manifest_json: Mapped[str] = mapped_column(Text)
+    recorded_at: Mapped[datetime]
+    superseded_at: Mapped[datetime | None]
+
+
+class User(Base):
+    __tablename__ = "user_account"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    handle: Mapped[str] = mapped_column(String(32), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(300))
+    is_maintainer: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[datetime]
+
+
+class Attestation(ManifestRecord, Base):
+    __tablename__ = "attestation"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("user_account.id"), index=True)
+    type: Mapped[str] = mapped_column(String(32))
+    state: Mapped[str] = mapped_column(String(16))
+    hidden_reason: Mapped[str | None] = mapped_column(Text)
+
+
+class Report(Base):
+    __tablename__ = "report"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("user_account.id"))
+    reason: Mapped[str] = mapped_column(String(32))
+    body: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(16), index=True)
+    created_at: Mapped[datetime]
+    resolved_at: Mapped[datetime | None]
+    resolved_by_id: Mapped[int | None] = mapped_column(ForeignKey("user_account.id"))
+    resolution_note: Mapped[str | None] = mapped_column(Text)
+
+
+class IngestionReport(Base):
+    __tablename__ = "ingestion_report"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source_id: Mapped[int] = mapped_column(ForeignKey("source.id"), index=True)
+    origin: Mapped[str] = mapped_column(String(500))
+    status: Mapped[str] = mapped_column(String(16))
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    counts: Mapped[dict[str, Any]]
+    errors: Mapped[list[Any]]
+    drift: Mapped[list[Any]]

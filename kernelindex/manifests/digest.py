@@ -1,0 +1,52 @@
+"""Content digests of manifests: sha256 over the RFC 8785 (JCS) canonical form.
+
+The identity of a manifest is ``{apiVersion, kind, spec}``; ``metadata`` (name, title,
+labels) is presentation and deliberately left out, so renaming a record never changes
+what it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import rfc8785
+
+DIGEST_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")
+IDENTITY_FIELDS = ("apiVersion", "kind", "spec")
+
+
+def canonical_json(value: Any) -> bytes:
+    """Return the RFC 8785 canonical UTF-8 bytes of a JSON-compatible value.
+
+    Raises ``ValueError`` for values JSON cannot represent (NaN, infinities, integers
+    beyond IEEE 754 doubles), so nothing ambiguous can be digested.
+    """
+    try:
+        return rfc8785.dumps(value)
+    except (rfc8785.CanonicalizationError, TypeError) as exc:
+        raise ValueError(f"value cannot be canonicalised as JSON: {exc}") from exc
+
+
+def sha256_digest(value: Any) -> str:
+    """``"sha256:" + hex`` of the canonical JSON of ``value``."""
+    return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def identity_of(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a manifest (as plain JSON) that its digest covers."""
+    missing = [field for field in IDENTITY_FIELDS if field not in manifest]
+    if missing:
+        raise ValueError(f"not a manifest: missing {', '.join(missing)}")
+    return {field: manifest[field] for field in IDENTITY_FIELDS}
+
+
+def manifest_digest(manifest: Mapping[str, Any]) -> str:
+    """Digest of a manifest given as plain JSON (for example, as a reader downloaded it)."""
+    return sha256_digest(identity_of(manifest))
+
+
+def is_digest(text: str) -> bool:
+    return DIGEST_PATTERN.fullmatch(text) is not None

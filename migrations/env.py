@@ -1,0 +1,54 @@
+"""Alembic environment: runs migrations against the URL given by the caller or the settings."""
+
+from __future__ import annotations
+
+from alembic import context
+
+from kernelindex.db import tables  # noqa: F401  (registers every table on Base.metadata)
+from kernelindex.db.base import Base
+from kernelindex.db.engine import make_engine
+from kernelindex.settings import Settings
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def database_url() -> str:
+    return config.attributes.get("database_url") or Settings().database_url
+
+
+def run_migrations_offline() -> None:
+    context.configure(
+        url=database_url(), target_metadata=target_metadata, render_as_batch=True, literal_binds=True
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _run(connection)
+        return
+    engine = make_engine(database_url())
+    with engine.connect() as connection:
+        _run(connection)
+    engine.dispose()
+
+
+def _run(connection) -> None:  # type: ignore[no-untyped-def]
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        # SQLite cannot ALTER most things in place; batch mode rebuilds the table instead.
+        render_as_batch=True,
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()
