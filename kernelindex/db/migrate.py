@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, inspect
 
-MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+from kernelindex.paths import PROJECT_ROOT
+
+MIGRATIONS = PROJECT_ROOT / "migrations"
 
 
 def alembic_config(database_url: str) -> Config:

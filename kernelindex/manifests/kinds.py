@@ -7,6 +7,7 @@ change the digest of any existing manifest.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import Field, HttpUrl, StringConstraints, field_validator, model_validator
@@ -53,9 +54,9 @@ class Manifest(Strict):
         data = self.to_json()
         return {"apiVersion": data["apiVersion"], "kind": data["kind"], "spec": data["spec"]}
 
-    @property
+    @cached_property
     def digest(self) -> str:
-        """``sha256:<hex>`` of the RFC 8785 form of ``{apiVersion, kind, spec}``."""
+        """``sha256:<hex>`` of the RFC 8785 form of ``{apiVersion, kind, spec}`` (computed once)."""
         return sha256_digest(self.identity())
 
 
@@ -309,5 +310,12 @@ class Attestation(Manifest):
 
 KINDS: dict[str, type[Manifest]] = {
     model.KIND: model
-    for model in (WorkloadSuite, Implementation, BenchmarkProtocol, ExecutionEnvironment, BenchmarkRun, Attestation)
+    for model in (
+        WorkloadSuite,
+        Implementation,
+        BenchmarkProtocol,
+        ExecutionEnvironment,
+        BenchmarkRun,
+        Attestation,
+    )
 }

@@ -165,7 +165,9 @@ def upgrade() -> None:
             ["implementation_id"], ["implementation.id"], name="fk_run_implementation_id_implementation"
         ),
         sa.ForeignKeyConstraint(["protocol_id"], ["protocol.id"], name="fk_run_protocol_id_protocol"),
-        sa.ForeignKeyConstraint(["environment_id"], ["environment.id"], name="fk_run_environment_id_environment"),
+        sa.ForeignKeyConstraint(
+            ["environment_id"], ["environment.id"], name="fk_run_environment_id_environment"
+        ),
         sa.UniqueConstraint("source_id", "external_id", name="uq_run_source_id_external_id"),
     )
     index_digest("run")

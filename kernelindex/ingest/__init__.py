@@ -1,0 +1,1 @@
+"""Ingestion: a source-neutral runner and one adapter per upstream."""

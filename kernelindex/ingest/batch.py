@@ -1,0 +1,63 @@
+"""What an adapter hands the runner: one unit of upstream data, already mapped to manifests."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from kernelindex.manifests import (
+    BenchmarkProtocol,
+    BenchmarkRun,
+    ExecutionEnvironment,
+    Implementation,
+    WorkloadSuite,
+)
+
+
+class UnitFailure(Exception):
+    """An adapter could not read or map one unit; the runner reports it and goes on."""
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    slug: str
+    name: str
+    url: str
+    description: str
+    licence: str
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A run manifest with the names of the manifests it refers to and its review flags."""
+
+    manifest: BenchmarkRun
+    implementation: str
+    protocol: str
+    environment: str
+    external_id: str
+    sol_score: float | None = None
+    upstream_withdrawn_reason: str | None = None
+    upstream_withdrawn: bool = False
+    held_for_review: bool = False
+
+
+@dataclass
+class Batch:
+    """One workload and every usable run of it, written in one transaction.
+
+    ``runs`` is the complete set the upstream lists for the workload, so a stored run that
+    is not in it is marked missing upstream (never deleted).
+    """
+
+    unit: str
+    workload: WorkloadSuite
+    external_id: str
+    protocols: list[BenchmarkProtocol] = field(default_factory=list)
+    environments: list[ExecutionEnvironment] = field(default_factory=list)
+    implementations: list[Implementation] = field(default_factory=list)
+    runs: list[RunRecord] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    anomalies: Counter[str] = field(default_factory=Counter)
+    drift: set[str] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)

@@ -1,0 +1,88 @@
+"""Fetching JSON from an upstream API: timeouts, retries with backoff, clear failures."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+RETRYABLE_STATUS = {429, 500, 502, 503, 504}
+MAX_BODY_BYTES = 50 * 1024 * 1024
+
+
+class UpstreamError(Exception):
+    """The upstream could not give a usable answer for one request (after retries)."""
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def decode_json(body: bytes, url: str) -> Any:
+    """Strict JSON: NaN and Infinity (which Python would accept) are refused."""
+    try:
+        return json.loads(body, parse_constant=_reject_constant)
+    except ValueError as exc:
+        raise UpstreamError(f"{url}: the response is not valid JSON ({exc})") from None
+
+
+class JsonFetcher:
+    """GETs JSON over an injected ``httpx.Client``, retrying what is worth retrying.
+
+    429 and 5xx answers, timeouts and connection errors are retried up to ``retries``
+    times with exponential backoff (``Retry-After`` is honoured, capped); other 4xx
+    answers fail at once. Every failure becomes an ``UpstreamError`` naming the URL.
+    """
+
+    def __init__(
+        self,
+        client: httpx.Client,
+        retries: int = 4,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.client = client
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.sleep = sleep
+        self.requests = 0
+
+    def get(self, path: str, params: Mapping[str, str | int] | None = None) -> Any:
+        url = str(self.client.base_url.join(path.lstrip("/")) if self.client.base_url else path)
+        for attempt in range(self.retries + 1):
+            last_try = attempt == self.retries
+            try:
+                self.requests += 1
+                response = self.client.get(path.lstrip("/"), params=params)
+            except httpx.TimeoutException:
+                if last_try:
+                    raise UpstreamError(f"{url}: timed out {attempt + 1} times") from None
+                self.sleep(self._delay(attempt, None))
+                continue
+            except httpx.TransportError as exc:
+                if last_try:
+                    raise UpstreamError(f"{url}: connection failed ({exc})") from None
+                self.sleep(self._delay(attempt, None))
+                continue
+            if response.status_code in RETRYABLE_STATUS and not last_try:
+                self.sleep(self._delay(attempt, response.headers.get("retry-after")))
+                continue
+            if response.status_code != 200:
+                raise UpstreamError(f"{url}: HTTP {response.status_code} after {attempt + 1} attempt(s)")
+            if len(response.content) > MAX_BODY_BYTES:
+                raise UpstreamError(f"{url}: the response is larger than {MAX_BODY_BYTES} bytes")
+            return decode_json(response.content, url)
+        raise AssertionError("unreachable")
+
+    def _delay(self, attempt: int, retry_after: str | None) -> float:
+        if retry_after is not None:
+            try:
+                return min(max(float(retry_after), 0.0), self.max_backoff_s)
+            except ValueError:
+                pass
+        return min(self.backoff_s * 2**attempt, self.max_backoff_s)

@@ -1,0 +1,146 @@
+"""The source-neutral ingestion runner.
+
+It asks an adapter for the list of units (kernels, for SOL-ExecBench), fetches and maps
+each, and writes each in its own transaction: one unit's failure is reported and the
+others go on, and a crash leaves every finished unit committed and the rest untouched,
+so running again completes the work. Every run leaves an ``ingestion_report`` row.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from kernelindex.db.tables import IngestionReport, Source
+from kernelindex.ingest.batch import Batch, SourceInfo, UnitFailure
+from kernelindex.ingest.http import UpstreamError
+from kernelindex.store.ingest import apply_batch, ensure_source, mark_missing_workloads, start_report
+
+
+class Adapter(Protocol):
+    source: SourceInfo
+    drift: set[str]
+
+    def list_units(self) -> list[str]: ...
+
+    def fetch(self, unit: str) -> Batch: ...
+
+
+@dataclass
+class IngestSummary:
+    """What one ingest did; the same figures are stored in its ``ingestion_report``."""
+
+    report_id: int
+    status: str
+    started_at: datetime
+    finished_at: datetime
+    counts: dict[str, object]
+    errors: list[str] = field(default_factory=list)
+    drift: list[str] = field(default_factory=list)
+
+    @property
+    def wrote_records(self) -> bool:
+        added, updated = self.counts.get("added", {}), self.counts.get("updated", {})
+        assert isinstance(added, dict) and isinstance(updated, dict)
+        flags = self.counts.get("flags", {})
+        assert isinstance(flags, dict)
+        return any(added.values()) or any(updated.values()) or bool(flags.get("missing_upstream"))
+
+
+Progress = Callable[[str, int, int], None]
+
+
+def _nested(counts: Counter[str]) -> dict[str, dict[str, int]]:
+    nested: dict[str, dict[str, int]] = {}
+    for key, value in sorted(counts.items()):
+        group, _, name = key.partition(".")
+        nested.setdefault(group, {})[name] = value
+    return nested
+
+
+def run_ingest(
+    adapter: Adapter,
+    sessions: sessionmaker[Session],
+    origin: str,
+    observed_at: datetime | None = None,
+    progress: Progress | None = None,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> IngestSummary:
+    """Ingest everything the adapter lists; see the module docstring for the guarantees."""
+    started = clock()
+    observed = observed_at or started
+    with sessions.begin() as session:
+        source = ensure_source(session, adapter.source)
+        report_id = start_report(session, source, origin, started).id
+        source_id = source.id
+
+    counts: Counter[str] = Counter()
+    errors: list[str] = []
+    drift: set[str] = set()
+    status = "succeeded"
+    try:
+        units = adapter.list_units()
+    except UpstreamError as exc:
+        units, status = [], "failed"
+        errors.append(f"could not list {adapter.source.name}'s units: {exc}")
+    counts["units.listed"] = len(units)
+
+    for done, unit in enumerate(units, start=1):
+        if progress:
+            progress(unit, done, len(units))
+        try:
+            batch = adapter.fetch(unit)
+        except (UnitFailure, UpstreamError, ValueError) as exc:
+            errors.append(str(exc))
+            counts["units.failed"] += 1
+            continue
+        drift |= batch.drift
+        try:
+            with sessions.begin() as session:
+                source = session.get_one(Source, source_id)
+                written = apply_batch(session, source, batch, observed)
+        except (SQLAlchemyError, ValueError) as exc:
+            errors.append(f"{batch.unit}: could not be stored ({type(exc).__name__}: {exc})")
+            counts["units.failed"] += 1
+            continue
+        counts.update(written)
+        counts["units.ingested"] += 1
+        counts["submissions.stored"] += len(batch.runs)
+        counts.update({f"skipped.{reason}": n for reason, n in batch.skipped.items()})
+        counts.update({f"anomalies.{name}": n for name, n in batch.anomalies.items()})
+        errors.extend(f"warning: {text}" for text in batch.warnings)
+
+    drift |= adapter.drift
+    finished = clock()
+    with sessions.begin() as session:
+        source = session.get_one(Source, source_id)
+        if units and counts["units.failed"] < len(units):
+            counts["flag.missing_workloads"] += mark_missing_workloads(session, source, set(units), observed)
+            if source.last_observed_at != observed:
+                source.last_observed_at = observed
+        if status != "failed" and counts["units.failed"]:
+            status = "partial" if counts["units.ingested"] else "failed"
+        nested = _nested(counts)
+        nested.setdefault("flag", {})
+        nested["flags"] = nested.pop("flag")
+        report = session.get_one(IngestionReport, report_id)
+        report.status = status
+        report.finished_at = finished
+        report.counts = nested
+        report.errors = errors
+        report.drift = sorted(drift)
+    return IngestSummary(
+        report_id=report_id,
+        status=status,
+        started_at=started,
+        finished_at=finished,
+        counts=dict(nested),
+        errors=errors,
+        drift=sorted(drift),
+    )

@@ -1,0 +1,97 @@
+"""Serve a recorded SOL-ExecBench snapshot as if it were the live API.
+
+The snapshot folder holds the API's own response bodies (``api/kernels.json``,
+``api/kernels/<id>.json``, ``api/submissions/kernel-<id>.json``). An ``httpx``
+mock transport answers the same requests the live client makes, including
+``offset``/``limit`` pagination, so a snapshot goes through exactly the same parsing
+and mapping code as the live API.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+SNAPSHOT_BASE_URL = "http://snapshot.invalid/api/"
+OBSERVED_AT_FILE = "snapshot.json"
+
+
+class SnapshotError(Exception):
+    """The snapshot folder is missing, incomplete or fails its checksum list."""
+
+
+def verify_checksums(root: Path) -> int:
+    """Check ``MANIFEST.sha256`` (``sha256sum`` format) if the snapshot has one.
+
+    Returns how many files were checked; raises ``SnapshotError`` on any mismatch, so a
+    corrupted or edited snapshot is never loaded as if it were the record.
+    """
+    listing = root / "MANIFEST.sha256"
+    if not listing.exists():
+        return 0
+    checked = 0
+    for line in listing.read_text().splitlines():
+        if not line.strip():
+            continue
+        expected, _, name = line.partition("  ")
+        path = root / name.strip()
+        if not path.is_file():
+            raise SnapshotError(f"{path}: listed in MANIFEST.sha256 but missing")
+        if hashlib.sha256(path.read_bytes()).hexdigest() != expected.strip():
+            raise SnapshotError(f"{path}: checksum does not match MANIFEST.sha256")
+        checked += 1
+    return checked
+
+
+def observed_at(root: Path) -> datetime | None:
+    """When the snapshot was recorded, from ``snapshot.json`` if present."""
+    path = root / OBSERVED_AT_FILE
+    if not path.exists():
+        return None
+    value = datetime.fromisoformat(json.loads(path.read_text())["observedAt"].replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        raise SnapshotError(f"{path}: observedAt needs a time zone")
+    return value.astimezone(UTC)
+
+
+def _page(body: bytes, offset: int, limit: int) -> bytes:
+    data = json.loads(body)
+    submissions = data["data"]["submissions"]
+    data["data"] = {
+        "submissions": submissions[offset : offset + limit],
+        "total": len(submissions),
+        "offset": offset,
+        "limit": limit,
+    }
+    return json.dumps(data).encode()
+
+
+def snapshot_transport(root: Path) -> httpx.MockTransport:
+    """A transport answering ``/kernels``, ``/kernels/{id}`` and ``/submissions`` from files."""
+    api = root / "api"
+    if not (api / "kernels.json").is_file():
+        raise SnapshotError(f"{root}: not a SOL-ExecBench snapshot (no api/kernels.json)")
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        path = request.url.path.removeprefix("/api/").strip("/")
+        if path == "kernels":
+            return httpx.Response(200, content=(api / "kernels.json").read_bytes())
+        if match := re.fullmatch(r"kernels/(\d+)", path):
+            file = api / "kernels" / f"{match[1]}.json"
+            return httpx.Response(200, content=file.read_bytes()) if file.is_file() else httpx.Response(404)
+        if path == "submissions":
+            kernel_id = request.url.params.get("kernel_id", "")
+            file = api / "submissions" / f"kernel-{kernel_id}.json"
+            if not kernel_id.isdigit() or not file.is_file():
+                return httpx.Response(404)
+            offset = int(request.url.params.get("offset", "0"))
+            limit = int(request.url.params.get("limit", "20"))
+            return httpx.Response(200, content=_page(file.read_bytes(), offset, limit))
+        return httpx.Response(404)
+
+    return httpx.MockTransport(handle)

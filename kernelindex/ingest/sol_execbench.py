@@ -1,0 +1,572 @@
+"""The SOL-ExecBench leaderboard adapter (PRODUCT.md §9).
+
+Reads ``/kernels``, ``/kernels/{id}`` and the paginated ``/submissions`` through a
+``JsonFetcher`` and maps them to manifests:
+
+- kernel → ``WorkloadSuite`` (cases from ``workloads`` with per-case T_b and T_SOL);
+- ``evaluation_stack_version`` → one ``BenchmarkProtocol`` per version;
+- ``gpu_type`` + stack → ``ExecutionEnvironment``;
+- ``username`` + ``submission-<id>`` → ``Implementation``;
+- submission → ``BenchmarkRun`` (evidence ``reported``).
+
+Upstream data is parsed leniently about *extra* fields (recorded as drift) and strictly
+about the fields the mapping uses.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kernelindex.ingest.batch import Batch, RunRecord, SourceInfo, UnitFailure
+from kernelindex.ingest.http import JsonFetcher, UpstreamError
+from kernelindex.manifests import (
+    BenchmarkProtocol,
+    BenchmarkRun,
+    ExecutionEnvironment,
+    Implementation,
+    WorkloadSuite,
+)
+from kernelindex.ranking import geometric_mean, is_faster_than_bound
+from kernelindex.slugs import slugify
+
+SOURCE = SourceInfo(
+    slug="sol-execbench",
+    name="NVIDIA SOL-ExecBench",
+    url="https://research.nvidia.com/benchmarks/sol-execbench",
+    description=(
+        "NVIDIA's public leaderboard of 235 GPU-kernel problems drawn from production AI models, "
+        "scored on a B200 by SOL score: how close a submission comes to the speed-of-light bound "
+        "of each case, relative to a scoring baseline."
+    ),
+    licence=(
+        "Facts served by the public leaderboard API, under the NVIDIA website Terms of Service. "
+        "Attribution: NVIDIA SOL-ExecBench. No reference code, submission code or dataset files "
+        "are redistributed."
+    ),
+)
+SOURCE_KEY = "sol-execbench"
+PAGE_LIMIT = 100
+COLLECTIONS = ("L1", "L2", "Quant", "FlashInfer-Bench")
+# Collections by kernel id, for a kernel whose tags do not name one.
+COLLECTION_ID_RANGES = ((1, 94, "L1"), (95, 176, "L2"), (177, 209, "Quant"), (210, 235, "FlashInfer-Bench"))
+GPU_ARCHITECTURES = {
+    "B200": "sm_100",
+    "GB200": "sm_100",
+    "B300": "sm_103",
+    "H100": "sm_90",
+    "H200": "sm_90",
+    "H20": "sm_90",
+    "A100": "sm_80",
+    "L40S": "sm_89",
+}
+PROTOCOL_NOTES = (
+    "Suite-mean latency and SOL-Score as published by the SOL-ExecBench leaderboard. "
+    "Comparable only within one definition, GPU type, and evaluation stack version."
+)
+
+
+# --- Upstream shapes ---------------------------------------------------------------
+
+
+class Upstream(BaseModel):
+    """Extra fields are allowed (and reported as drift); the fields we use are checked."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def extra_fields(self, where: str) -> set[str]:
+        return {f"{where}.{name}" for name in (self.model_extra or {})}
+
+
+class KernelSummary(Upstream):
+    id: int = Field(gt=0)
+    name: str = Field(min_length=1)
+    # Known and not needed here: the detail response carries the same facts.
+    title: str | None = None
+    gpu_types: list[str] | None = None
+    tags: list[str] | None = None
+    submission_count: int | None = None
+
+
+class KernelList(Upstream):
+    kernels: list[KernelSummary]
+
+
+class UpstreamAxis(Upstream):
+    type: str
+    value: int | float | None = None
+    expression: str | None = None
+    description: str | None = None
+
+
+class UpstreamTensor(Upstream):
+    dtype: str
+    shape: list[str | int] | None = None
+    description: str | None = None
+
+
+class UpstreamCase(Upstream):
+    axes: dict[str, int | float | str | bool]
+    baseline_latency_ms: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    sol_ms: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+
+class KernelDetail(Upstream):
+    id: int
+    name: str = Field(min_length=1)
+    title: str | None = None
+    description: str = ""
+    gpu_types: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    axes: dict[str, UpstreamAxis]
+    inputs: dict[str, UpstreamTensor]
+    outputs: dict[str, UpstreamTensor]
+    baseline_latency_ms: float | None = None
+    latency_unit: str | None = None
+    sol_is_dummy: bool | None = None
+    workloads: list[UpstreamCase] = Field(min_length=1)
+
+
+class Submission(Upstream):
+    id: int = Field(gt=0)
+    username: str | None = None
+    kernel_id: int
+    kernel_name: str | None = None
+    status: str
+    is_correct: bool | None = None
+    sol_score: float | None = Field(default=None, allow_inf_nan=False)
+    latency_ms: float | None = Field(default=None, allow_inf_nan=False)
+    fast_1_count: int | None = None
+    fast_1_total: int | None = None
+    avg_speedup: float | None = Field(default=None, allow_inf_nan=False)
+    gpu_type: str = Field(min_length=1)
+    worker_id: str | None = None
+    evaluation_stack_version: str = Field(min_length=1)
+    is_disqualified: bool = False
+    disqualification_reason: str | None = None
+    disqualification_source: str | None = None
+    disqualified_at: datetime | None = None
+    submitted_at: datetime | None = None
+    finished_at: datetime | None = None
+    # Known fields the mapping does not use; listed so that only new fields count as drift.
+    type: str | None = None
+    user_id: int | None = None
+    kernel_title: str | None = None
+    collection_id: int | None = None
+    collection_submission_id: int | None = None
+    collection_title: str | None = None
+    submission_mode: str | None = None
+    benchmark_results: Any = None
+    error_log: str | None = None
+    original_filename: str | None = None
+
+
+class SubmissionPage(Upstream):
+    submissions: list[dict[str, Any]]
+    total: int = Field(ge=0)
+    offset: int = Field(ge=0)
+    limit: int = Field(ge=0)
+
+
+# --- Names -------------------------------------------------------------------------
+
+
+def collection_of(kernel_id: int, tags: list[str]) -> str:
+    for tag in tags:
+        if tag in COLLECTIONS:
+            return tag
+    for low, high, collection in COLLECTION_ID_RANGES:
+        if low <= kernel_id <= high:
+            return collection
+    return "Other"
+
+
+def workload_slug(collection: str, name: str) -> str:
+    """``{collection}-{NNN}-{name}``: problem numbers repeat across collections."""
+    return f"{slugify(collection)}-{slugify(name)}"[:200].rstrip("-")
+
+
+def workload_title(name: str) -> str:
+    """``040_conv2d_residual_block`` → ``Conv2d residual block``."""
+    words = re.sub(r"^\d+_", "", name).replace("_", " ").strip()
+    return (words[:1].upper() + words[1:]) if words else name
+
+
+def stack_slug(version: str) -> str:
+    return slugify(version).removeprefix("v")
+
+
+def utc(value: datetime) -> datetime:
+    """The API sends naive timestamps meaning UTC; an explicit offset is converted."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def ms_to_ns(value: float) -> int:
+    """Milliseconds as published (decimal text) to integer nanoseconds, without float drift."""
+    return int((Decimal(repr(value)) * 1_000_000).to_integral_value())
+
+
+# --- Mapping -----------------------------------------------------------------------
+
+
+def protocol_manifest(stack: str) -> BenchmarkProtocol:
+    return BenchmarkProtocol.model_validate(
+        {
+            "apiVersion": "kernelindex.dev/v1alpha1",
+            "kind": "BenchmarkProtocol",
+            "metadata": {
+                "name": f"sol-execbench-leaderboard-v{stack_slug(stack)}",
+                "title": f"SOL-ExecBench evaluation stack {stack}",
+            },
+            "spec": {
+                "harness": {"name": "SOL-ExecBench evaluation stack", "version": stack},
+                "correctness": {
+                    "reference": "definition reference implementation",
+                    "comparator": "sol_execbench_eval",
+                },
+                "measurement": {"timer": "harness_reported", "primaryStatistic": "mean"},
+                "comparability": {"notes": PROTOCOL_NOTES, "family": "sol_execbench_leaderboard"},
+            },
+        }
+    )
+
+
+def environment_manifest(gpu_type: str, stack: str) -> ExecutionEnvironment:
+    hardware: dict[str, str] = {"vendor": "nvidia", "product": f"NVIDIA {gpu_type}"}
+    if gpu_type in GPU_ARCHITECTURES:
+        hardware["architecture"] = GPU_ARCHITECTURES[gpu_type]
+    return ExecutionEnvironment.model_validate(
+        {
+            "apiVersion": "kernelindex.dev/v1alpha1",
+            "kind": "ExecutionEnvironment",
+            "metadata": {
+                "name": f"sol-execbench-{slugify(gpu_type)}-v{stack_slug(stack)}",
+                "title": f"SOL-ExecBench NVIDIA {gpu_type}, stack {stack}",
+            },
+            "spec": {"hardware": hardware, "software": {"libraries": {"evaluation_stack": stack}}},
+        }
+    )
+
+
+def workload_manifest(kernel: KernelDetail) -> WorkloadSuite:
+    collection = collection_of(kernel.id, kernel.tags)
+    models = [tag.removeprefix("model:") for tag in kernel.tags if tag.startswith("model:")]
+    topics = [tag for tag in kernel.tags if tag not in COLLECTIONS and not tag.startswith("model:")]
+    native = {
+        key: value
+        for key, value in {
+            "baseline_latency_ms": kernel.baseline_latency_ms,
+            "latency_unit": kernel.latency_unit,
+            "sol_is_dummy": kernel.sol_is_dummy,
+        }.items()
+        if value is not None
+    }
+    spec: dict[str, Any] = {
+        "definition": {
+            "name": kernel.name,
+            "description": kernel.description,
+            "axes": {
+                name: axis.model_dump(
+                    include={"type", "value", "expression", "description"}, exclude_none=True
+                )
+                for name, axis in kernel.axes.items()
+            },
+            "inputs": {
+                name: t.model_dump(include={"dtype", "shape", "description"}, exclude_none=True)
+                for name, t in kernel.inputs.items()
+            },
+            "outputs": {
+                name: t.model_dump(include={"dtype", "shape", "description"}, exclude_none=True)
+                for name, t in kernel.outputs.items()
+            },
+        },
+        "collection": collection,
+        "tags": topics,
+        "cases": [
+            {
+                "axes": case.axes,
+                **({"baselineLatencyMs": case.baseline_latency_ms} if case.baseline_latency_ms else {}),
+                **({"solLatencyMs": case.sol_ms} if case.sol_ms else {}),
+            }
+            for case in kernel.workloads
+        ],
+        "sourceNative": {"source": SOURCE_KEY, "externalId": str(kernel.id), "metrics": native},
+    }
+    if models:
+        spec["originModel"] = models[0]
+    return WorkloadSuite.model_validate(
+        {
+            "apiVersion": "kernelindex.dev/v1alpha1",
+            "kind": "WorkloadSuite",
+            "metadata": {
+                "name": workload_slug(collection, kernel.name),
+                "title": workload_title(kernel.name),
+            },
+            "spec": spec,
+        }
+    )
+
+
+def sol_aggregate_ms(kernel: KernelDetail) -> float | None:
+    """The suite's SOL bound: the geometric mean of the per-case ``sol_ms``."""
+    bounds = [case.sol_ms for case in kernel.workloads if case.sol_ms]
+    return geometric_mean(bounds) if len(bounds) == len(kernel.workloads) else None
+
+
+def implementation_manifest(submission: Submission) -> Implementation:
+    project = submission.username or "unknown submitter"
+    revision = f"submission-{submission.id}"
+    name = f"sol-{slugify(project, fallback='user')[:120]}-{revision}"
+    return Implementation.model_validate(
+        {
+            "apiVersion": "kernelindex.dev/v1alpha1",
+            "kind": "Implementation",
+            "metadata": {"name": name, "title": project[:300]},
+            "spec": {
+                "project": {"name": project[:300]},
+                "revision": revision,
+                "source": {"available": False},
+            },
+        }
+    )
+
+
+def run_record(
+    submission: Submission,
+    kernel: KernelDetail,
+    digests: dict[str, str],
+    names: dict[str, str],
+    bound_ms: float | None,
+) -> RunRecord:
+    assert submission.latency_ms is not None
+    observed = submission.finished_at or submission.submitted_at
+    assert observed is not None
+    metrics = {
+        key: value
+        for key, value in {
+            "sol_score": submission.sol_score,
+            "latency_ms": submission.latency_ms,
+            "avg_speedup": submission.avg_speedup,
+            "fast_1_count": submission.fast_1_count,
+            "fast_1_total": submission.fast_1_total,
+        }.items()
+        if value is not None
+    }
+    native: dict[str, Any] = {
+        "source": SOURCE_KEY,
+        "benchmark": submission.kernel_name or kernel.name,
+        "externalId": str(submission.id),
+        "metrics": metrics,
+    }
+    if submission.is_disqualified:
+        native["disqualification"] = {
+            key: value
+            for key, value in {
+                "reason": submission.disqualification_reason,
+                "source": submission.disqualification_source,
+                "at": utc(submission.disqualified_at) if submission.disqualified_at else None,
+            }.items()
+            if value is not None
+        }
+    labels = {"worker": submission.worker_id[:300]} if submission.worker_id else None
+    submitter = submission.username or "unknown submitter"
+    latency_ns = ms_to_ns(submission.latency_ms)
+    manifest = BenchmarkRun.model_validate(
+        {
+            "apiVersion": "kernelindex.dev/v1alpha1",
+            "kind": "BenchmarkRun",
+            "metadata": {
+                "name": f"sol-submission-{submission.id}",
+                "title": f"{submitter} · {kernel.name} · {submission.gpu_type}"[:300],
+                **({"labels": labels} if labels else {}),
+            },
+            "spec": {
+                "status": "passed",
+                "timing": {"latencyNs": {"mean": latency_ns}, "primaryStatistic": "mean"},
+                "observedAt": utc(observed),
+                "sourceNative": native,
+                **digests,
+            },
+        }
+    )
+    return RunRecord(
+        manifest=manifest,
+        implementation=names["implementation"],
+        protocol=names["protocol"],
+        environment=names["environment"],
+        external_id=str(submission.id),
+        sol_score=submission.sol_score,
+        upstream_withdrawn=submission.is_disqualified,
+        upstream_withdrawn_reason=(submission.disqualification_reason or "disqualified by the source")
+        if submission.is_disqualified
+        else None,
+        held_for_review=is_faster_than_bound(latency_ns, bound_ms),
+    )
+
+
+def skip_reason(submission: Submission, kernel_id: int) -> str | None:
+    """Why a submission is not a usable result, or ``None`` if it is."""
+    if submission.kernel_id != kernel_id:
+        return "wrong_kernel"
+    if submission.status != "COMPLETED":
+        return "not_completed"
+    if submission.is_correct is not True:
+        return "incorrect"
+    if submission.latency_ms is None or submission.latency_ms <= 0:
+        return "non_positive_latency"
+    if submission.finished_at is None and submission.submitted_at is None:
+        return "no_timestamp"
+    return None
+
+
+# --- The adapter -------------------------------------------------------------------
+
+
+class KernelError(UnitFailure):
+    """One kernel could not be read; the ingest reports it and goes on with the others."""
+
+
+class SolExecBench:
+    """Reads the SOL-ExecBench API through a ``JsonFetcher`` and yields one batch per kernel."""
+
+    source = SOURCE
+
+    def __init__(self, fetcher: JsonFetcher, page_limit: int = PAGE_LIMIT):
+        self.fetcher = fetcher
+        self.page_limit = page_limit
+        self.drift: set[str] = set()
+
+    def _data(self, path: str, params: dict[str, str | int] | None = None) -> Any:
+        body = self.fetcher.get(path, params)
+        if not isinstance(body, dict) or "data" not in body:
+            raise UpstreamError(f'{path}: expected an object wrapped as {{"data": …}}')
+        return body["data"]
+
+    def list_units(self) -> list[str]:
+        """Every kernel id the upstream lists (raises ``UpstreamError`` if it cannot be read)."""
+        try:
+            listing = KernelList.model_validate(self._data("kernels"))
+        except ValidationError as exc:
+            raise UpstreamError(f"kernels: unexpected shape ({_first_error(exc)})") from None
+        self.drift |= listing.extra_fields("kernels")
+        for kernel in listing.kernels:
+            self.drift |= kernel.extra_fields("kernels[]")
+        return [str(kernel.id) for kernel in sorted(listing.kernels, key=lambda kernel: kernel.id)]
+
+    def fetch(self, unit: str) -> Batch:
+        """Read one kernel and all its submissions, and map them; raises ``KernelError``."""
+        try:
+            kernel = KernelDetail.model_validate(self._data(f"kernels/{unit}"))
+        except UpstreamError as exc:
+            raise KernelError(str(exc)) from None
+        except ValidationError as exc:
+            raise KernelError(f"kernel {unit}: unexpected shape ({_first_error(exc)})") from None
+        if str(kernel.id) != unit:
+            raise KernelError(f"kernel {unit}: the detail answers for kernel {kernel.id}")
+        try:
+            workload = workload_manifest(kernel)
+        except ValidationError as exc:
+            raise KernelError(f"kernel {unit}: cannot be mapped ({_first_error(exc)})") from None
+        batch = Batch(unit=f"kernel {unit}", workload=workload, external_id=unit)
+        batch.drift |= kernel.extra_fields("kernel")
+        for case in kernel.workloads:
+            batch.drift |= case.extra_fields("kernel.workloads[]")
+        bound = sol_aggregate_ms(kernel)
+        protocols: dict[str, BenchmarkProtocol] = {}
+        environments: dict[str, ExecutionEnvironment] = {}
+        for submission in self._submissions(kernel, batch):
+            reason = skip_reason(submission, kernel.id)
+            if reason:
+                batch.skipped[reason] += 1
+                continue
+            protocol = protocols.setdefault(
+                submission.evaluation_stack_version, protocol_manifest(submission.evaluation_stack_version)
+            )
+            env_key = f"{submission.gpu_type}/{submission.evaluation_stack_version}"
+            environment = environments.setdefault(
+                env_key, environment_manifest(submission.gpu_type, submission.evaluation_stack_version)
+            )
+            try:
+                implementation = implementation_manifest(submission)
+                record = run_record(
+                    submission,
+                    kernel,
+                    digests={
+                        "protocolDigest": protocol.digest,
+                        "workloadDigest": workload.digest,
+                        "environmentDigest": environment.digest,
+                        "implementationDigest": implementation.digest,
+                    },
+                    names={
+                        "implementation": implementation.metadata.name,
+                        "protocol": protocol.metadata.name,
+                        "environment": environment.metadata.name,
+                    },
+                    bound_ms=bound,
+                )
+            except ValidationError as exc:
+                batch.skipped["invalid"] += 1
+                batch.warnings.append(f"submission {submission.id}: {_first_error(exc)}")
+                continue
+            batch.implementations.append(implementation)
+            batch.runs.append(record)
+        batch.protocols = list(protocols.values())
+        batch.environments = list(environments.values())
+        return batch
+
+    def _submissions(self, kernel: KernelDetail, batch: Batch) -> Iterator[Submission]:
+        """Every submission of a kernel across pages, each once, in upstream order."""
+        seen: set[int] = set()
+        offset, total = 0, None
+        # A bound on pages, so an upstream that ignores offset cannot loop us forever.
+        max_pages = 10_000
+        for _ in range(max_pages):
+            try:
+                page = SubmissionPage.model_validate(
+                    self._data(
+                        "submissions", {"kernel_id": kernel.id, "offset": offset, "limit": self.page_limit}
+                    )
+                )
+            except UpstreamError as exc:
+                raise KernelError(str(exc)) from None
+            except ValidationError as exc:
+                raise KernelError(
+                    f"submissions of kernel {kernel.id}: unexpected shape ({_first_error(exc)})"
+                ) from None
+            batch.drift |= page.extra_fields("submissions")
+            total = page.total
+            new = 0
+            for raw in page.submissions:
+                try:
+                    submission = Submission.model_validate(raw)
+                except ValidationError as exc:
+                    batch.skipped["invalid"] += 1
+                    batch.warnings.append(
+                        f"kernel {kernel.id}: a submission is malformed ({_first_error(exc)})"
+                    )
+                    continue
+                if submission.id in seen:
+                    batch.skipped["duplicate"] += 1
+                    continue
+                seen.add(submission.id)
+                new += 1
+                batch.drift |= submission.extra_fields("submission")
+                yield submission
+            offset += len(page.submissions)
+            if not page.submissions or new == 0 or offset >= total:
+                break
+        listed = len(seen) + batch.skipped["invalid"]
+        if total is not None and listed != total:
+            batch.anomalies["total_mismatch"] += 1
+            batch.warnings.append(f"kernel {kernel.id}: upstream total says {total}, the pages held {listed}")
+
+
+def _first_error(error: ValidationError) -> str:
+    item = error.errors(include_url=False)[0]
+    location = ".".join(str(part) for part in item["loc"]) or "body"
+    return f"{location}: {item['msg']}"

@@ -1,0 +1,146 @@
+"""Comparison groups, eligibility, ranks and record history (PRODUCT.md §5).
+
+Pure functions over plain values, so the rules can be read, and tested, without a
+database. Runs are only ever compared inside one comparison group: one workload, one
+protocol (family and harness version) and one environment (GPU and stack).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import groupby
+
+from kernelindex.manifests.digest import sha256_digest
+
+
+def comparison_key(workload_digest: str, protocol_digest: str, environment_digest: str) -> str:
+    """The digest naming a comparison group; shown as "comparison key sha256:…"."""
+    return sha256_digest(
+        {
+            "workloadDigest": workload_digest,
+            "protocolDigest": protocol_digest,
+            "environmentDigest": environment_digest,
+        }
+    )
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    """Geometric mean of positive values; the SOL-ExecBench suite aggregate."""
+    if not values or any(value <= 0 for value in values):
+        raise ValueError("a geometric mean needs one or more positive values")
+    return math.exp(math.fsum(math.log(value) for value in values) / len(values))
+
+
+def is_faster_than_bound(latency_ns: int, bound_ms: float | None) -> bool:
+    """True if a suite latency beats the suite's speed-of-light bound: physically suspect."""
+    return bound_ms is not None and latency_ns < bound_ms * 1_000_000
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What ranking needs to know about one run."""
+
+    name: str
+    comparison_key: str
+    latency_ns: int
+    observed_at: datetime
+    status: str = "passed"
+    withdrawn: bool = False
+    upstream_withdrawn: bool = False
+    held_for_review: bool = False
+
+
+INELIGIBLE_REASONS = {
+    "status": "did not pass correctness (status {status})",
+    "withdrawn": "withdrawn by a maintainer",
+    "upstream_withdrawn": "disqualified by the source",
+    "held_for_review": "held for review: faster than the suite's speed-of-light bound",
+}
+
+
+def ineligibility_reasons(run: RunFacts) -> list[str]:
+    """Why a run may not be ranked; empty when it is eligible."""
+    reasons = []
+    if run.status != "passed":
+        reasons.append(INELIGIBLE_REASONS["status"].format(status=run.status))
+    if run.withdrawn:
+        reasons.append(INELIGIBLE_REASONS["withdrawn"])
+    if run.upstream_withdrawn:
+        reasons.append(INELIGIBLE_REASONS["upstream_withdrawn"])
+    if run.held_for_review:
+        reasons.append(INELIGIBLE_REASONS["held_for_review"])
+    return reasons
+
+
+def is_eligible(run: RunFacts) -> bool:
+    return not ineligibility_reasons(run)
+
+
+@dataclass(frozen=True)
+class RankedRun:
+    run: RunFacts
+    rank: int
+    vs_best: float  # latency ÷ the group's best latency; 1.0 for #1
+
+
+def _fastest_first(runs: Iterable[RunFacts]) -> list[RunFacts]:
+    # The name breaks ties so that equal latencies always list in the same order.
+    return sorted(runs, key=lambda run: (run.latency_ns, run.name))
+
+
+def rank_group(runs: Iterable[RunFacts]) -> list[RankedRun]:
+    """Rank the eligible runs of one comparison group, fastest first.
+
+    Equal latencies share a rank and the next rank skips (1, 1, 3), so a rank always
+    says how many runs are strictly faster. Raises ``ValueError`` if the runs span
+    several comparison groups, because such ranks would compare the incomparable.
+    """
+    eligible = _fastest_first(run for run in runs if is_eligible(run))
+    if len({run.comparison_key for run in eligible}) > 1:
+        raise ValueError("runs from several comparison groups cannot be ranked together")
+    if not eligible:
+        return []
+    best = eligible[0].latency_ns
+    ranked: list[RankedRun] = []
+    for position, run in enumerate(eligible, start=1):
+        tied = ranked and ranked[-1].run.latency_ns == run.latency_ns
+        rank = ranked[-1].rank if tied else position
+        ranked.append(RankedRun(run=run, rank=rank, vs_best=run.latency_ns / best))
+    return ranked
+
+
+def rank_by_group(runs: Iterable[RunFacts]) -> dict[str, list[RankedRun]]:
+    """Rank every comparison group separately; keys are comparison keys."""
+    by_key = sorted(runs, key=lambda run: run.comparison_key)
+    return {key: rank_group(group) for key, group in groupby(by_key, key=lambda run: run.comparison_key)}
+
+
+@dataclass(frozen=True)
+class RecordBreak:
+    run: RunFacts
+    previous: RunFacts | None
+
+    @property
+    def improvement(self) -> float | None:
+        """How many times faster than the record it broke (``None`` for the first record)."""
+        return None if self.previous is None else self.previous.latency_ns / self.run.latency_ns
+
+
+def record_history(runs: Iterable[RunFacts]) -> list[RecordBreak]:
+    """Every time the #1 of one comparison group changed, oldest first.
+
+    A run sets a record when, at the time it was observed, it is eligible and strictly
+    faster than every earlier eligible run of its group.
+    """
+    eligible = [run for run in runs if is_eligible(run)]
+    if len({run.comparison_key for run in eligible}) > 1:
+        raise ValueError("record history is kept per comparison group")
+    history: list[RecordBreak] = []
+    for run in sorted(eligible, key=lambda run: (run.observed_at, run.latency_ns, run.name)):
+        current = history[-1].run if history else None
+        if current is None or run.latency_ns < current.latency_ns:
+            history.append(RecordBreak(run=run, previous=current))
+    return history

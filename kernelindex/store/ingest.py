@@ -1,0 +1,233 @@
+"""Writing one ingested batch (a workload and its runs) and the ingestion bookkeeping."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from kernelindex.db.tables import (
+    Environment,
+    Implementation,
+    IngestionReport,
+    Protocol,
+    Run,
+    Source,
+    Workload,
+    WorkloadCase,
+)
+from kernelindex.ingest.batch import Batch, SourceInfo
+from kernelindex.ranking import comparison_key, geometric_mean
+from kernelindex.slugs import slugify
+from kernelindex.store.manifests import Outcome, existing_by_name, put
+
+
+def ensure_source(session: Session, info: SourceInfo) -> Source:
+    source = session.scalar(select(Source).where(Source.slug == info.slug))
+    if source is None:
+        source = Source(
+            slug=info.slug, name=info.name, url=info.url, description=info.description, licence=info.licence
+        )
+        session.add(source)
+        session.flush()
+    return source
+
+
+def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -> Counter[str]:
+    """Write a batch inside the caller's transaction; returns ``"<outcome>.<table>"`` counts."""
+    counts: Counter[str] = Counter()
+
+    protocols = existing_by_name(session, Protocol, (p.metadata.name for p in batch.protocols))
+    for manifest in batch.protocols:
+        spec = manifest.spec
+        row, outcome = put(
+            session,
+            Protocol,
+            manifest,
+            {
+                "title": manifest.metadata.title or manifest.metadata.name,
+                "family": spec.comparability.family,
+                "harness_name": spec.harness.name,
+                "harness_version": spec.harness.version,
+            },
+            protocols.get(manifest.metadata.name),
+            now,
+        )
+        protocols[row.name] = row
+        # Shared by many workloads: counted when written, not once per workload that uses it.
+        if outcome is not Outcome.UNCHANGED:
+            counts[f"{outcome}.protocol"] += 1
+
+    environments = existing_by_name(session, Environment, (e.metadata.name for e in batch.environments))
+    for manifest in batch.environments:
+        hardware = manifest.spec.hardware
+        row, outcome = put(
+            session,
+            Environment,
+            manifest,
+            {
+                "title": manifest.metadata.title or manifest.metadata.name,
+                "gpu_slug": hardware.product.lower()
+                .removeprefix(f"{hardware.vendor.lower()} ")
+                .replace(" ", "-"),
+                "gpu_product": hardware.product,
+                "architecture": hardware.architecture,
+            },
+            environments.get(manifest.metadata.name),
+            now,
+        )
+        environments[row.name] = row
+        if outcome is not Outcome.UNCHANGED:
+            counts[f"{outcome}.environment"] += 1
+
+    workload = _put_workload(session, source, batch, now, counts)
+
+    implementations = existing_by_name(
+        session, Implementation, (i.metadata.name for i in batch.implementations)
+    )
+    for manifest in batch.implementations:
+        spec = manifest.spec
+        row, outcome = put(
+            session,
+            Implementation,
+            manifest,
+            {
+                "project": spec.project.name,
+                "project_slug": slugify(spec.project.name),
+                "revision": spec.revision,
+                "runtime": spec.runtime,
+                "license": spec.license,
+                "source_available": spec.source.available,
+                "has_install_recipe": spec.install is not None,
+            },
+            implementations.get(manifest.metadata.name),
+            now,
+        )
+        implementations[row.name] = row
+        counts[f"{outcome}.implementation"] += 1
+    session.flush()
+
+    runs = existing_by_name(session, Run, (r.manifest.metadata.name for r in batch.runs))
+    for record in batch.runs:
+        spec = record.manifest.spec
+        protocol, environment = protocols[record.protocol], environments[record.environment]
+        _, outcome = put(
+            session,
+            Run,
+            record.manifest,
+            {
+                "source_id": source.id,
+                "external_id": record.external_id,
+                "workload_id": workload.id,
+                "implementation_id": implementations[record.implementation].id,
+                "protocol_id": protocol.id,
+                "environment_id": environment.id,
+                "comparison_key": comparison_key(workload.digest, protocol.digest, environment.digest),
+                "status": spec.status,
+                "evidence": "reported",
+                "primary_statistic": spec.timing.primary_statistic,
+                "latency_ns": spec.timing.latency_ns[spec.timing.primary_statistic],
+                "sol_score": record.sol_score,
+                "observed_at": spec.observed_at,
+                "upstream_withdrawn": record.upstream_withdrawn,
+                "upstream_withdrawn_reason": record.upstream_withdrawn_reason,
+                "held_for_review": record.held_for_review,
+                "missing_since": None,
+                "last_seen_at": None,
+            },
+            runs.get(record.manifest.metadata.name),
+            now,
+        )
+        counts[f"{outcome}.run"] += 1
+        if outcome is not Outcome.UNCHANGED:
+            counts["flag.held_for_review"] += record.held_for_review
+            counts["flag.withdrawn_upstream"] += record.upstream_withdrawn
+
+    returned = [name for name, row in runs.items() if row.missing_since is not None]
+    if returned:
+        session.execute(
+            update(Run).where(Run.name.in_(returned)).values(missing_since=None, last_seen_at=None)
+        )
+        counts["flag.back_upstream"] += len(returned)
+    gone = session.execute(
+        update(Run)
+        .where(
+            Run.workload_id == workload.id,
+            Run.source_id == source.id,
+            Run.missing_since.is_(None),
+            Run.name.not_in([record.manifest.metadata.name for record in batch.runs]),
+        )
+        .values(missing_since=now, last_seen_at=source.last_observed_at or now)
+    )
+    counts["flag.missing_upstream"] += gone.rowcount
+    return counts
+
+
+def _put_workload(
+    session: Session, source: Source, batch: Batch, now: datetime, counts: Counter[str]
+) -> Workload:
+    manifest = batch.workload
+    spec = manifest.spec
+    bounds = [case.sol_latency_ms for case in spec.cases if case.sol_latency_ms]
+    current = session.scalar(
+        select(Workload).where(Workload.source_id == source.id, Workload.external_id == batch.external_id)
+    )
+    workload, outcome = put(
+        session,
+        Workload,
+        manifest,
+        {
+            "source_id": source.id,
+            "external_id": batch.external_id,
+            "collection": spec.collection,
+            "title": manifest.metadata.title or spec.definition.name,
+            "description": spec.definition.description,
+            "origin_model": spec.origin_model,
+            "tags": list(spec.tags),
+            "case_count": len(spec.cases),
+            "sol_aggregate_ms": geometric_mean(bounds) if len(bounds) == len(spec.cases) else None,
+        },
+        current,
+        now,
+    )
+    counts[f"{outcome}.workload"] += 1
+    if current is not None and current.missing_since is not None:
+        current.missing_since = None
+        current.last_seen_at = None
+    if outcome is not Outcome.UNCHANGED:
+        workload.cases = [
+            WorkloadCase(
+                position=position,
+                axes=case.axes,
+                baseline_latency_ms=case.baseline_latency_ms,
+                sol_latency_ms=case.sol_latency_ms,
+            )
+            for position, case in enumerate(spec.cases)
+        ]
+    session.flush()
+    return workload
+
+
+def mark_missing_workloads(session: Session, source: Source, listed: set[str], now: datetime) -> int:
+    """Workloads the upstream no longer lists keep everything and get ``missing_since``."""
+    result = session.execute(
+        update(Workload)
+        .where(
+            Workload.source_id == source.id,
+            Workload.missing_since.is_(None),
+            Workload.external_id.not_in(listed),
+        )
+        .values(missing_since=now, last_seen_at=source.last_observed_at or now)
+    )
+    return result.rowcount
+
+
+def start_report(session: Session, source: Source, origin: str, now: datetime) -> IngestionReport:
+    report = IngestionReport(
+        source_id=source.id, origin=origin, status="running", started_at=now, counts={}, errors=[], drift=[]
+    )
+    session.add(report)
+    session.flush()
+    return report

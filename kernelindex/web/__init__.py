@@ -1,0 +1,1 @@
+"""The web application: one module per page family, the templates' context, middleware."""

@@ -1,0 +1,195 @@
+"""Test databases: every store and web test runs on SQLite and on PostgreSQL.
+
+- ``db``: an empty, migrated store, fresh for each test (a copy of a migrated SQLite
+  file; on PostgreSQL a transaction rolled back at the end, commits becoming savepoints).
+- ``loaded_db``: the same, holding the bundled SOL-ExecBench snapshot (ingested once
+  per session into a template, then isolated per test the same way).
+- ``database_url``: a brand-new database of each backend that real commits, other
+  processes and the CLI can use.
+
+PostgreSQL is expected at ``KERNELINDEX_TEST_POSTGRES_URL`` (default
+``postgresql+psycopg://postgres@127.0.0.1:5432/test``). Locally its tests are skipped
+when it is not running; with ``KERNELINDEX_TEST_REQUIRE_ALL=1`` (set by ``.ci/run``)
+any skipped test fails the run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from kernelindex.db import migrate
+from kernelindex.db.engine import make_engine, make_sessionmaker
+from kernelindex.ingest.sources import ingest_sol_execbench
+from kernelindex.paths import BUNDLED_SNAPSHOT
+from kernelindex.settings import Settings
+
+POSTGRES_URL = os.environ.get(
+    "KERNELINDEX_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+REQUIRE_ALL = os.environ.get("KERNELINDEX_TEST_REQUIRE_ALL") == "1"
+BACKENDS = ["sqlite", "postgresql"]
+TEST_DB_PREFIX = "kernelindex_test_"
+
+
+@dataclass
+class StoreUnderTest:
+    backend: str
+    url: str
+    sessions: sessionmaker[Session]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In CI a skipped test is a failure: a green run must have run everything."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if REQUIRE_ALL and reporter is not None and reporter.stats.get("skipped"):
+        skipped = len(reporter.stats["skipped"])
+        reporter.write_line(
+            f"KERNELINDEX_TEST_REQUIRE_ALL=1 and {skipped} test(s) were skipped: failing.", red=True
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# --- PostgreSQL ---------------------------------------------------------------------
+
+
+class Postgres:
+    """Creates and drops scratch databases next to the configured one."""
+
+    def __init__(self, url: str):
+        self.url = make_url(url)
+        self.admin = create_engine(self.url, isolation_level="AUTOCOMMIT")
+        self.created: list[str] = []
+
+    def create(self, label: str) -> str:
+        name = f"{TEST_DB_PREFIX}{label}_{uuid.uuid4().hex[:8]}"
+        with self.admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+        self.created.append(name)
+        return self.url.set(database=name).render_as_string(hide_password=False)
+
+    def drop_all(self) -> None:
+        with self.admin.connect() as connection:
+            for name in self.created:
+                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        self.admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    server = Postgres(POSTGRES_URL)
+    try:
+        with server.admin.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except Exception as exc:
+        message = f"PostgreSQL is not reachable at {POSTGRES_URL}: {exc}"
+        if REQUIRE_ALL:
+            pytest.fail(message)
+        pytest.skip(message)
+    yield server
+    server.drop_all()
+
+
+@pytest.fixture(scope="session")
+def pg_empty_url(postgres: Postgres) -> str:
+    url = postgres.create("empty")
+    migrate.upgrade(url)
+    return url
+
+
+@pytest.fixture(scope="session")
+def pg_loaded_url(postgres: Postgres) -> str:
+    url = postgres.create("loaded")
+    _load_bundled_snapshot(url)
+    return url
+
+
+@pytest.fixture(scope="session")
+def pg_engines() -> Iterator[dict[str, Engine]]:
+    engines: dict[str, Engine] = {}
+    yield engines
+    for engine in engines.values():
+        engine.dispose()
+
+
+def _rolled_back(url: str, engines: dict[str, Engine]) -> Iterator[sessionmaker[Session]]:
+    engine = engines.setdefault(url, make_engine(url))
+    with engine.connect() as connection:
+        transaction = connection.begin()
+        yield sessionmaker(bind=connection, join_transaction_mode="create_savepoint", expire_on_commit=False)
+        transaction.rollback()
+
+
+# --- SQLite -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def sqlite_empty_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("templates") / "empty.db"
+    migrate.upgrade(f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def sqlite_loaded_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("templates") / "loaded.db"
+    _load_bundled_snapshot(f"sqlite:///{path}")
+    return path
+
+
+def _copied(template: Path, tmp_path: Path) -> Iterator[StoreUnderTest]:
+    path = tmp_path / "store.db"
+    shutil.copy(template, path)
+    url = f"sqlite:///{path}"
+    engine = make_engine(url)
+    yield StoreUnderTest("sqlite", url, make_sessionmaker(engine))
+    engine.dispose()
+
+
+def _load_bundled_snapshot(url: str) -> None:
+    migrate.upgrade(url)
+    engine = make_engine(url)
+    settings = Settings(database_url=url)
+    summary = ingest_sol_execbench(make_sessionmaker(engine), settings, snapshot=BUNDLED_SNAPSHOT)
+    engine.dispose()
+    assert summary.status == "succeeded", summary.errors
+
+
+# --- The fixtures tests use -------------------------------------------------------------
+
+
+@pytest.fixture(params=BACKENDS)
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreUnderTest]:
+    if request.param == "sqlite":
+        yield from _copied(request.getfixturevalue("sqlite_empty_template"), tmp_path)
+    else:
+        url = request.getfixturevalue("pg_empty_url")
+        for sessions in _rolled_back(url, request.getfixturevalue("pg_engines")):
+            yield StoreUnderTest("postgresql", url, sessions)
+
+
+@pytest.fixture(params=BACKENDS)
+def loaded_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreUnderTest]:
+    if request.param == "sqlite":
+        yield from _copied(request.getfixturevalue("sqlite_loaded_template"), tmp_path)
+    else:
+        url = request.getfixturevalue("pg_loaded_url")
+        for sessions in _rolled_back(url, request.getfixturevalue("pg_engines")):
+            yield StoreUnderTest("postgresql", url, sessions)
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty (unmigrated) database that may be committed to for real."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'fresh.db'}"
+    return request.getfixturevalue("postgres").create("fresh")

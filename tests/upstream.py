@@ -1,0 +1,70 @@
+"""A fake SOL-ExecBench API for tests, built from real kernels of the bundled snapshot.
+
+Tests change what it serves (``kernels``, ``submissions``) or intercept requests
+(``intercept``) to play a misbehaving upstream; nothing leaves the process.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from kernelindex.ingest.http import JsonFetcher
+from kernelindex.ingest.sol_execbench import SolExecBench
+from kernelindex.paths import BUNDLED_SNAPSHOT
+
+API = BUNDLED_SNAPSHOT / "api"
+BASE_URL = "http://upstream.test/api/"
+
+
+def _read(path: Path) -> Any:
+    return json.loads(path.read_text())["data"]
+
+
+class FakeUpstream:
+    def __init__(self, kernel_ids: tuple[int, ...] = (39, 40, 62)):
+        self.kernels: dict[int, dict[str, Any]] = {
+            k: _read(API / "kernels" / f"{k}.json") for k in kernel_ids
+        }
+        self.submissions: dict[int, list[dict[str, Any]]] = {
+            k: _read(API / "submissions" / f"kernel-{k}.json")["submissions"] for k in kernel_ids
+        }
+        self.totals: dict[int, int] = {}
+        self.intercept: Callable[[httpx.Request], httpx.Response | None] | None = None
+        self.requests: list[httpx.Request] = []
+
+    def submission(self, kernel_id: int, index: int = 0) -> dict[str, Any]:
+        return self.submissions[kernel_id][index]
+
+    def _handle(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        if self.intercept is not None and (response := self.intercept(request)) is not None:
+            return response
+        path = request.url.path.removeprefix("/api/")
+        if path == "kernels":
+            listing = [{"id": k, "name": d["name"]} for k, d in self.kernels.items()]
+            return httpx.Response(200, json={"data": {"kernels": listing}})
+        if path.startswith("kernels/"):
+            kernel = self.kernels.get(int(path.split("/")[1]))
+            return httpx.Response(200, json={"data": kernel}) if kernel else httpx.Response(404)
+        if path == "submissions":
+            kernel_id = int(request.url.params["kernel_id"])
+            offset, limit = int(request.url.params["offset"]), int(request.url.params["limit"])
+            rows = self.submissions.get(kernel_id, [])
+            page = {
+                "submissions": copy.deepcopy(rows[offset : offset + limit]),
+                "total": self.totals.get(kernel_id, len(rows)),
+                "offset": offset,
+                "limit": limit,
+            }
+            return httpx.Response(200, json={"data": page})
+        return httpx.Response(404)
+
+    def adapter(self, page_limit: int = 2, retries: int = 2) -> SolExecBench:
+        client = httpx.Client(transport=httpx.MockTransport(self._handle), base_url=BASE_URL)
+        return SolExecBench(JsonFetcher(client, retries=retries, sleep=lambda _: None), page_limit=page_limit)
