@@ -1,0 +1,264 @@
+"""Ingestion against a misbehaving upstream (PRODUCT.md §9): every case handled and counted."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import joinedload
+
+from kernelindex.db.tables import IngestionReport, ManifestVersion, Run, Workload
+from kernelindex.ingest.runner import run_ingest
+from kernelindex.store import ingest as store_ingest
+from tests.upstream import FakeUpstream
+
+
+def ingest(db, upstream: FakeUpstream, **kwargs):  # type: ignore[no-untyped-def]
+    return run_ingest(upstream.adapter(**kwargs), db.sessions, origin="fake upstream")
+
+
+def runs(db) -> dict[str, Run]:  # type: ignore[no-untyped-def]
+    with db.sessions() as session:
+        return {run.external_id: run for run in session.scalars(select(Run).options(joinedload(Run.workload)))}
+
+
+def workload_ids(db) -> set[str]:  # type: ignore[no-untyped-def]
+    with db.sessions() as session:
+        return set(session.scalars(select(Workload.external_id)))
+
+
+def test_ingest_paginates_by_total_offset_limit(db):
+    upstream = FakeUpstream()
+    summary = ingest(db, upstream, page_limit=2)
+    assert summary.status == "succeeded"
+    pages = [r for r in upstream.requests if r.url.path.endswith("/submissions")]
+    assert {(r.url.params["offset"], r.url.params["limit"]) for r in pages} >= {("0", "2"), ("2", "2")}
+    assert len(runs(db)) == sum(len(rows) for rows in upstream.submissions.values())
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(b'{"data": {"id": 40, "name": "x", "axes": {', id="truncated-json"),
+        pytest.param(b'{"data": [1, 2, 3]}', id="wrong-shape"),
+        pytest.param(b'{"kernel": {}}', id="not-wrapped-in-data"),
+        pytest.param(b'{"data": {"id": 40, "value": NaN}}', id="nan-literal"),
+    ],
+)
+def test_unreadable_kernel_fails_alone_and_writes_nothing_for_it(db, body):
+    upstream = FakeUpstream()
+    upstream.intercept = lambda r: httpx.Response(200, content=body) if r.url.path.endswith("/kernels/40") else None
+    summary = ingest(db, upstream)
+    assert summary.status == "partial"
+    assert summary.counts["units"] == {"listed": 3, "ingested": 2, "failed": 1}
+    assert len(summary.errors) == 1 and "40" in summary.errors[0]
+    assert workload_ids(db) == {"39", "62"}
+    with db.sessions() as session:
+        report = session.get_one(IngestionReport, summary.report_id)
+        assert report.status == "partial" and report.errors == summary.errors
+
+
+def test_kernel_without_workloads_is_reported_by_field(db):
+    upstream = FakeUpstream()
+    del upstream.kernels[40]["workloads"]
+    summary = ingest(db, upstream)
+    assert summary.counts["units"]["failed"] == 1
+    assert "workloads" in summary.errors[0]
+    assert workload_ids(db) == {"39", "62"}
+
+
+def test_unknown_upstream_fields_are_accepted_and_reported_as_drift(db):
+    upstream = FakeUpstream()
+    upstream.kernels[39]["difficulty"] = "hard"
+    upstream.submission(39)["energy_joules"] = 1.5
+    summary = ingest(db, upstream)
+    assert summary.status == "succeeded"
+    assert summary.drift == ["kernel.difficulty", "submission.energy_joules"]
+    assert len(runs(db)) == 10
+
+
+def test_server_errors_are_retried_with_backoff_then_succeed(db):
+    upstream = FakeUpstream()
+    failures = {"left": 2}
+
+    def flaky(request: httpx.Request) -> httpx.Response | None:
+        if request.url.path.endswith("/kernels/39") and failures["left"]:
+            failures["left"] -= 1
+            return httpx.Response(503 if failures["left"] else 429, headers={"Retry-After": "1"})
+        return None
+
+    upstream.intercept = flaky
+    summary = ingest(db, upstream, retries=3)
+    assert summary.status == "succeeded"
+    assert sum(r.url.path.endswith("/kernels/39") for r in upstream.requests) == 3
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        pytest.param(lambda r: httpx.Response(500), id="http-500"),
+        pytest.param(lambda r: httpx.Response(429), id="http-429"),
+        pytest.param(lambda r: (_ for _ in ()).throw(httpx.ReadTimeout("slow", request=r)), id="timeout"),
+        pytest.param(lambda r: (_ for _ in ()).throw(httpx.ConnectError("refused", request=r)), id="connect"),
+    ],
+)
+def test_persistent_upstream_failure_fails_the_kernel_after_retries(db, failure):
+    upstream = FakeUpstream()
+    upstream.intercept = lambda r: failure(r) if r.url.params.get("kernel_id") == "62" else None
+    summary = ingest(db, upstream, retries=2)
+    assert summary.status == "partial"
+    attempts = [r for r in upstream.requests if r.url.params.get("kernel_id") == "62"]
+    assert len(attempts) == 3
+    assert workload_ids(db) == {"39", "40"}
+    assert "submissions" in summary.errors[0]
+
+
+def test_unlistable_upstream_fails_the_ingest_with_a_report(db):
+    upstream = FakeUpstream()
+    upstream.intercept = lambda r: httpx.Response(500) if r.url.path.endswith("/kernels") else None
+    summary = ingest(db, upstream, retries=1)
+    assert summary.status == "failed"
+    assert "HTTP 500" in summary.errors[0]
+    with db.sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Workload)) == 0
+        assert session.get_one(IngestionReport, summary.report_id).status == "failed"
+
+
+@pytest.mark.parametrize("latency", [0, -0.5])
+def test_non_positive_latency_is_skipped_and_counted(db, latency):
+    upstream = FakeUpstream()
+    upstream.submission(40)["latency_ms"] = latency
+    summary = ingest(db, upstream)
+    assert summary.counts["skipped"] == {"non_positive_latency": 1}
+    assert str(upstream.submission(40)["id"]) not in runs(db)
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"status": "FAILED"}, "not_completed"),
+        ({"is_correct": False}, "incorrect"),
+        ({"kernel_id": 999}, "wrong_kernel"),
+        ({"finished_at": None, "submitted_at": None}, "no_timestamp"),
+    ],
+)
+def test_unusable_submissions_are_skipped_by_reason(db, change, reason):
+    upstream = FakeUpstream()
+    upstream.submission(39).update(change)
+    summary = ingest(db, upstream)
+    assert summary.counts["skipped"] == {reason: 1}
+    assert str(upstream.submission(39)["id"]) not in runs(db)
+
+
+def test_naive_timestamps_are_read_as_utc_and_offsets_converted(db):
+    upstream = FakeUpstream()
+    upstream.submission(39, 0)["finished_at"] = "2026-07-03T03:55:35.544"
+    upstream.submission(39, 1)["finished_at"] = "2026-07-03T05:55:35+02:00"
+    ingest(db, upstream)
+    stored = runs(db)
+    first = stored[str(upstream.submission(39, 0)["id"])]
+    second = stored[str(upstream.submission(39, 1)["id"])]
+    assert json.loads(first.manifest_json)["spec"]["observedAt"] == "2026-07-03T03:55:35.544Z"
+    assert json.loads(second.manifest_json)["spec"]["observedAt"] == "2026-07-03T03:55:35Z"
+    assert first.observed_at.utcoffset().total_seconds() == 0
+
+
+def test_submission_listed_on_two_pages_is_stored_once(db):
+    upstream = FakeUpstream()
+    rows = upstream.submissions[39]
+    rows.insert(2, dict(rows[1]))  # the second page starts with the last row of the first
+    upstream.totals[39] = len(rows)
+    summary = ingest(db, upstream, page_limit=2)
+    assert summary.counts["skipped"] == {"duplicate": 1}
+    assert len([r for r in runs(db).values() if r.workload.external_id == "39"]) == len(rows) - 1
+
+
+def test_total_disagreeing_with_pages_is_reported(db):
+    upstream = FakeUpstream()
+    upstream.totals[40] = 3  # the pages hold 3 rows, but not the 3 it claims beyond them
+    upstream.submissions[40] = upstream.submissions[40][:2]
+    summary = ingest(db, upstream, page_limit=2)
+    assert summary.counts["anomalies"] == {"total_mismatch": 1}
+    assert any("total says 3" in line for line in summary.errors)
+
+
+def test_disqualified_submission_is_stored_as_withdrawn_upstream(db):
+    upstream = FakeUpstream()
+    upstream.submission(40).update(
+        {"is_disqualified": True, "disqualification_reason": "reward hack", "disqualified_at": "2026-08-01T00:00:00"}
+    )
+    summary = ingest(db, upstream)
+    run = runs(db)[str(upstream.submission(40)["id"])]
+    assert run.upstream_withdrawn and run.upstream_withdrawn_reason == "reward hack"
+    assert summary.counts["flags"]["withdrawn_upstream"] == 1
+    disqualification = json.loads(run.manifest_json)["spec"]["sourceNative"]["disqualification"]
+    assert disqualification == {"reason": "reward hack", "at": "2026-08-01T00:00:00Z"}
+
+
+def test_run_faster_than_the_sol_bound_is_held_for_review(db):
+    upstream = FakeUpstream()
+    summary = ingest(db, upstream)
+    held = {external_id for external_id, run in runs(db).items() if run.held_for_review}
+    assert held == {"33453", "20107", "15511"}  # kernel 62's three runs beat its SOL aggregate
+    assert summary.counts["flags"]["held_for_review"] == 3
+
+
+def test_changed_upstream_value_makes_a_new_digest_and_keeps_the_old(db):
+    upstream = FakeUpstream()
+    ingest(db, upstream)
+    target = str(upstream.submission(40)["id"])
+    old_digest = runs(db)[target].digest
+    upstream.submission(40)["sol_score"] = 0.5
+    summary = ingest(db, upstream)
+    assert summary.counts["updated"] == {"run": 1}
+    new = runs(db)[target]
+    assert new.digest != old_digest and new.sol_score == 0.5
+    with db.sessions() as session:
+        versions = session.execute(
+            select(ManifestVersion.digest, ManifestVersion.superseded_at).where(ManifestVersion.name == new.name)
+        ).all()
+    assert {digest for digest, _ in versions} == {old_digest, new.digest}
+    assert {digest for digest, superseded in versions if superseded is None} == {new.digest}
+
+
+def test_records_missing_upstream_are_kept_and_marked(db):
+    upstream = FakeUpstream()
+    ingest(db, upstream)
+    gone_run = upstream.submissions[39].pop(0)
+    del upstream.kernels[62]
+    summary = ingest(db, upstream)
+    stored = runs(db)
+    assert stored[str(gone_run["id"])].missing_since is not None
+    assert summary.counts["flags"]["missing_upstream"] == 1
+    assert summary.counts["flags"]["missing_workloads"] == 1
+    with db.sessions() as session:
+        kernel_62 = session.scalars(select(Workload).where(Workload.external_id == "62")).one()
+        assert kernel_62.missing_since is not None
+        assert session.scalar(select(func.count()).select_from(Run)) == len(stored) == 10
+
+    upstream.submissions[39].insert(0, gone_run)
+    ingest(db, upstream)
+    assert runs(db)[str(gone_run["id"])].missing_since is None
+
+
+def test_a_kernel_failing_to_store_leaves_nothing_half_written(db, monkeypatch):
+    upstream = FakeUpstream()
+    real_apply = store_ingest.apply_batch
+
+    def apply_then_fail(session, source, batch, now):  # type: ignore[no-untyped-def]
+        written = real_apply(session, source, batch, now)
+        if batch.external_id == "40":
+            raise ValueError("disk full")
+        return written
+
+    monkeypatch.setattr("kernelindex.ingest.runner.apply_batch", apply_then_fail)
+    summary = ingest(db, upstream)
+    assert summary.status == "partial"
+    assert "kernel 40" in summary.errors[0] and "disk full" in summary.errors[0]
+    assert workload_ids(db) == {"39", "62"}
+    with db.sessions() as session:
+        names = set(session.scalars(select(ManifestVersion.name)))
+    assert not any("040" in name for name in names)
+    assert {r.workload.external_id for r in runs(db).values()} == {"39", "62"}
