@@ -15,8 +15,8 @@ from rich.table import Table
 
 from kernelindex.settings import Settings
 
-err = Console(stderr=True)
-out = Console()
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
 
 
 def _settings(database_url: str | None) -> Settings:
@@ -253,3 +253,7 @@ def _run_or_exit(action: object, message: str) -> None:
     except Exception as exc:
         err.print(f"[red]{message}:[/] {exc}")
         sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

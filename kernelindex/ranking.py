@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from itertools import groupby
 
 from kernelindex.manifests.digest import sha256_digest
@@ -29,14 +30,18 @@ def comparison_key(workload_digest: str, protocol_digest: str, environment_diges
 
 def geometric_mean(values: Sequence[float]) -> float:
     """Geometric mean of positive values; the SOL-ExecBench suite aggregate."""
-    if not values or any(value <= 0 for value in values):
-        raise ValueError("a geometric mean needs one or more positive values")
+    if not values or any(not math.isfinite(value) or value <= 0 for value in values):
+        raise ValueError("a geometric mean needs one or more positive, finite values")
     return math.exp(math.fsum(math.log(value) for value in values) / len(values))
 
 
 def is_faster_than_bound(latency_ns: int, bound_ms: float | None) -> bool:
-    """True if a suite latency beats the suite's speed-of-light bound: physically suspect."""
-    return bound_ms is not None and latency_ns < bound_ms * 1_000_000
+    """True if a suite latency beats the suite's speed-of-light bound: physically suspect.
+
+    Compared exactly in decimal: ``0.000246 * 1e6`` is ``246.00000000000003`` in floating
+    point, which would make a run exactly at the bound look faster than it.
+    """
+    return bound_ms is not None and latency_ns < Decimal(repr(bound_ms)) * 1_000_000
 
 
 @dataclass(frozen=True)
@@ -98,9 +103,10 @@ def rank_group(runs: Iterable[RunFacts]) -> list[RankedRun]:
     says how many runs are strictly faster. Raises ``ValueError`` if the runs span
     several comparison groups, because such ranks would compare the incomparable.
     """
-    eligible = _fastest_first(run for run in runs if is_eligible(run))
-    if len({run.comparison_key for run in eligible}) > 1:
+    runs = list(runs)
+    if len({run.comparison_key for run in runs}) > 1:
         raise ValueError("runs from several comparison groups cannot be ranked together")
+    eligible = _fastest_first(run for run in runs if is_eligible(run))
     if not eligible:
         return []
     best = eligible[0].latency_ns
@@ -135,9 +141,10 @@ def record_history(runs: Iterable[RunFacts]) -> list[RecordBreak]:
     A run sets a record when, at the time it was observed, it is eligible and strictly
     faster than every earlier eligible run of its group.
     """
-    eligible = [run for run in runs if is_eligible(run)]
-    if len({run.comparison_key for run in eligible}) > 1:
+    runs = list(runs)
+    if len({run.comparison_key for run in runs}) > 1:
         raise ValueError("record history is kept per comparison group")
+    eligible = [run for run in runs if is_eligible(run)]
     history: list[RecordBreak] = []
     for run in sorted(eligible, key=lambda run: (run.observed_at, run.latency_ns, run.name)):
         current = history[-1].run if history else None

@@ -14,8 +14,10 @@ from pydantic import Field, HttpUrl, StringConstraints, field_validator, model_v
 
 from kernelindex.manifests.digest import sha256_digest
 from kernelindex.manifests.types import (
+    AxisValue,
     Count,
     Digest,
+    JsonNumber,
     LatencyNs,
     LongText,
     Name,
@@ -65,7 +67,7 @@ class Manifest(Strict):
 
 class Axis(Strict):
     type: Literal["var", "const", "expr"]
-    value: int | float | None = None
+    value: JsonNumber | None = None
     expression: ShortText | None = None
     description: LongText | None = None
 
@@ -95,7 +97,7 @@ class Definition(Strict):
 
 
 class WorkloadCase(Strict):
-    axes: dict[str, int | float | str | bool]
+    axes: dict[str, AxisValue]
     baseline_latency_ms: PositiveMs | None = None
     sol_latency_ms: PositiveMs | None = None
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    StringConstraints,
+)
 from pydantic.alias_generators import to_camel
 
 from kernelindex.manifests.digest import DIGEST_PATTERN
@@ -34,16 +42,44 @@ def format_utc(value: datetime) -> str:
     return text + "Z"
 
 
-UtcDatetime = Annotated[datetime, AfterValidator(_require_utc), PlainSerializer(format_utc, return_type=str)]
+def _require_text_or_datetime(value: object) -> object:
+    # Pydantic would read a bare number as seconds since the epoch; a manifest must say what it means.
+    if isinstance(value, int | float):
+        raise ValueError("timestamp must be an ISO 8601 string in UTC, such as 2026-07-03T03:55:35.544Z")
+    return value
+
+
+UtcDatetime = Annotated[
+    datetime,
+    BeforeValidator(_require_text_or_datetime),
+    AfterValidator(_require_utc),
+    PlainSerializer(format_utc, return_type=str),
+]
 Digest = Annotated[str, StringConstraints(pattern=DIGEST_PATTERN.pattern)]
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9.-]{0,198}[a-z0-9])?$")]
 ShortText = Annotated[str, StringConstraints(min_length=1, max_length=300)]
 LongText = Annotated[str, StringConstraints(max_length=20_000)]
 LatencyNs = Annotated[int, Field(strict=True, gt=0, le=10**15)]
 PositiveMs = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-Count = Annotated[int, Field(strict=True, ge=0)]
-# Source-native figures are kept verbatim; NaN and infinities have no JSON form.
-NativeValue = Annotated[float, Field(allow_inf_nan=False)] | int | str | bool
+# JSON numbers beyond ±(2**53 − 1) are not exact in IEEE 754 doubles, so RFC 8785 refuses them.
+MAX_SAFE_INTEGER = 2**53 - 1
+Count = Annotated[int, Field(strict=True, ge=0, le=MAX_SAFE_INTEGER)]
+SafeInt = Annotated[int, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+
+
+def _refuse_unsafe_integer(value: object) -> object:
+    # Checked before the union is tried, or an oversized integer would pass as a rounded float.
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+        raise ValueError(f"integers must lie within ±{MAX_SAFE_INTEGER} to be exact in JSON")
+    return value
+
+
+# A number as JSON can carry it exactly: NaN and infinities have no JSON form at all.
+JsonNumber = Annotated[SafeInt | FiniteFloat, BeforeValidator(_refuse_unsafe_integer)]
+# Source-native figures are kept verbatim.
+NativeValue = Annotated[SafeInt | FiniteFloat | str | bool, BeforeValidator(_refuse_unsafe_integer)]
+AxisValue = NativeValue
 
 
 class Strict(BaseModel):
@@ -52,7 +88,8 @@ class Strict(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
         alias_generator=to_camel,
-        populate_by_name=True,
+        # JSON names only: accepting snake_case too would let two spellings mean one field.
+        validate_by_name=False,
         frozen=True,
         str_strip_whitespace=False,
     )

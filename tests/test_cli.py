@@ -1,0 +1,225 @@
+"""The command line, run as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from kernelindex.app import create_app
+from kernelindex.cli import main
+from kernelindex.paths import BUNDLED_SNAPSHOT, PROJECT_ROOT
+from kernelindex.settings import Settings
+from tests.servers import free_port, serving, snapshot_api
+
+
+def invoke(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["serve"],
+        ["db"],
+        ["db", "upgrade"],
+        ["db", "check"],
+        ["ingest"],
+        ["ingest", "sol-execbench"],
+        ["verify"],
+    ],
+)
+def test_every_command_has_help(command):
+    result = invoke(*command, "--help")
+    assert result.exit_code == 0
+    assert "Usage:" in result.output
+
+
+def test_db_upgrade_then_check_agree(database_url):
+    assert invoke("db", "upgrade", "--database-url", database_url).exit_code == 0
+    result = invoke("db", "check", "--database-url", database_url)
+    assert result.exit_code == 0
+    assert "agree" in result.output
+
+
+def test_db_upgrade_reports_an_unusable_url_without_a_traceback():
+    result = invoke("db", "upgrade", "--database-url", "nosuchdriver://x")
+    assert result.exit_code == 1
+    assert "could not migrate" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_ingest_snapshot_twice_reports_unchanged_the_second_time(database_url):
+    args = ["ingest", "sol-execbench", "--snapshot", str(BUNDLED_SNAPSHOT), "--database-url", database_url]
+    first = invoke(*args)
+    assert first.exit_code == 0, first.output
+    assert "succeeded" in first.output
+    second = invoke(*args)
+    assert second.exit_code == 0
+    lines = {" ".join(line.replace("│", " ").split()) for line in second.output.splitlines()}
+    assert {"unchanged run 708", "unchanged workload 235", "unchanged implementation 708"} <= lines
+    assert not any(line.startswith(("added ", "updated ")) for line in lines)
+
+
+def test_ingest_refuses_a_tampered_snapshot(tmp_path):
+    snapshot = tmp_path / "snapshot"
+    shutil.copytree(BUNDLED_SNAPSHOT, snapshot)
+    detail = snapshot / "api" / "kernels" / "40.json"
+    original = detail.read_text()
+    detail.write_text(original.replace("residual", "residuals", 1))
+    assert detail.read_text() != original
+    result = invoke(
+        "ingest", "sol-execbench", "--snapshot", str(snapshot), "--database-url", f"sqlite:///{tmp_path}/s.db"
+    )
+    assert result.exit_code == 1
+    assert "checksum does not match" in result.output
+
+
+def test_ingest_takes_base_url_or_snapshot_not_both(tmp_path):
+    result = CliRunner().invoke(
+        main,
+        [
+            "ingest",
+            "sol-execbench",
+            "--base-url",
+            "http://127.0.0.1:1/api",
+            "--snapshot",
+            str(BUNDLED_SNAPSHOT),
+        ],
+    )
+    assert result.exit_code == 2
+    assert "not both" in result.output
+
+
+def test_ingest_live_api_over_http(tmp_path):
+    url = f"sqlite:///{tmp_path}/live.db"
+    with serving(snapshot_api(BUNDLED_SNAPSHOT)) as upstream:
+        result = invoke("ingest", "sol-execbench", "--base-url", f"{upstream}/api", "--database-url", url)
+    assert result.exit_code == 0, result.output
+    assert "succeeded" in result.output
+    lines = {" ".join(line.replace("│", " ").split()) for line in result.output.splitlines()}
+    assert {"added run 708", "added workload 235"} <= lines
+
+
+def test_ingest_unreachable_api_fails_clearly(tmp_path):
+    port = free_port()  # nothing listens there
+    result = invoke(
+        "ingest",
+        "sol-execbench",
+        "--base-url",
+        f"http://127.0.0.1:{port}/api",
+        "--database-url",
+        f"sqlite:///{tmp_path}/u.db",
+    )
+    assert result.exit_code == 1
+    assert "failed" in result.output and "connection failed" in result.output
+
+
+@pytest.fixture
+def permalink(loaded_db, tmp_path) -> Path:
+    from fastapi.testclient import TestClient
+
+    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
+        body = client.get("/runs/sol-submission-16893.json").json()
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(body))
+    return path
+
+
+def test_verify_file_accepts_a_served_permalink(permalink):
+    result = invoke("verify", str(permalink))
+    assert result.exit_code == 0, result.output
+    assert "5 of 5 manifests verified" in result.output
+
+
+def test_verify_file_catches_a_changed_figure(permalink):
+    data = json.loads(permalink.read_text())
+    data["run"]["manifest"]["spec"]["timing"]["latencyNs"]["mean"] = 109838
+    permalink.write_text(json.dumps(data))
+    result = invoke("verify", str(permalink))
+    assert result.exit_code == 1
+    assert "FAIL BenchmarkRun sol-submission-16893" in result.output
+    assert "claimed" in result.output
+
+
+def test_verify_catches_a_run_pointing_at_another_protocol(permalink):
+    data = json.loads(permalink.read_text())
+    data["protocol"]["manifest"]["spec"]["harness"]["version"] = "v9"
+    del data["protocol"]["digest"]
+    permalink.write_text(
+        json.dumps({k: v for k, v in data.items() if k != "protocol"} | {"p": data["protocol"]["manifest"]})
+    )
+    result = invoke("verify", str(permalink))
+    assert result.exit_code == 1
+    assert "protocolDigest" in result.output
+
+
+@pytest.mark.parametrize(
+    ("content", "message"), [("not json at all", "not JSON"), ('{"a": 1}', "holds no manifest")]
+)
+def test_verify_explains_unusable_input(tmp_path, content, message):
+    path = tmp_path / "x.json"
+    path.write_text(content)
+    result = invoke("verify", str(path))
+    assert result.exit_code in (1, 2)
+    assert message in result.output
+
+
+def test_verify_missing_file_is_a_clear_error():
+    result = invoke("verify", "/no/such/file.json")
+    assert result.exit_code == 2
+    assert "No such file" in result.output
+
+
+def test_verify_url_from_a_running_server(loaded_db):
+    app = create_app(Settings(database_url=loaded_db.url)) if loaded_db.backend == "sqlite" else None
+    if app is None:
+        # A rolled-back PostgreSQL transaction is not visible to a server thread's own engine.
+        app = create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)
+    with serving(app) as base:
+        result = invoke("verify", f"{base}/runs/sol-submission-16893.json")
+    assert result.exit_code == 0, result.output
+    assert "5 of 5 manifests verified" in result.output
+
+
+def test_serve_migrates_loads_the_bundled_snapshot_and_serves(tmp_path):
+    """The README's first command, minus the install: a fresh store comes up populated."""
+    port = free_port()
+    env = {**os.environ, "KERNELINDEX_DATABASE_URL": f"sqlite:///{tmp_path}/fresh.db"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/index.json", timeout=2)
+                break
+            except httpx.TransportError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(process.communicate()[0]) from None
+                time.sleep(0.2)
+        assert response.status_code == 200
+        assert response.json()["workloadCount"] == 235
+        assert httpx.get(f"http://127.0.0.1:{port}/runs/sol-submission-16893.json").status_code == 200
+    finally:
+        process.send_signal(signal.SIGINT)
+        output = process.communicate(timeout=20)[0]
+    assert "loading the bundled SOL-ExecBench snapshot" in output
+    assert "succeeded" in output
+    assert PROJECT_ROOT.exists()
