@@ -24,7 +24,8 @@ from kernelindex.settings import Settings
 
 
 def one_round(url: str) -> tuple[float, float]:
-    migrate.downgrade(url, "base") if not url.startswith("sqlite") else None
+    if not url.startswith("sqlite"):
+        migrate.downgrade(url, "base")
     migrate.upgrade(url)
     engine = make_engine(url)
     sessions = make_sessionmaker(engine)
@@ -41,7 +42,8 @@ def one_round(url: str) -> tuple[float, float]:
 
 
 def describe(label: str, values: list[float]) -> str:
-    return f"{label}: median {statistics.median(values):.3f} s (min {min(values):.3f}, max {max(values):.3f}, n={len(values)})"
+    median, low, high = statistics.median(values), min(values), max(values)
+    return f"{label}: median {median:.3f} s (min {low:.3f}, max {high:.3f}, n={len(values)})"
 
 
 def main() -> None:
