@@ -47,13 +47,9 @@ def describe(label: str, values: list[float]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument(
-        "--database-url", help="a PostgreSQL URL to use (it is emptied!); default: SQLite files"
-    )
+    parser.add_argument("--database-url", help="a PostgreSQL URL to use (it is emptied!); default: SQLite files")
     args = parser.parse_args()
     full, unchanged = [], []
     with tempfile.TemporaryDirectory() as folder:

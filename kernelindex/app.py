@@ -5,19 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from sqlalchemy.orm import Session, sessionmaker
-from starlette.exceptions import HTTPException
 
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.paths import STATIC, TEMPLATES
 from kernelindex.settings import Settings
-from kernelindex.web import home, runs
+from kernelindex.web import api, catalog, compare, exports, home, manifests, records, runs, search, workloads
+from kernelindex.web.errors import install_error_handlers
 from kernelindex.web.format import FILTERS
 from kernelindex.web.security import SecurityHeaders
 
@@ -32,15 +30,6 @@ def make_templates() -> Jinja2Templates:
     )
     environment.filters.update(FILTERS)
     return Jinja2Templates(env=environment)
-
-
-def problem(status: int, title: str, detail: str) -> JSONResponse:
-    """An RFC 9457 problem details response."""
-    return JSONResponse(
-        {"type": "about:blank", "title": title, "status": status, "detail": detail},
-        status_code=status,
-        media_type="application/problem+json",
-    )
 
 
 def create_app(settings: Settings | None = None, sessions: sessionmaker[Session] | None = None) -> FastAPI:
@@ -59,22 +48,22 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
         if engine is not None:
             engine.dispose()
 
-    app = FastAPI(title="KernelIndex", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="KernelIndex API",
+        version="1",
+        description="Read the KernelIndex registry: workloads, runs, implementations, GPUs, models, sources.",
+        lifespan=lifespan,
+        docs_url="/api/docs",
+        redoc_url=None,
+        openapi_url="/api/openapi.json",
+    )
     app.state.settings = settings
     app.state.templates = make_templates()
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    app.include_router(home.router)
-    app.include_router(runs.router)
+    # Order matters where paths overlap: more specific routes first.
+    for module in (api, exports, records, search, compare, manifests, home, workloads, runs, catalog):
+        app.include_router(module.router)
 
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        titles = {404: "Not found", 400: "Bad request", 405: "Method not allowed"}
-        return problem(exc.status_code, titles.get(exc.status_code, "Error"), str(exc.detail))
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        return problem(400, "Bad request", detail)
-
+    install_error_handlers(app)
     return app

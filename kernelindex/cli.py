@@ -133,9 +133,7 @@ def ingest() -> None:
 
 
 @ingest.command("sol-execbench")
-@click.option(
-    "--base-url", metavar="URL", help="The leaderboard API (default: $KERNELINDEX_SOL_EXECBENCH_URL)."
-)
+@click.option("--base-url", metavar="URL", help="The leaderboard API (default: $KERNELINDEX_SOL_EXECBENCH_URL).")
 @click.option(
     "--snapshot",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -179,9 +177,7 @@ def verify(target: str) -> None:
 
     if target.startswith(("http://", "https://")):
         try:
-            response = httpx.get(
-                target, timeout=30, follow_redirects=True, headers={"Accept": "application/json"}
-            )
+            response = httpx.get(target, timeout=30, follow_redirects=True, headers={"Accept": "application/json"})
         except httpx.HTTPError as exc:
             err.print(f"[red]Could not fetch {target}:[/] {exc}")
             sys.exit(2)

@@ -97,9 +97,7 @@ def verify_document(document: Any, expected_digest: str | None = None) -> list[C
         problems = [
             f"{field} {manifest['spec'][field]} matches no {ref_kind} in the document"
             for field, ref_kind in RUN_REFERENCES.items()
-            if kind == "BenchmarkRun"
-            and ref_kind in by_kind
-            and manifest["spec"].get(field) not in by_kind[ref_kind]
+            if kind == "BenchmarkRun" and ref_kind in by_kind and manifest["spec"].get(field) not in by_kind[ref_kind]
         ]
         if problems:
             checks.append(Check(False, kind, name, digest, "; ".join(problems)))

@@ -18,9 +18,7 @@ def database_url() -> str:
 
 
 def run_migrations_offline() -> None:
-    context.configure(
-        url=database_url(), target_metadata=target_metadata, render_as_batch=True, literal_binds=True
-    )
+    context.configure(url=database_url(), target_metadata=target_metadata, render_as_batch=True, literal_binds=True)
     with context.begin_transaction():
         context.run_migrations()
 

@@ -33,9 +33,7 @@ from kernelindex.ingest.sources import ingest_sol_execbench
 from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
 
-POSTGRES_URL = os.environ.get(
-    "KERNELINDEX_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
+POSTGRES_URL = os.environ.get("KERNELINDEX_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REQUIRE_ALL = os.environ.get("KERNELINDEX_TEST_REQUIRE_ALL") == "1"
 BACKENDS = ["sqlite", "postgresql"]
 TEST_DB_PREFIX = "kernelindex_test_"
@@ -53,9 +51,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if REQUIRE_ALL and reporter is not None and reporter.stats.get("skipped"):
         skipped = len(reporter.stats["skipped"])
-        reporter.write_line(
-            f"KERNELINDEX_TEST_REQUIRE_ALL=1 and {skipped} test(s) were skipped: failing.", red=True
-        )
+        reporter.write_line(f"KERNELINDEX_TEST_REQUIRE_ALL=1 and {skipped} test(s) were skipped: failing.", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

@@ -164,9 +164,7 @@ def test_verify_catches_a_run_pointing_at_another_protocol(permalink):
     assert "protocolDigest" in result.output
 
 
-@pytest.mark.parametrize(
-    ("content", "message"), [("not json at all", "not JSON"), ('{"a": 1}', "holds no manifest")]
-)
+@pytest.mark.parametrize(("content", "message"), [("not json at all", "not JSON"), ('{"a": 1}', "holds no manifest")])
 def test_verify_explains_unusable_input(tmp_path, content, message):
     path = tmp_path / "x.json"
     path.write_text(content)

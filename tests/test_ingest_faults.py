@@ -21,9 +21,7 @@ def ingest(db, upstream: FakeUpstream, **kwargs):  # type: ignore[no-untyped-def
 
 def runs(db) -> dict[str, Run]:  # type: ignore[no-untyped-def]
     with db.sessions() as session:
-        return {
-            run.external_id: run for run in session.scalars(select(Run).options(joinedload(Run.workload)))
-        }
+        return {run.external_id: run for run in session.scalars(select(Run).options(joinedload(Run.workload)))}
 
 
 def workload_ids(db) -> set[str]:  # type: ignore[no-untyped-def]
@@ -51,9 +49,7 @@ def test_ingest_paginates_by_total_offset_limit(db):
 )
 def test_unreadable_kernel_fails_alone_and_writes_nothing_for_it(db, body):
     upstream = FakeUpstream()
-    upstream.intercept = lambda r: (
-        httpx.Response(200, content=body) if r.url.path.endswith("/kernels/40") else None
-    )
+    upstream.intercept = lambda r: httpx.Response(200, content=body) if r.url.path.endswith("/kernels/40") else None
     summary = ingest(db, upstream)
     assert summary.status == "partial"
     assert summary.counts["units"] == {"listed": 3, "ingested": 2, "failed": 1}
@@ -225,9 +221,7 @@ def test_changed_upstream_value_makes_a_new_digest_and_keeps_the_old(db):
     assert new.digest != old_digest and new.sol_score == 0.5
     with db.sessions() as session:
         versions = session.execute(
-            select(ManifestVersion.digest, ManifestVersion.superseded_at).where(
-                ManifestVersion.name == new.name
-            )
+            select(ManifestVersion.digest, ManifestVersion.superseded_at).where(ManifestVersion.name == new.name)
         ).all()
     assert {digest for digest, _ in versions} == {old_digest, new.digest}
     assert {digest for digest, superseded in versions if superseded is None} == {new.digest}

@@ -38,9 +38,7 @@ def store_state(session) -> dict[str, object]:  # type: ignore[no-untyped-def]
             session.execute(select(table.name, table.digest, table.updated_at)).all()
         )
     state["versions"] = sorted(
-        session.execute(
-            select(ManifestVersion.name, ManifestVersion.digest, ManifestVersion.superseded_at)
-        ).all()
+        session.execute(select(ManifestVersion.name, ManifestVersion.digest, ManifestVersion.superseded_at)).all()
     )
     return state
 
@@ -106,9 +104,7 @@ def test_every_stored_manifest_digest_recomputes_from_its_json(loaded_db):
 def test_snapshot_protocol_and_environment_reproduce_the_published_digests(loaded_db):
     with loaded_db.sessions() as session:
         protocol = session.scalars(select(Protocol).where(Protocol.harness_version == "v1.0")).one()
-        environment = session.scalars(
-            select(Environment).where(Environment.name == "sol-execbench-b200-v1-0")
-        ).one()
+        environment = session.scalars(select(Environment).where(Environment.name == "sol-execbench-b200-v1-0")).one()
     assert protocol.digest == SEED_PROTOCOL_V1_0
     assert environment.digest == SEED_ENVIRONMENT_B200_V1_0
 

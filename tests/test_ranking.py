@@ -410,9 +410,7 @@ def test_geometric_mean_rejects_empty_and_non_positive(values: list[float]) -> N
         (1, None, False),
     ],
 )
-def test_is_faster_than_bound_compares_ns_against_ms(
-    latency_ns: int, bound_ms: float | None, expected: bool
-) -> None:
+def test_is_faster_than_bound_compares_ns_against_ms(latency_ns: int, bound_ms: float | None, expected: bool) -> None:
     assert is_faster_than_bound(latency_ns, bound_ms) is expected
 
 

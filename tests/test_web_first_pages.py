@@ -56,10 +56,7 @@ def test_run_permalink_serves_manifests_whose_digests_recompute(client):
     data = response.json()
     assert data["run"]["manifest"]["metadata"]["name"] == "sol-submission-16893"
     assert data["evidence"] == "reported"
-    assert (
-        data["protocol"]["digest"]
-        == "sha256:2964c5c4ed9cb0dcdc0f74674035bc71bf5e66620939e38441060f76434ed3e5"
-    )
+    assert data["protocol"]["digest"] == "sha256:2964c5c4ed9cb0dcdc0f74674035bc71bf5e66620939e38441060f76434ed3e5"
     checks = verify_document(data)
     assert [c.kind for c in checks] == [
         "BenchmarkRun",

@@ -28,9 +28,7 @@ def _read(path: Path) -> Any:
 
 class FakeUpstream:
     def __init__(self, kernel_ids: tuple[int, ...] = (39, 40, 62)):
-        self.kernels: dict[int, dict[str, Any]] = {
-            k: _read(API / "kernels" / f"{k}.json") for k in kernel_ids
-        }
+        self.kernels: dict[int, dict[str, Any]] = {k: _read(API / "kernels" / f"{k}.json") for k in kernel_ids}
         self.submissions: dict[int, list[dict[str, Any]]] = {
             k: _read(API / "submissions" / f"kernel-{k}.json")["submissions"] for k in kernel_ids
         }

@@ -271,9 +271,7 @@ def workload_manifest(kernel: KernelDetail) -> WorkloadSuite:
             "name": kernel.name,
             "description": kernel.description,
             "axes": {
-                name: axis.model_dump(
-                    include={"type", "value", "expression", "description"}, exclude_none=True
-                )
+                name: axis.model_dump(include={"type", "value", "expression", "description"}, exclude_none=True)
                 for name, axis in kernel.axes.items()
             },
             "inputs": {
@@ -528,9 +526,7 @@ class SolExecBench:
         for _ in range(max_pages):
             try:
                 page = SubmissionPage.model_validate(
-                    self._data(
-                        "submissions", {"kernel_id": kernel.id, "offset": offset, "limit": self.page_limit}
-                    )
+                    self._data("submissions", {"kernel_id": kernel.id, "offset": offset, "limit": self.page_limit})
                 )
             except UpstreamError as exc:
                 raise KernelError(str(exc)) from None
@@ -546,9 +542,7 @@ class SolExecBench:
                     submission = Submission.model_validate(raw)
                 except ValidationError as exc:
                     batch.skipped["invalid"] += 1
-                    batch.warnings.append(
-                        f"kernel {kernel.id}: a submission is malformed ({_first_error(exc)})"
-                    )
+                    batch.warnings.append(f"kernel {kernel.id}: a submission is malformed ({_first_error(exc)})")
                     continue
                 if submission.id in seen:
                     batch.skipped["duplicate"] += 1

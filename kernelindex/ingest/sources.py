@@ -44,6 +44,4 @@ def ingest_sol_execbench(
         origin, observed = url, None
     with client:
         fetcher = JsonFetcher(client, retries=settings.http_retries, **({"sleep": sleep} if sleep else {}))
-        return run_ingest(
-            SolExecBench(fetcher), sessions, origin=origin, observed_at=observed, progress=progress
-        )
+        return run_ingest(SolExecBench(fetcher), sessions, origin=origin, observed_at=observed, progress=progress)

@@ -232,9 +232,7 @@ class ExecutionEnvironment(Manifest):
 
 
 class Timing(Strict):
-    latency_ns: dict[Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,32}$")], LatencyNs] = Field(
-        min_length=1
-    )
+    latency_ns: dict[Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,32}$")], LatencyNs] = Field(min_length=1)
     primary_statistic: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,32}$")]
 
     @model_validator(mode="after")

@@ -69,9 +69,7 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
             manifest,
             {
                 "title": manifest.metadata.title or manifest.metadata.name,
-                "gpu_slug": hardware.product.lower()
-                .removeprefix(f"{hardware.vendor.lower()} ")
-                .replace(" ", "-"),
+                "gpu_slug": hardware.product.lower().removeprefix(f"{hardware.vendor.lower()} ").replace(" ", "-"),
                 "gpu_product": hardware.product,
                 "architecture": hardware.architecture,
             },
@@ -84,9 +82,7 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
 
     workload = _put_workload(session, source, batch, now, counts)
 
-    implementations = existing_by_name(
-        session, Implementation, (i.metadata.name for i in batch.implementations)
-    )
+    implementations = existing_by_name(session, Implementation, (i.metadata.name for i in batch.implementations))
     for manifest in batch.implementations:
         spec = manifest.spec
         row, outcome = put(
@@ -147,9 +143,7 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
 
     returned = [name for name, row in runs.items() if row.missing_since is not None]
     if returned:
-        session.execute(
-            update(Run).where(Run.name.in_(returned)).values(missing_since=None, last_seen_at=None)
-        )
+        session.execute(update(Run).where(Run.name.in_(returned)).values(missing_since=None, last_seen_at=None))
         counts["flag.back_upstream"] += len(returned)
     gone = session.execute(
         update(Run)
@@ -165,9 +159,7 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
     return counts
 
 
-def _put_workload(
-    session: Session, source: Source, batch: Batch, now: datetime, counts: Counter[str]
-) -> Workload:
+def _put_workload(session: Session, source: Source, batch: Batch, now: datetime, counts: Counter[str]) -> Workload:
     manifest = batch.workload
     spec = manifest.spec
     bounds = [case.sol_latency_ms for case in spec.cases if case.sol_latency_ms]

@@ -58,9 +58,7 @@ def put(
     if current is None:
         row = table(name=name, digest=digest, manifest_json=text, created_at=now, updated_at=now, **columns)
         session.add(row)
-        session.add(
-            ManifestVersion(kind=manifest.KIND, name=name, digest=digest, manifest_json=text, recorded_at=now)
-        )
+        session.add(ManifestVersion(kind=manifest.KIND, name=name, digest=digest, manifest_json=text, recorded_at=now))
         return row, Outcome.ADDED
     session.execute(
         update(ManifestVersion)

@@ -62,9 +62,7 @@ def workloads_with_best_run(session: Session) -> list[WorkloadSummary]:
     known number for this workload"); the label names the GPU and stack it was on.
     """
     counts = dict(
-        session.execute(
-            select(Run.workload_id, func.count()).where(*eligible_runs()).group_by(Run.workload_id)
-        ).all()
+        session.execute(select(Run.workload_id, func.count()).where(*eligible_runs()).group_by(Run.workload_id)).all()
     )
     best: dict[int, Run] = {}
     runs = session.scalars(

@@ -165,9 +165,7 @@ def upgrade() -> None:
             ["implementation_id"], ["implementation.id"], name="fk_run_implementation_id_implementation"
         ),
         sa.ForeignKeyConstraint(["protocol_id"], ["protocol.id"], name="fk_run_protocol_id_protocol"),
-        sa.ForeignKeyConstraint(
-            ["environment_id"], ["environment.id"], name="fk_run_environment_id_environment"
-        ),
+        sa.ForeignKeyConstraint(["environment_id"], ["environment.id"], name="fk_run_environment_id_environment"),
         sa.UniqueConstraint("source_id", "external_id", name="uq_run_source_id_external_id"),
     )
     index_digest("run")
@@ -233,9 +231,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_report"),
         sa.ForeignKeyConstraint(["run_id"], ["run.id"], name="fk_report_run_id_run"),
         sa.ForeignKeyConstraint(["user_id"], ["user_account.id"], name="fk_report_user_id_user_account"),
-        sa.ForeignKeyConstraint(
-            ["resolved_by_id"], ["user_account.id"], name="fk_report_resolved_by_id_user_account"
-        ),
+        sa.ForeignKeyConstraint(["resolved_by_id"], ["user_account.id"], name="fk_report_resolved_by_id_user_account"),
     )
     op.create_index("ix_report_run_id", "report", ["run_id"])
     op.create_index("ix_report_state", "report", ["state"])

@@ -1,0 +1,88 @@
+"""Errors a person can act on: a page for browsers, RFC 9457 problem details for JSON."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
+
+log = logging.getLogger("kernelindex.web")
+
+TITLES = {
+    400: "Bad request",
+    403: "Forbidden",
+    404: "Not found",
+    405: "Method not allowed",
+    413: "Request too large",
+    429: "Too many requests",
+    500: "Internal server error",
+    503: "Service unavailable",
+}
+
+
+class BadRequest(HTTPException):
+    def __init__(self, detail: str):
+        super().__init__(status_code=400, detail=detail)
+
+
+class NotFound(HTTPException):
+    def __init__(self, detail: str):
+        super().__init__(status_code=404, detail=detail)
+
+
+def wants_problem_json(request: Request) -> bool:
+    path = request.url.path
+    accept = request.headers.get("accept", "")
+    return (
+        path.startswith("/api/")
+        or path.endswith((".json", ".atom", ".xml", ".gz", ".txt", ".csv"))
+        or ("application/json" in accept and "text/html" not in accept)
+    )
+
+
+def problem(status: int, detail: str, title: str | None = None) -> JSONResponse:
+    return JSONResponse(
+        {"type": "about:blank", "title": title or TITLES.get(status, "Error"), "status": status, "detail": detail},
+        status_code=status,
+        media_type="application/problem+json",
+    )
+
+
+def error_response(request: Request, status: int, detail: str) -> Response:
+    if wants_problem_json(request):
+        return problem(status, detail)
+    templates = request.app.state.templates
+    return templates.TemplateResponse(
+        request,
+        "error.html",
+        {"status": status, "title": TITLES.get(status, "Error"), "detail": detail},
+        status_code=status,
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        detail = exc.detail if isinstance(exc.detail, str) else TITLES.get(exc.status_code, "Error")
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = f"There is no page at {request.url.path}."
+        response = error_response(request, exc.status_code, detail)
+        for name, value in (exc.headers or {}).items():
+            response.headers[name] = value
+        return response
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        parts = []
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error["loc"] if part not in ("query", "path", "body"))
+            parts.append(f"{where}: {error['msg']}" if where else error["msg"])
+        return error_response(request, 400, "; ".join(parts))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        log.exception("unhandled error on %s", request.url.path)
+        return error_response(request, 500, "Something went wrong on our side; it has been logged.")

@@ -1,0 +1,96 @@
+"""Rendering a page: one typed context, two representations (HTML and its JSON twin).
+
+Every page is declared with ``page_route``, which registers ``PATH`` and ``PATH.json``
+(``/index.json`` for ``/``). The handler builds one ``PageContext``; ``render_page``
+turns it into HTML through a template, or into JSON by dumping the same object, so
+the two cannot drift apart. Both carry a strong ETag (a conditional GET answers 304)
+and a ``Link`` header announcing the JSON twin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+PAGE_CACHE = "public, max-age=60, stale-while-revalidate=600"
+
+
+class PageContext(BaseModel):
+    """Base of every page's context: the template contract and the JSON twin's schema."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+    template: ClassVar[str]
+
+
+def json_twin_path(path: str) -> str:
+    return "/index.json" if path == "/" else f"{path}.json"
+
+
+def wants_json(request: Request) -> bool:
+    return request.url.path.endswith(".json")
+
+
+def etag_for(body: bytes) -> str:
+    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+
+
+def not_modified(request: Request, etag: str) -> bool:
+    header = request.headers.get("if-none-match")
+    if not header:
+        return False
+    return header.strip() == "*" or etag in [tag.strip().removeprefix("W/") for tag in header.split(",")]
+
+
+def cached_response(
+    request: Request,
+    body: bytes,
+    media_type: str,
+    headers: dict[str, str] | None = None,
+    cache_control: str = PAGE_CACHE,
+    status_code: int = 200,
+) -> Response:
+    """A response with an ETag and Cache-Control, or a bare 304 when the client has it."""
+    etag = etag_for(body)
+    headers = {**(headers or {}), "ETag": etag, "Cache-Control": cache_control}
+    if status_code == 200 and not_modified(request, etag):
+        return Response(status_code=304, headers=headers)
+    return Response(body, status_code=status_code, media_type=media_type, headers=headers)
+
+
+def dump_json(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def render_page(request: Request, context: PageContext, status_code: int = 200) -> Response:
+    """The page as HTML, or as its JSON twin if the path ends in ``.json``."""
+    html_path = request.url.path.removesuffix(".json")
+    if html_path == "/index":
+        html_path = "/"
+    twin = json_twin_path(html_path)
+    query = f"?{request.url.query}" if request.url.query else ""
+    headers = {"Link": f'<{twin}{query}>; rel="alternate"; type="application/json"'}
+    if wants_json(request):
+        body = dump_json(context.model_dump(mode="json", by_alias=True))
+        return cached_response(request, body, "application/json", headers, status_code=status_code)
+    template = request.app.state.templates.get_template(context.template)
+    html = template.render(request=request, page=context, json_twin=twin + query, url_for=request.url_for)
+    return cached_response(request, html.encode(), "text/html; charset=utf-8", headers, status_code=status_code)
+
+
+def page_route(router: APIRouter, path: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a page handler at ``path`` and at its JSON twin."""
+
+    def register(handler: Callable[..., Any]) -> Callable[..., Any]:
+        twin = json_twin_path(path)
+        router.add_api_route(twin, handler, methods=["GET"], include_in_schema=False, name=f"{handler.__name__}_json")
+        router.add_api_route(path, handler, methods=["GET"], include_in_schema=False, name=handler.__name__, **kwargs)
+        return handler
+
+    return register

@@ -1,0 +1,89 @@
+// Progressive enhancement only: every page works without this file.
+(function () {
+  "use strict";
+
+  // Copy buttons next to digests and citations.
+  function enableCopyButtons() {
+    if (!navigator.clipboard) return;
+    document.querySelectorAll("button.copy[data-copy]").forEach(function (button) {
+      button.hidden = false;
+      button.addEventListener("click", function () {
+        navigator.clipboard.writeText(button.dataset.copy).then(function () {
+          var label = button.textContent;
+          button.textContent = "Copied";
+          setTimeout(function () { button.textContent = label; }, 1500);
+        });
+      });
+    });
+  }
+
+  // As-you-type suggestions for the search box.
+  function enableSuggestions() {
+    var input = document.querySelector("input[data-suggest]");
+    if (!input || !window.fetch) return;
+    var list = document.createElement("ul");
+    list.className = "suggestions";
+    list.id = "search-suggestions";
+    list.setAttribute("role", "listbox");
+    list.hidden = true;
+    input.setAttribute("aria-controls", list.id);
+    input.setAttribute("aria-autocomplete", "list");
+    input.parentNode.appendChild(list);
+    var pending = null;
+    var active = -1;
+
+    function show(items) {
+      list.innerHTML = "";
+      active = -1;
+      items.forEach(function (item) {
+        var li = document.createElement("li");
+        li.setAttribute("role", "option");
+        var a = document.createElement("a");
+        a.href = item.url;
+        var title = document.createElement("span");
+        title.textContent = item.title;
+        var kind = document.createElement("span");
+        kind.className = "kind";
+        kind.textContent = item.kind;
+        a.appendChild(title);
+        a.appendChild(kind);
+        li.appendChild(a);
+        list.appendChild(li);
+      });
+      list.hidden = items.length === 0;
+    }
+
+    input.addEventListener("input", function () {
+      var q = input.value.trim();
+      if (pending) pending.abort();
+      if (q.length < 2) { show([]); return; }
+      pending = new AbortController();
+      fetch(input.dataset.suggest + "?q=" + encodeURIComponent(q), { signal: pending.signal })
+        .then(function (r) { return r.ok ? r.json() : { suggestions: [] }; })
+        .then(function (data) { show(data.suggestions || []); })
+        .catch(function () {});
+    });
+    input.addEventListener("keydown", function (event) {
+      var options = list.querySelectorAll("a");
+      if (!options.length) return;
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault();
+        active = (active + (event.key === "ArrowDown" ? 1 : -1) + options.length) % options.length;
+        options.forEach(function (a, i) { a.parentNode.setAttribute("aria-selected", i === active); });
+      } else if (event.key === "Enter" && active >= 0) {
+        event.preventDefault();
+        window.location.href = options[active].href;
+      } else if (event.key === "Escape") {
+        show([]);
+      }
+    });
+    document.addEventListener("click", function (event) {
+      if (!list.contains(event.target) && event.target !== input) show([]);
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    enableCopyButtons();
+    enableSuggestions();
+  });
+})();
