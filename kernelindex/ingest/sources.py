@@ -32,7 +32,8 @@ def ingest_sol_execbench(
     if snapshot is not None:
         verify_checksums(snapshot)
         client = httpx.Client(transport=snapshot_transport(snapshot), base_url=SNAPSHOT_BASE_URL)
-        origin, observed = f"snapshot {snapshot.resolve()}", observed_at(snapshot)
+        # The folder name only: a server path is nobody else's business.
+        origin, observed = f"snapshot {snapshot.resolve().name}", observed_at(snapshot)
     else:
         url = (base_url or settings.sol_execbench_url).rstrip("/") + "/"
         client = httpx.Client(

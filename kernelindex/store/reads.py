@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload
 
-from kernelindex.db.tables import ManifestVersion, Run, Source, Workload
+from kernelindex.db.tables import Run, Source, Workload
 
 COLLECTION_ORDER = ("L1", "L2", "Quant", "FlashInfer-Bench")
 
@@ -115,54 +113,3 @@ def sources(session: Session) -> list[SourceSummary]:
 
 def store_is_empty(session: Session) -> bool:
     return session.scalar(select(func.count()).select_from(Workload)) == 0
-
-
-def _pair(digest: str, manifest_json: str) -> dict[str, Any]:
-    return {"digest": digest, "manifest": json.loads(manifest_json)}
-
-
-def run_permalink(session: Session, name: str) -> dict[str, Any] | None:
-    """A run and the four manifests it refers to, each with its digest; ``None`` if unknown."""
-    run = session.scalar(
-        select(Run)
-        .where(Run.name == name)
-        .options(
-            joinedload(Run.workload),
-            joinedload(Run.implementation),
-            joinedload(Run.protocol),
-            joinedload(Run.environment),
-        )
-    )
-    if run is None:
-        return None
-    history = session.scalars(
-        select(ManifestVersion)
-        .where(ManifestVersion.kind == "BenchmarkRun", ManifestVersion.name == name)
-        .order_by(ManifestVersion.recorded_at, ManifestVersion.id)
-    )
-    return {
-        "name": run.name,
-        "evidence": run.evidence,
-        "comparisonKey": run.comparison_key,
-        "eligible": run.status == "passed"
-        and run.withdrawn_at is None
-        and not run.upstream_withdrawn
-        and not run.held_for_review,
-        "heldForReview": run.held_for_review,
-        "withdrawnUpstream": run.upstream_withdrawn_reason if run.upstream_withdrawn else None,
-        "run": _pair(run.digest, run.manifest_json),
-        "workload": _pair(run.workload.digest, run.workload.manifest_json),
-        "implementation": _pair(run.implementation.digest, run.implementation.manifest_json),
-        "protocol": _pair(run.protocol.digest, run.protocol.manifest_json),
-        "environment": _pair(run.environment.digest, run.environment.manifest_json),
-        "history": [
-            {
-                "digest": version.digest,
-                "recordedAt": version.recorded_at.isoformat().replace("+00:00", "Z"),
-                "supersededAt": version.superseded_at.isoformat().replace("+00:00", "Z")
-                if version.superseded_at
-                else None,
-            }
-            for version in history
-        ],
-    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 
@@ -30,7 +31,13 @@ def short_digest(digest: str) -> str:
     return digest[: len("sha256:") + 12] + "…"
 
 
+def pretty_json(value: object) -> str:
+    """Indented JSON in the manifest's own key order, non-ASCII kept (Jinja escapes it for HTML)."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
 FILTERS = {
+    "pretty_json": pretty_json,
     "latency": latency,
     "ratio": ratio,
     "percent_of_sol": percent_of_sol,

@@ -1,81 +1,107 @@
-"""The home page and its JSON twin."""
+"""The home page: search, workloads by collection, newest records, sources."""
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import ClassVar
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import Response
 
 from kernelindex.store import reads
 from kernelindex.web.deps import SessionDep
+from kernelindex.web.leaderboard import Part
+from kernelindex.web.pages import PageContext, page_route, render_page
 
 router = APIRouter()
+SHOWN_PER_COLLECTION = 12
 
 
-def home_context(session: Any) -> dict[str, Any]:
+class BestRunPart(Part):
+    run: str
+    url: str
+    latency_ns: int
+    primary_statistic: str
+    sol_score: float | None
+    implementation: str
+    environment: str
+    evidence: str
+
+
+class WorkloadPart(Part):
+    slug: str
+    url: str
+    title: str
+    cases: int
+    eligible_runs: int
+    best: BestRunPart | None
+
+
+class CollectionPart(Part):
+    name: str
+    workload_count: int
+    url: str
+    workloads: list[WorkloadPart]
+
+
+class SourcePart(Part):
+    slug: str
+    name: str
+    url: str
+    last_observed_at: datetime | None
+
+
+class HomePage(PageContext):
+    template: ClassVar[str] = "home.html"
+
+    workload_count: int
+    eligible_run_count: int
+    collections: list[CollectionPart]
+    sources: list[SourcePart]
+
+
+@page_route(router, "/")
+def home(request: Request, session: SessionDep) -> Response:
     summaries = reads.workloads_with_best_run(session)
-    return {
-        "collections": reads.by_collection(summaries),
-        "workload_count": len(summaries),
-        "run_count": sum(s.run_count for s in summaries),
-        "sources": reads.sources(session),
-    }
-
-
-@router.get("/", response_class=HTMLResponse)
-def home(request: Request, session: SessionDep) -> HTMLResponse:
-    context = home_context(session)
-    return request.app.state.templates.TemplateResponse(
-        request,
-        "home.html",
-        context,
-        headers={"Link": '</index.json>; rel="alternate"; type="application/json"'},
+    collections = []
+    for name, workloads in reads.by_collection(summaries):
+        busiest = sorted(workloads, key=lambda w: (-w.run_count, w.slug))[:SHOWN_PER_COLLECTION]
+        collections.append(
+            CollectionPart(
+                name=name,
+                workload_count=len(workloads),
+                url=f"/workloads?collection={name}",
+                workloads=[
+                    WorkloadPart(
+                        slug=w.slug,
+                        url=f"/workloads/{w.slug}",
+                        title=w.title,
+                        cases=w.case_count,
+                        eligible_runs=w.run_count,
+                        best=None
+                        if w.best is None
+                        else BestRunPart(
+                            run=w.best.name,
+                            url=f"/runs/{w.best.name}",
+                            latency_ns=w.best.latency_ns,
+                            primary_statistic=w.best.primary_statistic,
+                            sol_score=w.best.sol_score,
+                            implementation=w.best.implementation,
+                            environment=w.best.environment,
+                            evidence=w.best.evidence,
+                        ),
+                    )
+                    for w in sorted(busiest, key=lambda w: w.slug)
+                ],
+            )
+        )
+    context = HomePage(
+        workload_count=len(summaries),
+        eligible_run_count=sum(s.run_count for s in summaries),
+        collections=collections,
+        sources=[
+            SourcePart(slug=s.slug, name=s.name, url=f"/sources/{s.slug}", last_observed_at=s.last_observed_at)
+            for s in reads.sources(session)
+        ],
     )
-
-
-@router.get("/index.json")
-def home_json(session: SessionDep) -> JSONResponse:
-    context = home_context(session)
-    return JSONResponse(
-        {
-            "workloadCount": context["workload_count"],
-            "eligibleRunCount": context["run_count"],
-            "collections": [
-                {
-                    "name": name,
-                    "workloads": [
-                        {
-                            "slug": w.slug,
-                            "title": w.title,
-                            "cases": w.case_count,
-                            "eligibleRuns": w.run_count,
-                            "best": None
-                            if w.best is None
-                            else {
-                                "run": w.best.name,
-                                "latencyNs": w.best.latency_ns,
-                                "primaryStatistic": w.best.primary_statistic,
-                                "solScore": w.best.sol_score,
-                                "implementation": w.best.implementation,
-                                "environment": w.best.environment,
-                                "evidence": w.best.evidence,
-                            },
-                        }
-                        for w in workloads
-                    ],
-                }
-                for name, workloads in context["collections"]
-            ],
-            "sources": [
-                {
-                    "slug": s.slug,
-                    "name": s.name,
-                    "lastObservedAt": s.last_observed_at.isoformat().replace("+00:00", "Z")
-                    if s.last_observed_at
-                    else None,
-                }
-                for s in context["sources"]
-            ],
-        }
-    )
+    return render_page(request, context)

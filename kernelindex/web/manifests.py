@@ -1,7 +1,62 @@
-"""(routes of this page family are added here)"""
+"""Immutable manifests by digest, and the JSON Schema of each kind."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import json
+from typing import Any, ClassVar
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from sqlalchemy import select
+
+from kernelindex.db.tables import ManifestVersion
+from kernelindex.manifests import KINDS, is_digest, json_schema
+from kernelindex.web.deps import SessionDep
+from kernelindex.web.errors import BadRequest, NotFound
+from kernelindex.web.pages import PageContext, cached_response, dump_json, page_route, render_page
 
 router = APIRouter()
+IMMUTABLE = "public, max-age=31536000, immutable"
+RECORD_PAGES = {"BenchmarkRun": "/runs/{}", "WorkloadSuite": "/workloads/{}"}
+
+
+class ManifestPage(PageContext):
+    template: ClassVar[str] = "manifest.html"
+
+    digest: str
+    kind: str
+    name: str
+    current: bool
+    record_url: str | None
+    manifest: dict[str, Any]
+
+
+@page_route(router, "/manifests/{digest}")
+def manifest(request: Request, digest: str, session: SessionDep) -> Response:
+    if not is_digest(digest):
+        raise BadRequest("A manifest digest looks like sha256: followed by 64 lower-case hex characters.")
+    version = session.scalars(select(ManifestVersion).where(ManifestVersion.digest == digest).limit(1)).first()
+    if version is None:
+        raise NotFound(f"No manifest has the digest {digest}.")
+    page = RECORD_PAGES.get(version.kind)
+    context = ManifestPage(
+        digest=digest,
+        kind=version.kind,
+        name=version.name,
+        current=version.superseded_at is None,
+        record_url=page.format(version.name) if page else None,
+        manifest=json.loads(version.manifest_json),
+    )
+    if request.url.path.endswith(".json"):
+        # The JSON form is the manifest itself, as digested: what a mirror stores.
+        return cached_response(request, dump_json(context.manifest), "application/json", cache_control=IMMUTABLE)
+    response = render_page(request, context)
+    response.headers["Cache-Control"] = IMMUTABLE
+    return response
+
+
+@router.get("/schemas/v1alpha1/{kind}.json", include_in_schema=False)
+def schema(request: Request, kind: str) -> Response:
+    if kind not in KINDS:
+        raise NotFound(f"No manifest kind is called {kind!r}. Kinds: {', '.join(KINDS)}.")
+    return cached_response(request, dump_json(json_schema(kind)), "application/schema+json")

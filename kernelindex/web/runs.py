@@ -1,20 +1,35 @@
-"""Run permalinks."""
+"""Run detail pages and their JSON twins (the run's permalink)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from sqlalchemy import select
 
-from kernelindex.store import reads
+from kernelindex.db.tables import ManifestVersion
+from kernelindex.store.runs import run_by_name, runs_in_group
 from kernelindex.web.deps import SessionDep
+from kernelindex.web.errors import NotFound
+from kernelindex.web.pages import page_route, render_page
+from kernelindex.web.run_page import build_run_page, parse_accessed
 
 router = APIRouter()
 
 
-@router.get("/runs/{name}.json")
-def run_json(name: str, session: SessionDep) -> JSONResponse:
-    """The run's manifest with the four manifests it refers to, each with its digest."""
-    permalink = reads.run_permalink(session, name)
-    if permalink is None:
-        raise HTTPException(status_code=404, detail=f"No run is named {name!r}.")
-    return JSONResponse(permalink)
+@page_route(router, "/runs/{name}")
+def run_detail(request: Request, name: str, session: SessionDep, accessed: str | None = None) -> Response:
+    run = run_by_name(session, name)
+    if run is None:
+        raise NotFound(f"No run is named {name!r}. Run names look like sol-submission-16893.")
+    versions = list(
+        session.scalars(
+            select(ManifestVersion)
+            .where(ManifestVersion.kind == "BenchmarkRun", ManifestVersion.name == name)
+            .order_by(ManifestVersion.recorded_at, ManifestVersion.id)
+        )
+    )
+    base_url = str(request.base_url).rstrip("/")
+    context = build_run_page(
+        run, runs_in_group(session, run.comparison_key), versions, base_url, parse_accessed(accessed)
+    )
+    return render_page(request, context)

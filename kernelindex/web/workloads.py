@@ -1,7 +1,150 @@
-"""(routes of this page family are added here)"""
+"""Workload pages: the filterable list of all workloads, and each workload's leaderboard."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from datetime import datetime
+from typing import ClassVar
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from sqlalchemy import select
+
+from kernelindex.db.tables import Source, Workload
+from kernelindex.store.catalog import WORKLOAD_SORTS, WorkloadFilters, facet_values, list_workloads
+from kernelindex.store.runs import runs_of_workload
+from kernelindex.web import params
+from kernelindex.web.deps import SessionDep
+from kernelindex.web.errors import BadRequest, NotFound
+from kernelindex.web.leaderboard import Part, build_leaderboard
+from kernelindex.web.pages import PageContext, page_route, render_page
 
 router = APIRouter()
+PAGE_SIZE = 50
+
+
+@page_route(router, "/workloads/{slug}")
+def leaderboard(
+    request: Request,
+    slug: str,
+    session: SessionDep,
+    group: str | None = None,
+    sort: str | None = None,
+    implementation: str | None = None,
+    page: str | None = None,
+) -> Response:
+    workload = session.scalar(select(Workload).where(Workload.name == slug))
+    if workload is None:
+        raise NotFound(f"No workload has the slug {slug!r}. Slugs look like l1-040-conv2d-residual-block.")
+    sources = list(session.scalars(select(Source).where(Source.id == workload.source_id)))
+    context = build_leaderboard(
+        workload, runs_of_workload(session, workload.id), sources, group, sort, implementation, page
+    )
+    return render_page(request, context)
+
+
+class WorkloadRow(Part):
+    slug: str
+    url: str
+    title: str
+    collection: str
+    tags: list[str]
+    origin_model: str | None
+    cases: int
+    eligible_runs: int
+    best_sol_score: float | None
+    best_latency_ns: int | None
+    last_record_at: datetime | None
+
+
+class FilterOption(Part):
+    value: str
+    selected: bool
+
+
+class WorkloadsPage(PageContext):
+    template: ClassVar[str] = "workloads.html"
+
+    filters: dict[str, str | None]
+    options: dict[str, list[FilterOption]]
+    sort: str
+    sorts: list[str]
+    total: int
+    page: int
+    page_count: int
+    previous_url: str | None
+    next_url: str | None
+    workloads: list[WorkloadRow]
+
+
+@page_route(router, "/workloads")
+def workloads(
+    request: Request,
+    session: SessionDep,
+    collection: str | None = None,
+    tag: str | None = None,
+    model: str | None = None,
+    gpu: str | None = None,
+    q: str | None = None,
+    sort: str | None = None,
+    page: str | None = None,
+) -> Response:
+    filters = WorkloadFilters(
+        collection=params.text("collection", collection),
+        tag=params.text("tag", tag),
+        model=params.text("model", model),
+        gpu=params.text("gpu", gpu),
+        text=params.text("q", q, max_length=200),
+    )
+    chosen_sort = params.choice("sort", sort, WORKLOAD_SORTS, "name")
+    number = params.page_number(page)
+    rows, total = list_workloads(session, filters, chosen_sort, (number - 1) * PAGE_SIZE, PAGE_SIZE)
+    page_count = max(1, -(-total // PAGE_SIZE))
+    if number > page_count:
+        raise BadRequest(f"page {number} is past the last page ({page_count}).")
+    current = {
+        "collection": filters.collection,
+        "tag": filters.tag,
+        "model": filters.model,
+        "gpu": filters.gpu,
+        "q": filters.text,
+    }
+
+    def url(page_number: int) -> str:
+        query = {k: v for k, v in {**current, "sort": None if chosen_sort == "name" else chosen_sort}.items() if v}
+        if page_number > 1:
+            query["page"] = str(page_number)
+        return "/workloads" + (f"?{urlencode(query)}" if query else "")
+
+    facets = facet_values(session)
+    context = WorkloadsPage(
+        filters=current,
+        options={
+            name: [FilterOption(value=value, selected=value == current[name]) for value in values]
+            for name, values in facets.items()
+        },
+        sort=chosen_sort,
+        sorts=list(WORKLOAD_SORTS),
+        total=total,
+        page=number,
+        page_count=page_count,
+        previous_url=url(number - 1) if number > 1 else None,
+        next_url=url(number + 1) if number < page_count else None,
+        workloads=[
+            WorkloadRow(
+                slug=row.slug,
+                url=f"/workloads/{row.slug}",
+                title=row.title,
+                collection=row.collection,
+                tags=row.tags,
+                origin_model=row.origin_model,
+                cases=row.case_count,
+                eligible_runs=row.eligible_runs,
+                best_sol_score=row.best_sol_score,
+                best_latency_ns=row.best_latency_ns,
+                last_record_at=row.last_record_at,
+            )
+            for row in rows
+        ],
+    )
+    return render_page(request, context)

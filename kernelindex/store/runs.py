@@ -1,0 +1,154 @@
+"""Runs as the pages see them: one flat, typed view per run, loaded with its references."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, select
+from sqlalchemy.orm import Session, joinedload
+
+from kernelindex.db.tables import Run
+from kernelindex.ranking import RunFacts
+
+
+@dataclass(frozen=True)
+class RunView:
+    name: str
+    digest: str
+    comparison_key: str
+    status: str
+    evidence: str
+    latency_ns: int
+    primary_statistic: str
+    sol_score: float | None
+    metrics: dict[str, Any]
+    observed_at: datetime
+    held_for_review: bool
+    upstream_withdrawn: bool
+    upstream_withdrawn_reason: str | None
+    withdrawn_at: datetime | None
+    withdrawn_reason: str | None
+    missing_since: datetime | None
+    external_id: str | None
+    source_name: str | None
+    source_slug: str | None
+    workload_slug: str
+    workload_title: str
+    implementation_name: str
+    implementation_title: str
+    project: str
+    project_slug: str
+    revision: str
+    runtime: str | None
+    license: str | None
+    source_available: bool
+    has_install_recipe: bool
+    gpu_product: str
+    gpu_slug: str
+    architecture: str | None
+    environment_name: str
+    environment_title: str
+    stack: str | None
+    protocol_name: str
+    protocol_title: str
+    harness_version: str
+
+    @property
+    def facts(self) -> RunFacts:
+        return RunFacts(
+            name=self.name,
+            comparison_key=self.comparison_key,
+            latency_ns=self.latency_ns,
+            observed_at=self.observed_at,
+            status=self.status,
+            withdrawn=self.withdrawn_at is not None,
+            upstream_withdrawn=self.upstream_withdrawn,
+            held_for_review=self.held_for_review,
+        )
+
+    @property
+    def availability(self) -> str:
+        """ "license unknown · no source · no install recipe", from what is known."""
+        return " · ".join(
+            [
+                f"license {self.license}" if self.license else "license unknown",
+                "source available" if self.source_available else "no source",
+                "install recipe" if self.has_install_recipe else "no install recipe",
+            ]
+        )
+
+
+def run_views_query() -> Select[tuple[Run]]:
+    return select(Run).options(
+        joinedload(Run.implementation),
+        joinedload(Run.environment),
+        joinedload(Run.protocol),
+        joinedload(Run.workload),
+        joinedload(Run.source),
+    )
+
+
+def to_view(run: Run) -> RunView:
+    manifest = json.loads(run.manifest_json)
+    native = manifest["spec"].get("sourceNative") or {}
+    environment_spec = json.loads(run.environment.manifest_json)["spec"]
+    return RunView(
+        name=run.name,
+        digest=run.digest,
+        comparison_key=run.comparison_key,
+        status=run.status,
+        evidence=run.evidence,
+        latency_ns=run.latency_ns,
+        primary_statistic=run.primary_statistic,
+        sol_score=run.sol_score,
+        metrics=native.get("metrics", {}),
+        observed_at=run.observed_at,
+        held_for_review=run.held_for_review,
+        upstream_withdrawn=run.upstream_withdrawn,
+        upstream_withdrawn_reason=run.upstream_withdrawn_reason,
+        withdrawn_at=run.withdrawn_at,
+        withdrawn_reason=run.withdrawn_reason,
+        missing_since=run.missing_since,
+        external_id=run.external_id,
+        source_name=run.source.name if run.source else None,
+        source_slug=run.source.slug if run.source else None,
+        workload_slug=run.workload.name,
+        workload_title=run.workload.title,
+        implementation_name=run.implementation.name,
+        implementation_title=run.implementation.project,
+        project=run.implementation.project,
+        project_slug=run.implementation.project_slug,
+        revision=run.implementation.revision,
+        runtime=run.implementation.runtime,
+        license=run.implementation.license,
+        source_available=run.implementation.source_available,
+        has_install_recipe=run.implementation.has_install_recipe,
+        gpu_product=run.environment.gpu_product,
+        gpu_slug=run.environment.gpu_slug,
+        architecture=run.environment.architecture,
+        environment_name=run.environment.name,
+        environment_title=run.environment.title,
+        stack=environment_spec["software"]["libraries"].get("evaluation_stack"),
+        protocol_name=run.protocol.name,
+        protocol_title=run.protocol.title,
+        harness_version=run.protocol.harness_version,
+    )
+
+
+def runs_of_workload(session: Session, workload_id: int) -> list[RunView]:
+    runs = session.scalars(run_views_query().where(Run.workload_id == workload_id).order_by(Run.latency_ns, Run.name))
+    return [to_view(run) for run in runs.unique()]
+
+
+def runs_in_group(session: Session, comparison_key: str) -> list[RunView]:
+    runs = session.scalars(
+        run_views_query().where(Run.comparison_key == comparison_key).order_by(Run.latency_ns, Run.name)
+    )
+    return [to_view(run) for run in runs.unique()]
+
+
+def run_by_name(session: Session, name: str) -> Run | None:
+    return session.scalars(run_views_query().where(Run.name == name)).unique().one_or_none()

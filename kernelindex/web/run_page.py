@@ -1,0 +1,252 @@
+"""The run detail page's context (PRODUCT.md §6, ten sections)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime
+from typing import Any, ClassVar
+
+from kernelindex.db.tables import Run
+from kernelindex.ranking import ineligibility_reasons, rank_group
+from kernelindex.store.runs import RunView, to_view
+from kernelindex.web.errors import BadRequest
+from kernelindex.web.format import latency, ratio
+from kernelindex.web.leaderboard import Part
+from kernelindex.web.pages import PageContext
+
+EVIDENCE_SENTENCES = {
+    "reported": "Reported by source; not independently reproduced.",
+    "reproducible": "Reproducible: source, licence and install recipe are available.",
+    "verified": "KernelIndex verified: a KernelIndex-controlled rerun produced this figure.",
+    "replicated": "Independently replicated: two or more controlled reruns agree.",
+}
+SOL_STATISTIC_NOTE = (
+    "The source publishes one suite figure per submission and calls it a mean. Its figures fit the "
+    "geometric mean of the per-case latencies: the source's own SOL-bound and baseline aggregates "
+    "equal the geometric means of their per-case values exactly. Per-case latencies of submissions "
+    "are not published."
+)
+
+
+class Fact(Part):
+    label: str
+    value: str
+    url: str | None = None
+    mono: bool = False
+
+
+class ManifestBlock(Part):
+    role: str
+    kind: str
+    name: str
+    digest: str
+    manifest: dict[str, Any]
+    url: str
+
+
+class VersionRow(Part):
+    digest: str
+    recorded_at: datetime
+    superseded_at: datetime | None
+
+
+class Citation(Part):
+    permalink: str
+    digest: str
+    accessed: date
+    text: str
+
+
+class RunPage(PageContext):
+    template: ClassVar[str] = "run.html"
+
+    name: str
+    title: str
+    digest: str
+    latency_ns: int
+    latency: str
+    statistic: str
+    evidence: str
+    evidence_sentence: str
+    availability: str
+    observed_at: datetime
+    rank: int | None
+    group_size: int
+    group_label: str
+    group_url: str
+    comparison_key: str
+    not_ranked_because: list[str]
+    sol_score: str | None
+    times_reference: str | None
+    cases_faster: str | None
+    banners: list[str]
+    identity: list[Fact]
+    correctness: str
+    workload: list[Fact]
+    measurements: list[Fact]
+    source_metrics: list[Fact]
+    protocol: list[Fact]
+    protocol_note: str | None
+    environment: list[Fact]
+    artifacts: list[Fact]
+    manifests: list[ManifestBlock]
+    history: list[VersionRow]
+    citation: Citation
+    workload_slug: str
+
+
+def parse_accessed(value: str | None) -> date:
+    if value is None:
+        return datetime.now(UTC).date()
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise BadRequest(f"accessed must be a date as YYYY-MM-DD; got {value!r}.") from None
+
+
+def _block(role: str, record: Any) -> ManifestBlock:
+    manifest = json.loads(record.manifest_json)
+    return ManifestBlock(
+        role=role,
+        kind=manifest["kind"],
+        name=record.name,
+        digest=record.digest,
+        manifest=manifest,
+        url=f"/manifests/{record.digest}",
+    )
+
+
+def build_run_page(
+    run: Run,
+    group: list[RunView],
+    versions: list[Any],
+    base_url: str,
+    accessed: date,
+) -> RunPage:
+    view = to_view(run)
+    spec = json.loads(run.manifest_json)["spec"]
+    protocol_spec = json.loads(run.protocol.manifest_json)["spec"]
+    environment_spec = json.loads(run.environment.manifest_json)["spec"]
+    workload_spec = json.loads(run.workload.manifest_json)["spec"]
+    ranked = {r.run.name: r for r in rank_group(member.facts for member in group)}
+    metrics = view.metrics
+    native = spec.get("sourceNative") or {}
+
+    banners = []
+    if run.withdrawn_at:
+        banners.append(
+            f"Withdrawn on {run.withdrawn_at:%Y-%m-%d}: {run.withdrawn_reason}. It is kept here but not ranked."
+        )
+    if run.upstream_withdrawn:
+        banners.append(f"Disqualified by the source: {run.upstream_withdrawn_reason}. Shown, not ranked.")
+    if run.held_for_review:
+        banners.append(
+            "Held for review: this suite latency is below the workload's speed-of-light bound "
+            f"({latency(round((run.workload.sol_aggregate_ms or 0) * 1_000_000))}, the geometric mean of the "
+            "per-case bounds), which no correct kernel should reach. Shown, not ranked."
+        )
+    if run.missing_since:
+        banners.append(f"No longer listed by the source since {run.missing_since:%Y-%m-%d}; the record is kept.")
+
+    permalink = f"{base_url}/runs/{run.name}"
+    title = json.loads(run.manifest_json)["metadata"].get("title") or run.name
+    fast, total = metrics.get("fast_1_count"), metrics.get("fast_1_total")
+    hardware = environment_spec["hardware"]
+    gpu = hardware["product"] + (f" ({hardware['architecture']})" if hardware.get("architecture") else "")
+    return RunPage(
+        name=run.name,
+        title=title,
+        digest=run.digest,
+        latency_ns=run.latency_ns,
+        latency=latency(run.latency_ns),
+        statistic=run.primary_statistic,
+        evidence=run.evidence,
+        evidence_sentence=EVIDENCE_SENTENCES[run.evidence],
+        availability=view.availability,
+        observed_at=run.observed_at,
+        rank=ranked[run.name].rank if run.name in ranked else None,
+        group_size=len(ranked),
+        group_label=f"{view.gpu_product} · stack {view.stack}" if view.stack else view.gpu_product,
+        group_url=f"/workloads/{view.workload_slug}?group={run.comparison_key.removeprefix('sha256:')[:16]}",
+        comparison_key=run.comparison_key,
+        not_ranked_because=ineligibility_reasons(view.facts),
+        sol_score=f"{view.sol_score:.4f}" if view.sol_score is not None else None,
+        times_reference=ratio(metrics["avg_speedup"]) + " reference" if "avg_speedup" in metrics else None,
+        cases_faster=f"{fast}/{total} cases faster" if fast is not None and total is not None else None,
+        banners=banners,
+        identity=[
+            Fact(label="implementation", value=view.implementation_title, url=f"/implementations/{view.project_slug}"),
+            Fact(label="project", value=view.project),
+            Fact(label="revision", value=view.revision, mono=True),
+            Fact(label="workload", value=view.workload_title, url=f"/workloads/{view.workload_slug}"),
+            Fact(
+                label="source",
+                value=view.source_name or "–",
+                url=f"/sources/{view.source_slug}" if view.source_slug else None,
+            ),
+            Fact(label="external id", value=f"submission/{view.external_id}" if view.external_id else "–", mono=True),
+            Fact(label="comparison key", value=run.comparison_key, mono=True),
+            Fact(label="run digest", value=run.digest, mono=True),
+        ],
+        correctness=(
+            "Marked passed by the source; the correctness policy was not published."
+            if run.status == "passed"
+            else f"Status {run.status}."
+        ),
+        workload=[
+            Fact(label="suite", value=f"{run.workload.case_count} cases · {run.primary_statistic} latency"),
+            Fact(label="comparator", value=protocol_spec["correctness"]["comparator"], mono=True),
+            Fact(
+                label="definition",
+                value=workload_spec["definition"]["name"],
+                url=f"/workloads/{view.workload_slug}",
+                mono=True,
+            ),
+        ],
+        measurements=[
+            Fact(label=f"latency · {stat}", value=latency(ns)) for stat, ns in spec["timing"]["latencyNs"].items()
+        ],
+        source_metrics=[Fact(label=key, value=json.dumps(value), mono=True) for key, value in metrics.items()],
+        protocol=[
+            Fact(label="harness", value=f"{protocol_spec['harness']['name']} {protocol_spec['harness']['version']}"),
+            Fact(label="timer", value=protocol_spec["measurement"]["timer"], mono=True),
+            Fact(label="primaryStatistic", value=protocol_spec["measurement"]["primaryStatistic"], mono=True),
+            Fact(label="correctnessReference", value=protocol_spec["correctness"]["reference"]),
+            Fact(label="comparabilityFamily", value=protocol_spec["comparability"]["family"], mono=True),
+            Fact(label="notes", value=protocol_spec["comparability"].get("notes", "–")),
+        ],
+        protocol_note=SOL_STATISTIC_NOTE if native.get("source") == "sol-execbench" else None,
+        environment=[
+            Fact(label="gpu", value=gpu, url=f"/gpus/{view.gpu_slug}"),
+            *[
+                Fact(label=name, value=value, mono=True)
+                for name, value in environment_spec["software"]["libraries"].items()
+            ],
+            *(
+                [Fact(label="worker", value=labels["worker"], mono=True)]
+                if (labels := json.loads(run.manifest_json)["metadata"].get("labels")) and "worker" in labels
+                else []
+            ),
+        ],
+        artifacts=[],
+        manifests=[
+            _block("run", run),
+            _block("protocol", run.protocol),
+            _block("environment", run.environment),
+            _block("implementation", run.implementation),
+            _block("workload", run.workload),
+        ],
+        history=[
+            VersionRow(digest=v.digest, recorded_at=v.recorded_at, superseded_at=v.superseded_at) for v in versions
+        ],
+        citation=Citation(
+            permalink=permalink,
+            digest=run.digest,
+            accessed=accessed,
+            text=(
+                f"{title}. {view.source_name or 'KernelIndex'}, external id {view.external_id}. "
+                f"KernelIndex record {run.name}, {permalink}, digest {run.digest}. Accessed {accessed.isoformat()}."
+            ),
+        ),
+        workload_slug=view.workload_slug,
+    )
