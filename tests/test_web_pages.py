@@ -1,0 +1,392 @@
+"""The read pages, parsed as a reader's browser would, and their JSON twins by exact value."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
+
+from kernelindex.app import create_app
+from kernelindex.paths import BUNDLED_SNAPSHOT
+from kernelindex.settings import Settings
+from kernelindex.verify import verify_document
+
+L039 = "l1-039-adaptive-instance-normalization-2d-backward"
+L040 = "l1-040-conv2d-residual-block"
+PROTOCOL_V1_0 = "sha256:2964c5c4ed9cb0dcdc0f74674035bc71bf5e66620939e38441060f76434ed3e5"
+
+
+@pytest.fixture
+def client(loaded_db):
+    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
+        yield client
+
+
+def html(client, path: str) -> BeautifulSoup:
+    response = client.get(path)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "text/html; charset=utf-8"
+    return BeautifulSoup(response.text, "html.parser")
+
+
+def text(node) -> str:  # type: ignore[no-untyped-def]
+    return " ".join(node.get_text(" ", strip=True).split())
+
+
+def table_rows(section) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    return [[text(td) for td in tr.select("td")] for tr in section.select("tbody tr")]
+
+
+# --- The leaderboard ----------------------------------------------------------------
+
+
+def test_leaderboard_has_the_eight_sections_in_order(client):
+    page = html(client, f"/workloads/{L040}")
+    ids = [node["id"] for node in page.select("main > header[id], main > section[id]")]
+    assert ids == [
+        "overview",
+        "fastest",
+        "records",
+        "leaderboard",
+        "implementations",
+        "history",
+        "semantics",
+        "sources",
+    ]
+    assert text(page.select_one("h1")) == "Conv2d residual block"
+    assert "3 eligible runs of 3" in text(page.select_one("#overview"))
+    assert "origin model NAFNet" in text(page.select_one("#overview"))
+
+
+def test_leaderboard_of_040_ranks_and_figures_follow_the_rules(client):
+    page = html(client, f"/workloads/{L040}")
+    fastest = text(page.select_one("#fastest"))
+    assert fastest.startswith("Fastest reported 25.9 µs mean · 87% of SOL Geometric on NVIDIA B200 · stack v1.1")
+    assert "Reported by source; not independently reproduced." in fastest
+    ranked = table_rows(page.select_one("table.ranked"))
+    assert [row[:5] for row in ranked] == [
+        ["1", "Geometric", "25.9 µs mean", "87%", "1.00×"],
+        ["2", "Geometric", "26.1 µs mean", "87%", "1.01×"],
+        ["3", "Geometric", "27.7 µs mean", "87%", "1.07×"],
+    ]
+    assert ranked[0][5] == "Reported license unknown · no source · no install recipe"
+    assert "Not measured on NVIDIA H200, NVIDIA H100, NVIDIA A100, AMD Instinct MI300X" in text(
+        page.select_one("#records")
+    )
+    history = table_rows(page.select_one("#history table"))
+    assert history == [
+        ["2026-08-12", "Geometric", "25.9 µs", "1.07× faster"],
+        ["2026-08-12", "Geometric", "27.7 µs", "first record"],
+    ]
+    assert page.select_one("#history svg path.series")["d"].startswith("M64.0,")
+    cases = table_rows(page.select_one("table.cases"))
+    assert len(cases) == 16
+    first = json.loads((BUNDLED_SNAPSHOT / "api" / "kernels" / "40.json").read_text())["data"]["workloads"][0]
+    assert cases[0][:4] == [
+        "1",
+        str(first["axes"]["batch_size"]),
+        str(first["axes"]["height"]),
+        str(first["axes"]["width"]),
+    ]
+
+
+def test_leaderboard_json_twin_has_exact_values(client):
+    response = client.get(f"/workloads/{L040}.json")
+    assert response.status_code == 200
+    data = response.json()
+    assert data["workload"]["slug"] == L040
+    assert data["workload"]["eligibleCount"] == 3
+    assert [(r["rank"], r["name"], r["latencyNs"], r["vsBestText"]) for r in data["ranked"]] == [
+        (1, "sol-submission-36270", 25913, "1.00×"),
+        (2, "sol-submission-36339", 26085, "1.01×"),
+        (3, "sol-submission-36257", 27739, "1.07×"),
+    ]
+    assert data["ranked"][1]["vsBest"] == 26085 / 25913
+    assert data["fastest"]["name"] == "sol-submission-36270"
+    assert [h["run"] for h in data["history"]] == ["sol-submission-36270", "sol-submission-36257"]
+    assert data["history"][0]["improvement"] == 27739 / 25913
+    assert data["cases"][0]["solLatencyMs"] > 0
+    assert data["notMeasuredOn"] == ["NVIDIA H200", "NVIDIA H100", "NVIDIA A100", "AMD Instinct MI300X"]
+
+
+def test_leaderboard_of_039_never_ranks_across_stacks(client):
+    data = client.get(f"/workloads/{L039}.json").json()
+    groups = {g["label"]: g for g in data["groups"]}
+    assert set(groups) == {"NVIDIA B200 · stack v1.0", "NVIDIA B200 · stack v1.1"}
+    assert groups["NVIDIA B200 · stack v1.1"]["selected"]
+    assert [(r["rank"], r["name"]) for r in data["ranked"]] == [
+        (1, "sol-submission-30122"),
+        (2, "sol-submission-20275"),
+        (3, "sol-submission-19926"),
+    ]
+    v1_0 = client.get(groups["NVIDIA B200 · stack v1.0"]["url"] + "&x=1".replace("&x=1", "")).text
+    page = BeautifulSoup(v1_0, "html.parser")
+    assert table_rows(page.select_one("table.ranked"))[0][:5] == ["1", "ac4k", "209.8 µs mean", "81%", "1.00×"]
+    assert page.select_one('nav.groups a[aria-current="page"]').get_text().startswith("NVIDIA B200 · stack v1.0")
+    history = client.get(f"/workloads/{L039}.json").json()["history"]
+    assert [(h["run"], round(h["improvement"], 4) if h["improvement"] else None) for h in history] == [
+        ("sol-submission-30122", round(209442 / 138884, 4)),
+        ("sol-submission-20275", None),
+    ]
+
+
+def test_leaderboard_sort_and_filter_work_without_javascript(client):
+    page = html(client, f"/workloads/{L039}?sort=observed")
+    assert [row[1] for row in table_rows(page.select_one("table.ranked"))] == [
+        "Amir M. Mir | SF Tensor",
+        "Databricks",
+        "ac4k",
+    ]
+    page = html(client, f"/workloads/{L039}?implementation=data")
+    assert [row[1] for row in table_rows(page.select_one("table.ranked"))] == ["Databricks"]
+    form = page.select_one("#leaderboard form")
+    assert form["method"] == "get" and form.select_one('input[name="group"]')["value"]
+
+
+def test_run_faster_than_the_sol_bound_is_shown_apart_with_its_reason(client):
+    page = html(client, "/workloads/l1-062-kv-cache-update-with-rope-backward")
+    assert table_rows(page.select_one("table.ranked")) == [["No eligible runs."]]
+    reasons = table_rows(page.select_one("table.ineligible"))
+    assert reasons and all("held for review: faster than the suite's speed-of-light bound" in row[2] for row in reasons)
+    data = client.get("/workloads/l1-062-kv-cache-update-with-rope-backward.json").json()
+    held = [r["name"] for g in data["groups"] for r in client.get(g["url"].replace("?", ".json?")).json()["ineligible"]]
+    assert sorted(held) == ["sol-submission-15511", "sol-submission-20107", "sol-submission-33453"]
+    assert data["fastest"] is None and data["workload"]["eligibleCount"] == 0
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("sort=fastest", "sort must be one of rank, observed, sol, implementation"),
+        ("page=0", "page must be a whole number"),
+        ("page=-3", "page must be a whole number"),
+        ("page=99999999999", "page must be a whole number"),
+        ("page=2", "past the last page"),
+        ("group=abc", "is not a comparison group of this workload"),
+        ("group=" + "0" * 16, "is not a comparison group of this workload"),
+        ("implementation=" + "x" * 101, "at most 100 characters"),
+    ],
+)
+def test_leaderboard_bad_parameters_are_400_with_a_message(client, query, message):
+    response = client.get(f"/workloads/{L040}?{query}")
+    assert response.status_code == 400
+    assert message in response.text
+    json_response = client.get(f"/workloads/{L040}.json?{query}")
+    assert json_response.status_code == 400
+    assert json_response.headers["content-type"] == "application/problem+json"
+    assert message in json_response.json()["detail"]
+
+
+# --- The run page ------------------------------------------------------------------
+
+
+def test_run_page_of_16893_shows_what_is_known(client):
+    page = html(client, "/runs/sol-submission-16893")
+    measurement = text(page.select_one("#measurement"))
+    assert "209.8 µs mean" in measurement
+    assert "Rank 1 of 1 in its comparison group" in measurement
+    assert "SOL 0.8055 · 4.05× reference · 16/16 cases faster" in measurement
+    assert "Reported by source; not independently reproduced." in measurement
+    identity = text(page.select_one("#identity"))
+    data = client.get("/runs/sol-submission-16893.json").json()
+    assert f"comparison key {data['comparisonKey']}" in identity
+    assert f"run digest {data['digest']}" in identity
+    assert "revision submission-16893" in identity and "external id submission/16893" in identity
+    assert "Marked passed by the source; the correctness policy was not published." in text(
+        page.select_one("#correctness")
+    )
+    assert "NVIDIA B200 (sm_100)" in text(page.select_one("#environment"))
+    assert "SOL-ExecBench evaluation stack v1.0" in text(page.select_one("#protocol"))
+    assert "Community attestations never change the evidence level" in text(page.select_one("#attestations"))
+    manifests = page.select("#manifest details.manifest")
+    assert [text(d.select_one("summary")).split()[0] for d in manifests] == [
+        "BenchmarkRun",
+        "BenchmarkProtocol",
+        "ExecutionEnvironment",
+        "Implementation",
+        "WorkloadSuite",
+    ]
+
+
+def test_run_page_has_the_ten_sections_in_order(client):
+    page = html(client, "/runs/sol-submission-16893")
+    ids = [node["id"] for node in page.select("main > section[id]")]
+    assert ids == [
+        "measurement",
+        "identity",
+        "correctness",
+        "workload",
+        "measurements",
+        "protocol",
+        "environment",
+        "artifacts",
+        "attestations",
+        "manifest",
+        "cite",
+        "report",
+    ]
+
+
+def test_run_json_twin_has_exact_values_and_verifiable_manifests(client):
+    data = client.get("/runs/sol-submission-16893.json").json()
+    assert (data["latencyNs"], data["latency"], data["statistic"]) == (209838, "209.8 µs", "mean")
+    assert (data["rank"], data["groupSize"], data["solScore"]) == (1, 1, "0.8055")
+    assert (data["timesReference"], data["casesFaster"]) == ("4.05× reference", "16/16 cases faster")
+    assert data["evidenceSentence"] == "Reported by source; not independently reproduced."
+    protocol = next(b for b in data["manifests"] if b["role"] == "protocol")
+    assert protocol["digest"] == PROTOCOL_V1_0
+    checks = verify_document(data)
+    assert len(checks) == 5 and all(check.ok for check in checks), checks
+
+
+def test_run_page_citation_uses_the_access_date(client):
+    data = client.get("/runs/sol-submission-16893.json?accessed=2026-09-01").json()
+    assert data["citation"]["accessed"] == "2026-09-01"
+    assert "Accessed 2026-09-01." in data["citation"]["text"]
+    assert client.get("/runs/sol-submission-16893?accessed=yesterday").status_code == 400
+
+
+def test_held_run_page_says_why_it_is_not_ranked(client):
+    page = html(client, "/runs/sol-submission-33453")
+    assert "Held for review" in text(page.select_one(".banner"))
+    assert "Not ranked: held for review" in text(page.select_one("#measurement"))
+
+
+# --- The other pages ---------------------------------------------------------------
+
+
+def test_home_groups_workloads_by_collection(client):
+    page = html(client, "/")
+    headings = [text(h) for h in page.select("section.collection h2")]
+    assert headings == ["L1 94 workloads", "L2 82 workloads", "Quant 33 workloads", "FlashInfer-Bench 26 workloads"]
+    assert page.select_one('link[rel="alternate"][type="application/json"]')["href"] == "/index.json"
+    data = client.get("/index.json").json()
+    assert (data["workloadCount"], data["eligibleRunCount"]) == (235, 708 - 9)
+    assert [c["workloadCount"] for c in data["collections"]] == [94, 82, 33, 26]
+
+
+def test_workloads_list_filters_sorts_and_paginates(client):
+    data = client.get("/workloads.json?collection=Quant").json()
+    assert data["total"] == 33 and {w["collection"] for w in data["workloads"]} == {"Quant"}
+    data = client.get("/workloads.json?model=NAFNet&sort=runs").json()
+    assert data["workloads"][0]["slug"] == L039  # four runs, the most of NAFNet's workloads
+    assert all(w["originModel"] == "NAFNet" for w in data["workloads"])
+    first, second = client.get("/workloads.json").json(), client.get("/workloads.json?page=2").json()
+    assert first["pageCount"] == 5 and len(first["workloads"]) == 50
+    assert not {w["slug"] for w in first["workloads"]} & {w["slug"] for w in second["workloads"]}
+    assert client.get("/workloads.json?q=conv2d residual").json()["workloads"][0]["slug"] == L040
+    assert client.get("/workloads.json?gpu=h100").json()["total"] == 0
+    assert client.get("/workloads?sort=size").status_code == 400
+    assert client.get("/workloads?page=6").status_code == 400
+
+
+def test_gpu_pages_show_coverage_and_gaps(client):
+    data = client.get("/gpus.json").json()
+    by_slug = {g["slug"]: g for g in data["gpus"]}
+    assert (by_slug["b200"]["measuredWorkloads"], by_slug["b200"]["runs"], by_slug["b200"]["gaps"]) == (235, 708, 0)
+    assert (by_slug["h100"]["measuredWorkloads"], by_slug["h100"]["gaps"]) == (0, 235)
+    h100 = client.get("/gpus/h100.json").json()
+    assert h100["gapTotal"] == 235 and h100["bestRuns"] == []
+    assert client.get("/gpus/nope").status_code == 404
+
+
+def test_implementation_model_and_source_pages(client):
+    impl = client.get("/implementations/ac4k.json").json()
+    assert impl["project"] == "ac4k" and "submission-16893" in impl["revisions"]
+    model = client.get("/models/nafnet.json").json()
+    assert L040 in [w["slug"] for w in model["workloads"]]
+    source = client.get("/sources/sol-execbench.json").json()
+    assert (source["workloadCount"], source["runCount"]) == (235, 708)
+    assert source["reports"][0]["status"] == "succeeded"
+    assert source["reports"][0]["origin"] == "snapshot sol-execbench"
+    for path in ("/implementations/nobody", "/models/nomodel", "/sources/nosource"):
+        assert client.get(path).status_code == 404
+
+
+def test_manifest_by_digest_is_immutable_and_verifiable(client):
+    response = client.get(f"/manifests/{PROTOCOL_V1_0}.json")
+    assert response.status_code == 200
+    assert response.headers["cache-control"] == "public, max-age=31536000, immutable"
+    checks = verify_document(response.json(), expected_digest=PROTOCOL_V1_0)
+    assert [check.ok for check in checks] == [True]
+    assert client.get(f"/manifests/{PROTOCOL_V1_0}").headers["cache-control"].endswith("immutable")
+    assert client.get("/manifests/sha256:" + "0" * 64).status_code == 404
+    assert client.get("/manifests/sha256:XYZ").status_code == 400
+
+
+@pytest.mark.parametrize("kind", ["WorkloadSuite", "BenchmarkRun", "Attestation"])
+def test_schemas_are_served(client, kind):
+    response = client.get(f"/schemas/v1alpha1/{kind}.json")
+    assert response.status_code == 200
+    assert response.json()["$id"].endswith(f"/{kind}.json")
+    assert client.get("/schemas/v1alpha1/Nope.json").status_code == 404
+
+
+# --- Across pages ------------------------------------------------------------------
+
+PAGES = [
+    "/",
+    "/workloads",
+    f"/workloads/{L040}",
+    "/runs/sol-submission-16893",
+    "/gpus",
+    "/gpus/b200",
+    "/models/nafnet",
+    "/implementations/geometric",
+    "/sources/sol-execbench",
+]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_announces_its_json_twin_and_supports_conditional_get(client, path):
+    response = client.get(path)
+    twin = "/index.json" if path == "/" else f"{path}.json"
+    assert response.headers["link"] == f'<{twin}>; rel="alternate"; type="application/json"'
+    page = BeautifulSoup(response.text, "html.parser")
+    assert page.select_one('link[rel="alternate"][type="application/json"]')["href"] == twin
+    assert page.select_one('meta[property="og:title"]')["content"]
+    assert client.get(twin).status_code == 200
+    etag = response.headers["etag"]
+    again = client.get(path, headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.content == b""
+    json_etag = client.get(twin).headers["etag"]
+    assert client.get(twin, headers={"If-None-Match": json_etag}).status_code == 304
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_pages_have_no_inline_script_or_style(client, path):
+    page = BeautifulSoup(client.get(path).text, "html.parser")
+    assert all(script.get("src") for script in page.select("script"))
+    assert not page.select("style") and not page.select("[style]")
+    assert not [tag for tag in page.find_all(True) if any(attr.startswith("on") for attr in tag.attrs)]
+
+
+@pytest.mark.parametrize("path", ["/runs/sol-submission-1", "/workloads/no-such-workload", "/no-such-page"])
+def test_unknown_things_are_real_404s_in_html_and_json(client, path):
+    response = client.get(path)
+    assert response.status_code == 404
+    assert "text/html" in response.headers["content-type"]
+    assert BeautifulSoup(response.text, "html.parser").select_one("h1").get_text() == "Not found"
+    twin = client.get(path + ".json")
+    assert twin.status_code == 404
+    assert twin.json()["status"] == 404 and twin.json()["title"] == "Not found"
+
+
+@pytest.mark.parametrize("path", ["/", "/index.json", f"/workloads/{L040}", "/runs/sol-submission-16893.json", "/nope"])
+def test_every_response_carries_the_security_headers(client, path):
+    headers = client.get(path).headers
+    policy = headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    assert "unsafe-inline" not in policy
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["referrer-policy"] == "strict-origin-when-cross-origin"
+
+
+def test_pages_escape_what_they_show(client):
+    response = client.get("/workloads?q=<script>alert(1)</script>")
+    assert response.status_code == 200
+    assert "<script>alert(1)</script>" not in response.text
+    assert re.search(r"&lt;script&gt;alert\(1\)&lt;/script&gt;", response.text)
