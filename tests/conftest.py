@@ -189,3 +189,16 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'fresh.db'}"
     return request.getfixturevalue("postgres").create("fresh")
+
+
+@pytest.fixture(params=BACKENDS)
+def committed_catalogue_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database of each backend holding the bundled snapshot for real (committed), for
+    servers and processes that open their own connections."""
+    if request.param == "sqlite":
+        path = tmp_path / "catalogue.db"
+        shutil.copy(request.getfixturevalue("sqlite_loaded_template"), path)
+        return f"sqlite:///{path}"
+    url = request.getfixturevalue("postgres").create("catalogue")
+    _load_bundled_snapshot(url)
+    return url

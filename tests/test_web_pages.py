@@ -67,12 +67,12 @@ def test_leaderboard_of_040_ranks_and_figures_follow_the_rules(client):
     assert fastest.startswith("Fastest reported 25.9 µs mean · 87% of SOL Geometric on NVIDIA B200 · stack v1.1")
     assert "Reported by source; not independently reproduced." in fastest
     ranked = table_rows(page.select_one("table.ranked"))
-    assert [row[:5] for row in ranked] == [
+    assert [row[1:6] for row in ranked] == [
         ["1", "Geometric", "25.9 µs mean", "87%", "1.00×"],
         ["2", "Geometric", "26.1 µs mean", "87%", "1.01×"],
         ["3", "Geometric", "27.7 µs mean", "87%", "1.07×"],
     ]
-    assert ranked[0][5] == "Reported license unknown · no source · no install recipe"
+    assert ranked[0][6] == "Reported license unknown · no source · no install recipe"
     assert "Not measured on NVIDIA H200, NVIDIA H100, NVIDIA A100, AMD Instinct MI300X" in text(
         page.select_one("#records")
     )
@@ -124,7 +124,7 @@ def test_leaderboard_of_039_never_ranks_across_stacks(client):
     ]
     v1_0 = client.get(groups["NVIDIA B200 · stack v1.0"]["url"] + "&x=1".replace("&x=1", "")).text
     page = BeautifulSoup(v1_0, "html.parser")
-    assert table_rows(page.select_one("table.ranked"))[0][:5] == ["1", "ac4k", "209.8 µs mean", "81%", "1.00×"]
+    assert table_rows(page.select_one("table.ranked"))[0][1:6] == ["1", "ac4k", "209.8 µs mean", "81%", "1.00×"]
     assert page.select_one('nav.groups a[aria-current="page"]').get_text().startswith("NVIDIA B200 · stack v1.0")
     history = client.get(f"/workloads/{L039}.json").json()["history"]
     assert [(h["run"], round(h["improvement"], 4) if h["improvement"] else None) for h in history] == [
@@ -135,13 +135,13 @@ def test_leaderboard_of_039_never_ranks_across_stacks(client):
 
 def test_leaderboard_sort_and_filter_work_without_javascript(client):
     page = html(client, f"/workloads/{L039}?sort=observed")
-    assert [row[1] for row in table_rows(page.select_one("table.ranked"))] == [
+    assert [row[2] for row in table_rows(page.select_one("table.ranked"))] == [
         "Amir M. Mir | SF Tensor",
         "Databricks",
         "ac4k",
     ]
     page = html(client, f"/workloads/{L039}?implementation=data")
-    assert [row[1] for row in table_rows(page.select_one("table.ranked"))] == ["Databricks"]
+    assert [row[2] for row in table_rows(page.select_one("table.ranked"))] == ["Databricks"]
     form = page.select_one("#leaderboard form")
     assert form["method"] == "get" and form.select_one('input[name="group"]')["value"]
 

@@ -1,0 +1,73 @@
+"""Median server time of pages, measured in process (no network, no client overhead).
+
+    .venv/bin/python bench/page_time.py [--database-url URL] [--runs 200] [PATH ...]
+
+Loads the bundled snapshot into a temporary SQLite file unless --database-url names a
+loaded store, then requests each path through the ASGI app and prints the median and
+min–max of the time from request to last body byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from kernelindex.app import create_app
+from kernelindex.db import migrate
+from kernelindex.db.engine import make_engine, make_sessionmaker
+from kernelindex.ingest.sources import ingest_sol_execbench
+from kernelindex.paths import BUNDLED_SNAPSHOT
+from kernelindex.settings import Settings
+
+DEFAULT_PATHS = [
+    "/workloads/l1-040-conv2d-residual-block",
+    "/workloads/l1-040-conv2d-residual-block.json",
+    "/runs/sol-submission-16893",
+    "/runs/sol-submission-16893.json",
+    "/",
+]
+
+
+async def measure(settings: Settings, paths: list[str], runs: int) -> None:
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+            for path in paths:
+                for _ in range(10):
+                    await client.get(path)
+                samples = []
+                for _ in range(runs):
+                    start = time.perf_counter()
+                    response = await client.get(path)
+                    samples.append((time.perf_counter() - start) * 1000)
+                    assert response.status_code == 200, (path, response.status_code)
+                median, low, high = statistics.median(samples), min(samples), max(samples)
+                print(f"{path}: median {median:.2f} ms (min {low:.2f}, max {high:.2f}, n={runs})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database-url")
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("paths", nargs="*", default=DEFAULT_PATHS)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        url = args.database_url
+        if url is None:
+            url = f"sqlite:///{Path(folder) / 'bench.db'}"
+            migrate.upgrade(url)
+            engine = make_engine(url)
+            ingest_sol_execbench(make_sessionmaker(engine), Settings(database_url=url), snapshot=BUNDLED_SNAPSHOT)
+            engine.dispose()
+        asyncio.run(measure(Settings(database_url=url), args.paths, args.runs))
+
+
+if __name__ == "__main__":
+    main()

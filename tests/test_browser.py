@@ -1,0 +1,127 @@
+"""A reader's path through the registry in a real browser (Playwright driving Debian's Chromium).
+
+home → search "conv2d" → its leaderboard → (via the origin model) a leaderboard with two
+comparison groups → switch group → a run → its JSON → compare two runs.
+Screenshots of every step go to a folder the test prints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kernelindex.app import create_app
+from kernelindex.paths import PROJECT_ROOT
+from kernelindex.settings import Settings
+from tests.servers import serving
+
+CHROMIUM = Path(os.environ.get("KERNELINDEX_TEST_CHROMIUM", "/usr/bin/chromium"))
+# Flags for a closed network: no background connections, no updates, no sync.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip(f"Chromium is not installed at {CHROMIUM} (apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def screenshots(request: pytest.FixtureRequest) -> Path:
+    folder = PROJECT_ROOT / "test-artifacts" / "screenshots" / request.node.name.replace("/", "_")
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"\nscreenshots: {folder}")
+    return folder
+
+
+def test_reader_path_from_home_to_a_comparison(browser, committed_catalogue_url, screenshots):
+    app = create_app(Settings(database_url=committed_catalogue_url))
+    with serving(app) as base:
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        errors: list[str] = []
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+
+        page.goto(f"{base}/")
+        assert page.title().startswith("KernelIndex")
+        page.screenshot(path=screenshots / "1-home.png", full_page=True)
+
+        page.fill("#site-search", "conv2d")
+        page.press("#site-search", "Enter")
+        page.wait_for_url("**/search?q=conv2d")
+        page.screenshot(path=screenshots / "2-search.png", full_page=True)
+
+        page.click('main a[href="/workloads/l1-040-conv2d-residual-block"]')
+        page.wait_for_url("**/workloads/l1-040-conv2d-residual-block")
+        assert page.locator("h1").inner_text() == "Conv2d residual block"
+        assert page.locator("table.ranked tbody tr").count() == 3
+        page.screenshot(path=screenshots / "3-leaderboard-040.png", full_page=True)
+
+        # No conv2d workload has two comparison groups in the bundled data; NAFNet's 039 does.
+        page.click('#overview a[href="/models/nafnet"]')
+        page.click('a[href="/workloads/l1-039-adaptive-instance-normalization-2d-backward"]')
+        assert page.locator('nav.groups a[aria-current="page"]').inner_text().startswith("NVIDIA B200 · stack v1.1")
+        page.click('nav.groups a:has-text("stack v1.0")')
+        assert page.locator('nav.groups a[aria-current="page"]').inner_text().startswith("NVIDIA B200 · stack v1.0")
+        first = page.locator("table.ranked tbody tr").first
+        assert "ac4k" in first.inner_text() and "209.8 µs" in first.inner_text()
+        page.screenshot(path=screenshots / "4-leaderboard-039-v1.0.png", full_page=True)
+
+        first.locator('a:has-text("Run detail")').click()
+        page.wait_for_url("**/runs/sol-submission-16893")
+        assert "209.8 µs" in page.locator("#measurement").inner_text()
+        page.screenshot(path=screenshots / "5-run.png", full_page=True)
+
+        with page.expect_navigation():
+            page.click('footer a:has-text("This page as JSON")')
+        assert page.url.endswith("/runs/sol-submission-16893.json")
+        data = json.loads(page.locator("body").inner_text())
+        assert data["latencyNs"] == 209838 and data["name"] == "sol-submission-16893"
+
+        page.goto(f"{base}/workloads/l1-039-adaptive-instance-normalization-2d-backward")
+        boxes = page.locator('table.ranked input[type="checkbox"][name="run"]')
+        boxes.nth(0).check()
+        boxes.nth(1).check()
+        page.click('button:has-text("Compare selected runs")')
+        page.wait_for_url("**/compare?run=*")
+        body = page.locator("main").inner_text()
+        assert "sol-submission-30122" in body and "sol-submission-20275" in body
+        page.screenshot(path=screenshots / "6-compare.png", full_page=True)
+
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.goto(f"{base}/workloads/l1-039-adaptive-instance-normalization-2d-backward")
+        page.screenshot(path=screenshots / "7-leaderboard-phone.png", full_page=True)
+        page.emulate_media(color_scheme="dark")
+        page.goto(f"{base}/runs/sol-submission-16893")
+        page.screenshot(path=screenshots / "8-run-dark-phone.png", full_page=True)
+        assert not [e for e in errors if "Content Security Policy" in e], errors
+
+
+def test_search_suggestions_appear_as_you_type(browser, committed_catalogue_url, screenshots):
+    app = create_app(Settings(database_url=committed_catalogue_url))
+    with serving(app) as base:
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.goto(f"{base}/")
+        page.type("#site-search", "conv2d res", delay=30)
+        suggestion = page.locator('ul.suggestions a[href="/workloads/l1-040-conv2d-residual-block"]')
+        suggestion.wait_for(timeout=5000)
+        page.screenshot(path=screenshots / "suggestions.png")
+        suggestion.click()
+        page.wait_for_url("**/workloads/l1-040-conv2d-residual-block")
