@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -16,3 +19,5 @@ class Settings(BaseSettings):
     sol_execbench_url: str = SOL_EXECBENCH_API
     http_timeout_s: float = Field(default=20.0, gt=0)
     http_retries: int = Field(default=4, ge=0, le=10)
+    # Where /exports/catalog.jsonl.gz is cached between changes to the catalogue.
+    export_dir: Path = Field(default_factory=lambda: Path(tempfile.gettempdir()) / "kernelindex-exports")

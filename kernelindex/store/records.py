@@ -1,0 +1,167 @@
+"""Record history as the pages and feeds see it (PRODUCT.md §5).
+
+A record is a moment when the #1 of a comparison group changed. The history is computed
+by ``kernelindex.ranking.record_history`` from the runs of each group separately (never
+across groups), then the record-setting runs are described for display.
+
+Two queries per call: the ranking facts of the candidate runs (a few narrow columns),
+then the display columns of the record-setting runs only. The interface is what a
+write-maintained record table would serve, so the computation can move behind it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Workload
+from kernelindex.ranking import RecordBreak, RunFacts, record_history
+from kernelindex.store.reads import eligible_runs
+
+# Bound parameters per IN (…) list; well under SQLite's and PostgreSQL's limits.
+_IN_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class RecordEntry:
+    """One change of the #1 in one comparison group."""
+
+    workload_slug: str
+    workload_title: str
+    comparison_key: str
+    gpu: str  # Environment.gpu_product, e.g. "NVIDIA B200"
+    environment_title: str
+    protocol_title: str
+    run_name: str
+    implementation: str  # Implementation.project
+    latency_ns: int
+    observed_at: datetime
+    previous_run_name: str | None
+    previous_latency_ns: int | None
+    improvement: float | None  # previous latency ÷ this latency; None for a group's first record
+    # The evaluation stack of the environment (the protocol's harness version where unknown).
+    stack: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadRef:
+    id: int
+    slug: str
+    title: str
+    updated_at: datetime
+
+
+def find_workload(session: Session, slug: str) -> WorkloadRef | None:
+    row = session.execute(
+        select(Workload.id, Workload.name, Workload.title, Workload.updated_at).where(Workload.name == slug)
+    ).one_or_none()
+    return None if row is None else WorkloadRef(id=row.id, slug=row.name, title=row.title, updated_at=row.updated_at)
+
+
+def catalogue_records(session: Session, limit: int = 50, before: datetime | None = None) -> list[RecordEntry]:
+    """The newest record changes across the catalogue, newest first.
+
+    Only records observed strictly before ``before`` (a timezone-aware timestamp) are
+    returned, which makes ``before`` a pagination cursor: pass the ``observed_at`` of
+    the last entry of a page to get the next one. At most ``limit`` entries, except that
+    entries sharing the last entry's ``observed_at`` are never split across pages: they
+    are all returned, so the timestamp cursor cannot skip any.
+    """
+    if limit < 1:
+        raise ValueError("limit must be at least 1")
+    where = [] if before is None else [Run.observed_at < before]
+    # A record observed before ``before`` depends only on runs observed no later than
+    # itself, so the cursor can be pushed into the query without changing any record.
+    breaks = _newest_first(_breaks(session, where))
+    if len(breaks) > limit:
+        last = breaks[limit - 1].run.observed_at
+        cut = limit
+        while cut < len(breaks) and breaks[cut].run.observed_at == last:
+            cut += 1
+        breaks = breaks[:cut]
+    return _entries(session, breaks)
+
+
+def workload_records(session: Session, workload_id: int) -> list[RecordEntry]:
+    """Every record change of every comparison group of one workload, newest first."""
+    return _entries(session, _newest_first(_breaks(session, [Run.workload_id == workload_id])))
+
+
+def _breaks(session: Session, where: Sequence[Any]) -> list[RecordBreak]:
+    # Only eligible runs can set records, and filtering them in SQL keeps the rows few and
+    # narrow; the facts built here are therefore all eligible, as ``record_history`` checks.
+    rows = session.execute(
+        select(Run.name, Run.comparison_key, Run.latency_ns, Run.observed_at).where(*eligible_runs(), *where)
+    )
+    groups: dict[str, list[RunFacts]] = {}
+    for name, key, latency_ns, observed_at in rows:
+        groups.setdefault(key, []).append(
+            RunFacts(name=name, comparison_key=key, latency_ns=latency_ns, observed_at=observed_at)
+        )
+    return [brk for facts in groups.values() for brk in record_history(facts)]
+
+
+def _newest_first(breaks: Iterable[RecordBreak]) -> list[RecordBreak]:
+    # The name breaks ties so that equal timestamps always list in the same order.
+    ordered = sorted(breaks, key=lambda brk: brk.run.name)
+    return sorted(ordered, key=lambda brk: brk.run.observed_at, reverse=True)
+
+
+def _entries(session: Session, breaks: Sequence[RecordBreak]) -> list[RecordEntry]:
+    names = [brk.run.name for brk in breaks]
+    details: dict[str, Any] = {}
+    stacks: dict[str, str | None] = {}
+    for start in range(0, len(names), _IN_CHUNK):
+        rows = session.execute(
+            select(
+                Run.name,
+                Workload.name.label("workload_slug"),
+                Workload.title.label("workload_title"),
+                Environment.name.label("environment_name"),
+                Environment.gpu_product,
+                Environment.title.label("environment_title"),
+                Environment.manifest_json.label("environment_manifest"),
+                Protocol.title.label("protocol_title"),
+                Protocol.harness_version,
+                Implementation.project,
+            )
+            .join(Workload, Run.workload_id == Workload.id)
+            .join(Environment, Run.environment_id == Environment.id)
+            .join(Protocol, Run.protocol_id == Protocol.id)
+            .join(Implementation, Run.implementation_id == Implementation.id)
+            .where(Run.name.in_(names[start : start + _IN_CHUNK]))
+        )
+        for row in rows:
+            details[row.name] = row
+            if row.environment_name not in stacks:
+                software = json.loads(row.environment_manifest)["spec"].get("software") or {}
+                libraries = software.get("libraries") or {}
+                stacks[row.environment_name] = libraries.get("evaluation_stack")
+    entries = []
+    for brk in breaks:
+        row = details[brk.run.name]
+        entries.append(
+            RecordEntry(
+                workload_slug=row.workload_slug,
+                workload_title=row.workload_title,
+                comparison_key=brk.run.comparison_key,
+                gpu=row.gpu_product,
+                environment_title=row.environment_title,
+                protocol_title=row.protocol_title,
+                run_name=brk.run.name,
+                implementation=row.project,
+                latency_ns=brk.run.latency_ns,
+                observed_at=brk.run.observed_at,
+                previous_run_name=brk.previous.name if brk.previous else None,
+                previous_latency_ns=brk.previous.latency_ns if brk.previous else None,
+                improvement=brk.improvement,
+                stack=stacks[row.environment_name] or row.harness_version,
+            )
+        )
+    return entries
