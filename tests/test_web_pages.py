@@ -266,6 +266,10 @@ def test_home_groups_workloads_by_collection(client):
     data = client.get("/index.json").json()
     assert (data["workloadCount"], data["eligibleRunCount"]) == (235, 708 - 9)
     assert [c["workloadCount"] for c in data["collections"]] == [94, 82, 33, 26]
+    newest = data["newestRecords"]
+    assert len(newest) == 8
+    assert [r["observedAt"] for r in newest] == sorted((r["observedAt"] for r in newest), reverse=True)
+    assert len(page.select("#newest-records tbody tr")) == 8
 
 
 def test_workloads_list_filters_sorts_and_paginates(client):

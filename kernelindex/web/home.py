@@ -9,12 +9,14 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from kernelindex.store import reads
+from kernelindex.store.records import catalogue_records
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.pages import PageContext, page_route, render_page
 
 router = APIRouter()
 SHOWN_PER_COLLECTION = 12
+NEWEST_RECORDS = 8
 
 
 class BestRunPart(Part):
@@ -51,12 +53,25 @@ class SourcePart(Part):
     last_observed_at: datetime | None
 
 
+class RecordPart(Part):
+    observed_at: datetime
+    workload: str
+    workload_url: str
+    group: str
+    implementation: str
+    run: str
+    url: str
+    latency_ns: int
+    improvement: float | None
+
+
 class HomePage(PageContext):
     template: ClassVar[str] = "home.html"
 
     workload_count: int
     eligible_run_count: int
     collections: list[CollectionPart]
+    newest_records: list[RecordPart]
     sources: list[SourcePart]
 
 
@@ -99,6 +114,20 @@ def home(request: Request, session: SessionDep) -> Response:
         workload_count=len(summaries),
         eligible_run_count=sum(s.run_count for s in summaries),
         collections=collections,
+        newest_records=[
+            RecordPart(
+                observed_at=entry.observed_at,
+                workload=entry.workload_title,
+                workload_url=f"/workloads/{entry.workload_slug}",
+                group=f"{entry.gpu} · stack {entry.stack}" if entry.stack else entry.gpu,
+                implementation=entry.implementation,
+                run=entry.run_name,
+                url=f"/runs/{entry.run_name}",
+                latency_ns=entry.latency_ns,
+                improvement=entry.improvement,
+            )
+            for entry in catalogue_records(session, limit=NEWEST_RECORDS)
+        ],
         sources=[
             SourcePart(slug=s.slug, name=s.name, url=f"/sources/{s.slug}", last_observed_at=s.last_observed_at)
             for s in reads.sources(session)
