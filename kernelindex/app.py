@@ -53,7 +53,7 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
         version="1",
         description="Read the KernelIndex registry: workloads, runs, implementations, GPUs, models, sources.",
         lifespan=lifespan,
-        docs_url="/api/docs",
+        docs_url=None,  # /api/docs is served by kernelindex.web.api from vendored files: no CDN, no inline script
         redoc_url=None,
         openapi_url="/api/openapi.json",
     )

@@ -1,7 +1,477 @@
-"""(routes of this page family are added here)"""
+"""The JSON API, ``/api/v1`` (PRODUCT.md §6), and its interactive reference at ``/api/docs``.
+
+Every response is JSON with an ETag (a conditional GET answers 304); every error is RFC
+9457 problem details. Lists page by keyset: ``nextCursor`` is an opaque token naming the
+last item served, bound to the listing, sort and filters it came from, and tagged so an
+altered token is refused rather than misread.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import re
+from dataclasses import asdict
+from typing import Annotated, Any, Literal
 
-router = APIRouter()
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.dependencies.models import Dependant
+from fastapi.responses import Response
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, Field
+
+from kernelindex.manifests.digest import DIGEST_PATTERN, is_digest
+from kernelindex.store import api as store
+from kernelindex.web.compare import CompareResult, RunsParam, compare_named
+from kernelindex.web.deps import SessionDep
+from kernelindex.web.errors import BadRequest, NotFound
+from kernelindex.web.pages import cached_response, dump_json
+
+V1 = "/api/v1"
+MAX_CURSOR_LENGTH = 2048
+# Tamper-evidence, not secrecy: a cursor names only a position any client can reach by
+# paging, so the key need not be secret; it makes an edited or truncated token fail loudly.
+CURSOR_KEY = b"kernelindex/api/v1/cursor"
+CURSOR_TAG_BYTES = 12
+CURSOR_CHARACTERS = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details, as every error of this API is served."""
+
+    type: str = Field(examples=["about:blank"])
+    title: str = Field(examples=["Bad request"])
+    status: int = Field(examples=[400])
+    detail: str = Field(examples=["limit: Input should be less than or equal to 200"])
+
+
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    304: {"description": "Not modified: the If-None-Match header named the current ETag."},
+    "4XX": {
+        "description": "Problem details (RFC 9457): 400 for input that cannot be used, 404 for an unknown name.",
+        "content": {"application/problem+json": {"schema": Problem.model_json_schema()}},
+    },
+}
+
+
+def _query_parameters(dependant: Dependant) -> set[str]:
+    names = {param.alias for param in dependant.query_params}
+    for dependency in dependant.dependencies:
+        names |= _query_parameters(dependency)
+    return names
+
+
+def usable_parameters_only(request: Request) -> None:
+    """Refuse unknown query parameters and text no database can hold, before any query runs.
+
+    A misspelt filter would otherwise be ignored silently and answer a different question;
+    a NUL character cannot be stored or compared by PostgreSQL.
+    """
+    for name, value in [*request.query_params.multi_items(), *request.path_params.items()]:
+        if "\x00" in name or "\x00" in str(value):
+            raise BadRequest(f"Parameter {name.replace(chr(0), '')!r} contains a NUL character, which no name holds.")
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    accepted = _query_parameters(route.dependant)
+    unknown = sorted(set(request.query_params) - accepted)
+    if unknown:
+        expected = ", ".join(sorted(accepted)) or "none"
+        raise BadRequest(
+            f"Unknown query parameter {', '.join(repr(name) for name in unknown)}; this endpoint accepts: {expected}."
+        )
+
+
+router = APIRouter(dependencies=[Depends(usable_parameters_only)], responses=RESPONSES)
+
+Limit = Annotated[int, Query(ge=1, le=200, description="items per page, 1–200")]
+Cursor = Annotated[
+    str | None,
+    Query(max_length=MAX_CURSOR_LENGTH, description="the nextCursor of the previous page, exactly as served"),
+]
+Slug = Annotated[str | None, Query(min_length=1, max_length=200)]
+WorkloadSort = Literal["name", "runs", "-runs", "best_sol", "last_record"]
+RunSort = Literal["latency", "-latency", "observed", "-observed"]
+Evidence = Literal["reported", "reproducible", "verified", "replicated"]
+
+
+def send(request: Request, model: BaseModel) -> Response:
+    return cached_response(request, dump_json(model.model_dump(mode="json", by_alias=True)), "application/json")
+
+
+# --- Cursors ---------------------------------------------------------------------------
+
+
+def _fingerprint(filters: dict[str, Any]) -> str:
+    given = {key: value for key, value in filters.items() if value is not None}
+    return hashlib.sha256(json.dumps(given, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _tag(payload: bytes) -> bytes:
+    return hmac.new(CURSOR_KEY, payload, hashlib.sha256).digest()[:CURSOR_TAG_BYTES]
+
+
+def encode_cursor(listing: str, sort: str, filters: dict[str, Any], position: store.Position) -> str:
+    payload = json.dumps(
+        {"l": listing, "s": sort, "f": _fingerprint(filters), "p": store.position_to_json(position)},
+        separators=(",", ":"),
+        sort_keys=True,
+    ).encode()
+    return base64.urlsafe_b64encode(_tag(payload) + payload).rstrip(b"=").decode()
+
+
+def decode_cursor(
+    token: str, listing: str, sort: str, filters: dict[str, Any], keys: tuple[store.SortKey, ...]
+) -> store.Position:
+    """The position a cursor names; ``BadRequest`` if it is not an untouched cursor of this query."""
+    not_ours = "The cursor is not one this API issued; pass the nextCursor of the previous page exactly as served."
+    if not CURSOR_CHARACTERS.fullmatch(token):
+        raise BadRequest(not_ours)
+    try:
+        raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True)
+    except (binascii.Error, ValueError):
+        raise BadRequest(not_ours) from None
+    tag, payload = raw[:CURSOR_TAG_BYTES], raw[CURSOR_TAG_BYTES:]
+    if len(tag) < CURSOR_TAG_BYTES or not payload:
+        raise BadRequest(not_ours)
+    if not hmac.compare_digest(tag, _tag(payload)):
+        raise BadRequest("The cursor has been altered; pass the nextCursor of the previous page exactly as served.")
+    try:
+        data = json.loads(payload)
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+        same_query = data.get("l") == listing and data.get("s") == sort and data.get("f") == _fingerprint(filters)
+    except ValueError:
+        raise BadRequest(not_ours) from None
+    if not same_query:
+        raise BadRequest(
+            "The cursor belongs to a different query (another listing, sort or filter); "
+            "repeat the query it came from, or start again without a cursor."
+        )
+    try:
+        return store.position_from_json(keys, data.get("p"))
+    except store.PositionError:
+        raise BadRequest(not_ours) from None
+
+
+class Listing:
+    """The cursor bookkeeping of one list request."""
+
+    def __init__(self, name: str, sort: str, filters: dict[str, Any], keys: tuple[store.SortKey, ...]):
+        self.name, self.sort, self.filters, self.keys = name, sort, filters, keys
+
+    def after(self, cursor: str | None) -> store.Position | None:
+        return None if cursor is None else decode_cursor(cursor, self.name, self.sort, self.filters, self.keys)
+
+    def next(self, position: store.Position | None) -> str | None:
+        return None if position is None else encode_cursor(self.name, self.sort, self.filters, position)
+
+
+def _ref(ref: str, what: str) -> str:
+    if ref.startswith("sha256:") and not is_digest(ref):
+        raise BadRequest(
+            f"{ref!r} is not a digest: a {what} digest is 'sha256:' followed by 64 lowercase hexadecimal characters."
+        )
+    return ref
+
+
+# --- Workloads -------------------------------------------------------------------------
+
+
+@router.get(
+    f"{V1}/workloads",
+    operation_id="listWorkloads",
+    response_model=store.WorkloadPage,
+    tags=["workloads"],
+    summary="List workloads",
+    description="Filter by collection, tag, origin model, GPU measured on, or text; sort by name (A–Z), runs "
+    "(fewest first), -runs (most first), best_sol (highest SOL score first) or last_record (newest first).",
+)
+def workloads(
+    request: Request,
+    session: SessionDep,
+    collection: Annotated[str | None, Query(max_length=64, examples=["L1"])] = None,
+    tag: Annotated[str | None, Query(max_length=300, examples=["vision"])] = None,
+    model: Annotated[str | None, Query(max_length=200, description="origin model, by name or slug")] = None,
+    gpu: Slug = None,
+    q: Annotated[str | None, Query(min_length=1, max_length=200, description="text in slug, title or model")] = None,
+    sort: WorkloadSort = "name",
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> Response:
+    filters = store.WorkloadFilters(collection=collection, tag=tag, model=model, gpu=gpu, q=q)
+    listing = Listing("workloads", sort, asdict(filters), store.WORKLOAD_SORTS[sort])
+    items, position = store.list_workloads(session, filters, sort, listing.after(cursor), limit)
+    return send(request, store.WorkloadPage(items=items, next_cursor=listing.next(position)))
+
+
+@router.get(
+    f"{V1}/workloads/{{ref}}",
+    operation_id="getWorkload",
+    response_model=store.WorkloadDetail,
+    tags=["workloads"],
+    summary="One workload, by slug or digest",
+)
+def workload(request: Request, session: SessionDep, ref: str) -> Response:
+    found = store.find_workload(session, _ref(ref, "workload"))
+    if found is None:
+        raise NotFound(f"No workload has the slug or digest {ref!r}.")
+    return send(request, store.workload_detail(session, found))
+
+
+# --- Runs ------------------------------------------------------------------------------
+
+
+@router.get(
+    f"{V1}/runs",
+    operation_id="listRuns",
+    response_model=store.RunPage,
+    tags=["runs"],
+    summary="List runs",
+    description="Sort by latency (fastest first), -latency, observed (oldest first) or -observed (newest first).",
+)
+def runs(
+    request: Request,
+    session: SessionDep,
+    workload: Annotated[str | None, Query(min_length=1, max_length=200, description="workload slug")] = None,
+    gpu: Annotated[str | None, Query(min_length=1, max_length=200, description="GPU slug, e.g. b200")] = None,
+    implementation: Annotated[str | None, Query(min_length=1, max_length=200, description="project slug")] = None,
+    evidence: Evidence | None = None,
+    eligible: Annotated[bool | None, Query(description="true: rankable runs only; false: the others")] = None,
+    comparison_key: Annotated[str | None, Query(pattern=DIGEST_PATTERN.pattern)] = None,
+    sort: RunSort = "latency",
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> Response:
+    filters = store.RunFilters(
+        workload=workload,
+        gpu=gpu,
+        implementation=implementation,
+        evidence=evidence,
+        eligible=eligible,
+        comparison_key=comparison_key,
+    )
+    listing = Listing("runs", sort, asdict(filters), store.RUN_SORTS[sort])
+    items, position = store.list_runs(session, filters, sort, listing.after(cursor), limit)
+    return send(request, store.RunPage(items=items, next_cursor=listing.next(position)))
+
+
+@router.get(
+    f"{V1}/runs/{{ref}}",
+    operation_id="getRun",
+    response_model=store.RunDetail,
+    tags=["runs"],
+    summary="One run, by name or digest",
+    description="The run with its four referenced manifests (each as {digest, manifest}), its rank in its "
+    "comparison group when eligible, evidence, availability and the reasons it is not eligible.",
+)
+def run(request: Request, session: SessionDep, ref: str) -> Response:
+    found = store.find_run(session, _ref(ref, "run"))
+    if found is None:
+        raise NotFound(f"No run has the name or digest {ref!r}.")
+    return send(request, store.run_detail(session, found))
+
+
+# --- Implementations, GPUs, models, sources --------------------------------------------
+
+
+@router.get(
+    f"{V1}/implementations",
+    operation_id="listImplementations",
+    response_model=store.ImplementationPage,
+    tags=["implementations"],
+    summary="List implementations (projects), by slug",
+)
+def implementations(
+    request: Request,
+    session: SessionDep,
+    q: Annotated[str | None, Query(min_length=1, max_length=200, description="text in the project's name")] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> Response:
+    listing = Listing("implementations", "slug", {"q": q}, store.SLUG_ORDER)
+    items, position = store.list_implementations(session, q, listing.after(cursor), limit)
+    return send(request, store.ImplementationPage(items=items, next_cursor=listing.next(position)))
+
+
+@router.get(
+    f"{V1}/implementations/{{slug}}",
+    operation_id="getImplementation",
+    response_model=store.ImplementationDetail,
+    tags=["implementations"],
+    summary="One implementation: its runs, and its best rank per workload",
+    description="By project slug, or by the digest of the Implementation manifest of any of its revisions.",
+)
+def implementation(request: Request, session: SessionDep, slug: str) -> Response:
+    detail = store.implementation_detail(session, _ref(slug, "implementation"))
+    if detail is None:
+        raise NotFound(f"No implementation has the slug or digest {slug!r}.")
+    return send(request, detail)
+
+
+@router.get(
+    f"{V1}/gpus",
+    operation_id="listGpus",
+    response_model=store.GpuPage,
+    tags=["gpus"],
+    summary="List GPUs measured on, by slug",
+)
+def gpus(request: Request, session: SessionDep, limit: Limit = 50, cursor: Cursor = None) -> Response:
+    listing = Listing("gpus", "slug", {}, store.SLUG_ORDER)
+    items, position = store.list_gpus(session, listing.after(cursor), limit)
+    return send(request, store.GpuPage(items=items, next_cursor=listing.next(position)))
+
+
+@router.get(
+    f"{V1}/gpus/{{slug}}",
+    operation_id="getGpu",
+    response_model=store.GpuDetail,
+    tags=["gpus"],
+    summary="One GPU: what was measured on it, and the workloads with no measurement",
+    description="By GPU slug, or by the digest of the ExecutionEnvironment manifest of an environment on it.",
+)
+def gpu(request: Request, session: SessionDep, slug: str) -> Response:
+    detail = store.gpu_detail(session, _ref(slug, "environment"))
+    if detail is None:
+        raise NotFound(f"No GPU has the slug or environment digest {slug!r}.")
+    return send(request, detail)
+
+
+@router.get(
+    f"{V1}/models",
+    operation_id="listModels",
+    response_model=store.ModelPage,
+    tags=["models"],
+    summary="List origin models, by slug",
+)
+def models(request: Request, session: SessionDep, limit: Limit = 50, cursor: Cursor = None) -> Response:
+    listing = Listing("models", "slug", {}, store.SLUG_ORDER)
+    items, position = store.list_models(session, listing.after(cursor), limit)
+    return send(request, store.ModelPage(items=items, next_cursor=listing.next(position)))
+
+
+@router.get(
+    f"{V1}/models/{{slug}}",
+    operation_id="getModel",
+    response_model=store.ModelDetail,
+    tags=["models"],
+    summary="One origin model: its workloads and the best known run of each per GPU",
+)
+def model(request: Request, session: SessionDep, slug: str) -> Response:
+    detail = store.model_detail(session, slug)
+    if detail is None:
+        raise NotFound(f"No origin model has the slug {slug!r}.")
+    return send(request, detail)
+
+
+@router.get(
+    f"{V1}/sources",
+    operation_id="listSources",
+    response_model=store.SourcePage,
+    tags=["sources"],
+    summary="List sources, by slug",
+)
+def sources(request: Request, session: SessionDep, limit: Limit = 50, cursor: Cursor = None) -> Response:
+    listing = Listing("sources", "slug", {}, store.SLUG_ORDER)
+    items, position = store.list_sources(session, listing.after(cursor), limit)
+    return send(request, store.SourcePage(items=items, next_cursor=listing.next(position)))
+
+
+@router.get(
+    f"{V1}/sources/{{slug}}",
+    operation_id="getSource",
+    response_model=store.SourceDetail,
+    tags=["sources"],
+    summary="One source, with its ingestion reports",
+)
+def source(request: Request, session: SessionDep, slug: str) -> Response:
+    detail = store.source_detail(session, slug)
+    if detail is None:
+        raise NotFound(f"No source has the slug {slug!r}.")
+    return send(request, detail)
+
+
+# --- Search ----------------------------------------------------------------------------
+
+SearchKind = Literal["workload", "implementation", "gpu", "model"]
+
+
+@router.get(
+    f"{V1}/search",
+    operation_id="search",
+    response_model=store.SearchResponse,
+    tags=["search"],
+    summary="Search workloads, implementations, GPUs and origin models",
+)
+def search(
+    request: Request,
+    session: SessionDep,
+    q: Annotated[str, Query(min_length=1, max_length=200, description="any text; it is never read as syntax")],
+    kind: Annotated[list[SearchKind] | None, Query(description="only these kinds (repeat for several)")] = None,
+    limit: Annotated[int, Query(ge=1, le=100, description="at most this many hits, 1–100")] = 20,
+) -> Response:
+    from kernelindex.store.search import search as run_search
+
+    results = run_search(session, q, limit=limit, kinds=set(kind) if kind else None)
+    return send(request, store.search_response(results))
+
+
+# --- Compare ---------------------------------------------------------------------------
+
+
+@router.get(
+    f"{V1}/compare",
+    operation_id="compareRuns",
+    response_model=CompareResult,
+    tags=["compare"],
+    summary="Compare 2–8 runs",
+    description="Every field aligned with whether it differs; a winner only when all runs share one comparison "
+    "group and all are eligible, otherwise the reasons there is none.",
+)
+def compare(request: Request, session: SessionDep, run: RunsParam = None) -> Response:
+    return send(request, compare_named(session, run))
+
+
+# --- Interactive reference -------------------------------------------------------------
+
+DOCS_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>KernelIndex API reference</title>
+  <link rel="stylesheet" href="{css}">
+  <link rel="stylesheet" href="{own_css}">
+  <link rel="icon" href="{icon}" type="image/svg+xml">
+</head>
+<body>
+  <noscript><p>The interactive reference needs JavaScript. The API is described by its OpenAPI document,
+  <a href="{openapi}">{openapi}</a>.</p></noscript>
+  <header class="kernelindex-bar"><a href="/">KernelIndex</a> <span>· JSON API reference</span></header>
+  <div id="swagger-ui" data-openapi-url="{openapi}"></div>
+  <script src="{bundle}"></script>
+  <script src="{init}"></script>
+</body>
+</html>
+"""
+
+
+@router.get("/api/docs", include_in_schema=False)
+def docs(request: Request) -> Response:
+    """Swagger UI, vendored under /static/swagger and started by a script file (the CSP allows no inline script)."""
+
+    def static(path: str) -> str:
+        return request.url_for("static", path=path).path
+
+    page = DOCS_PAGE.format(
+        css=static("/swagger/swagger-ui.css"),
+        own_css=static("/swagger/kernelindex-docs.css"),
+        icon=static("/favicon.svg"),
+        openapi=request.app.openapi_url,
+        bundle=static("/swagger/swagger-ui-bundle.js"),
+        init=static("/swagger/kernelindex-docs.js"),
+    )
+    return cached_response(request, page.encode(), "text/html; charset=utf-8")

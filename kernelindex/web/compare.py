@@ -1,7 +1,226 @@
-"""(routes of this page family are added here)"""
+"""``/compare?run=A&run=B…``: 2–8 runs side by side, as HTML, its JSON twin and CSV (PRODUCT.md §6)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import csv
+import io
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Annotated, Any, ClassVar, Literal
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from kernelindex.compare import MAX_RUNS, ComparedRun, CompareError, Comparison, check_run_names, compare_runs
+from kernelindex.manifests.types import format_utc
+from kernelindex.store import api as store
+from kernelindex.web.deps import SessionDep
+from kernelindex.web.errors import BadRequest, NotFound
+from kernelindex.web.format import date, latency, percent_of_sol, ratio, short_digest
+from kernelindex.web.pages import PageContext, cached_response, page_route, render_page
 
 router = APIRouter()
+
+FieldKind = Literal["number", "text", "date", "digest", "evidence"]
+Value = int | float | str | None
+EVIDENCE_LABELS = {
+    "reported": "Reported",
+    "reproducible": "Reproducible",
+    "verified": "KernelIndex verified",
+    "replicated": "Independently replicated",
+}
+NUMBER_FIELDS = {"latencyNs", "vsFastest", "rank", "solScore", "avgSpeedup", "casesFaster"}
+FIELD_KINDS: dict[str, FieldKind] = {
+    **dict.fromkeys(NUMBER_FIELDS, "number"),
+    "observedAt": "date",
+    "comparisonKey": "digest",
+    "digest": "digest",
+    "evidence": "evidence",
+}
+RunsParam = Annotated[
+    list[str] | None,
+    Query(description=f"a run name, repeated for each run: 2 to {MAX_RUNS} runs", examples=["sol-submission-36270"]),
+]
+
+
+class Part(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+class ComparedColumn(Part):
+    """One run, heading its column."""
+
+    name: str
+    url: str
+    api_url: str
+    project: str
+    implementation_url: str
+    workload: str
+    workload_title: str
+    gpu: str
+    stack: str
+    latency: str
+    winner: bool
+    remove_url: str | None = Field(description="the same comparison without this run; null when only two are left")
+
+
+class ComparedField(Part):
+    """One aligned field: a value per run, in column order."""
+
+    key: str
+    label: str
+    kind: FieldKind
+    values: list[Value] = Field(description="machine values: integer ns, fractions, ISO 8601 UTC timestamps")
+    display: list[str] = Field(description="the values as the page writes them")
+    differs: bool
+
+
+class CompareResult(Part):
+    runs: list[ComparedColumn]
+    fields: list[ComparedField]
+    comparable: bool = Field(description="one comparison group and every run eligible")
+    winner: str | None = Field(description="the fastest run's name, named only when comparable and not tied")
+    reasons: list[str] = Field(description="why no winner can be named, e.g. 'different evaluation stacks'")
+    verdict: str
+
+
+class ComparePage(PageContext):
+    template: ClassVar[str] = "compare.html"
+
+    comparison: CompareResult
+    csv_url: str
+    api_url: str
+    add_limit_reached: bool
+
+
+def _machine(value: Any) -> Value:
+    return format_utc(value) if isinstance(value, datetime) else value
+
+
+def _display(key: str, value: Any) -> str:
+    if value is None:
+        return "not ranked" if key == "rank" else "–"
+    match key:
+        case "latencyNs":
+            return latency(value)
+        case "vsFastest" | "avgSpeedup":
+            return ratio(value)
+        case "rank":
+            return f"#{value}"
+        case "solScore":
+            return percent_of_sol(value)
+        case "observedAt":
+            return date(value)
+        case "comparisonKey" | "digest":
+            return short_digest(value)
+        case "evidence":
+            return EVIDENCE_LABELS.get(value, str(value))
+    return str(value)
+
+
+def _query(names: Sequence[str]) -> str:
+    return urlencode([("run", name) for name in names])
+
+
+def comparison_result(comparison: Comparison, runs: Sequence[ComparedRun]) -> CompareResult:
+    names = list(comparison.runs)
+    fields = [
+        ComparedField(
+            key=field.key,
+            label=field.label,
+            kind=FIELD_KINDS.get(field.key, "text"),
+            values=[_machine(value) for value in field.values],
+            display=[_display(field.key, value) for value in field.values],
+            differs=field.differs,
+        )
+        for field in comparison.fields
+    ]
+    columns = [
+        ComparedColumn(
+            name=run.name,
+            url=f"/runs/{run.name}",
+            api_url=f"/api/v1/runs/{run.name}",
+            project=run.project,
+            implementation_url=f"/implementations/{run.project_slug}",
+            workload=run.workload_slug,
+            workload_title=run.workload_title,
+            gpu=run.gpu_product,
+            stack=run.stack,
+            latency=f"{latency(run.latency_ns)} {run.primary_statistic}",
+            winner=run.name == comparison.winner,
+            remove_url="/compare?" + _query([n for n in names if n != run.name]) if len(names) > 2 else None,
+        )
+        for run in runs
+    ]
+    return CompareResult(
+        runs=columns,
+        fields=fields,
+        comparable=comparison.comparable,
+        winner=comparison.winner,
+        reasons=list(comparison.reasons),
+        verdict=comparison.verdict,
+    )
+
+
+def compare_named(session: Any, names: Sequence[str] | None) -> CompareResult:
+    """The comparison of the runs named; ``BadRequest`` or ``NotFound`` with the reason otherwise."""
+    try:
+        names = check_run_names(list(names or []))
+    except CompareError as exc:
+        raise BadRequest(str(exc)) from None
+    runs, missing = store.runs_to_compare(session, names)
+    if missing:
+        listed = ", ".join(repr(name) for name in missing)
+        raise NotFound(f"No run is named {listed}." if len(missing) == 1 else f"No runs are named {listed}.")
+    return comparison_result(compare_runs(runs), runs)
+
+
+@page_route(router, "/compare")
+def compare(request: Request, session: SessionDep, run: RunsParam = None) -> Response:
+    result = compare_named(session, run)
+    query = _query([column.name for column in result.runs])
+    context = ComparePage(
+        comparison=result,
+        csv_url=f"/compare.csv?{query}",
+        api_url=f"/api/v1/compare?{query}",
+        add_limit_reached=len(result.runs) >= MAX_RUNS,
+    )
+    return render_page(request, context)
+
+
+def _csv_cell(value: Value) -> str:
+    if value is None:
+        return ""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def comparison_csv(result: CompareResult) -> str:
+    """One row per field, one column per run, machine values (as in the JSON's ``values``)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(["field", "label", *(column.name for column in result.runs), "differs"])
+    for field in result.fields:
+        writer.writerow(
+            [field.key, field.label, *(_csv_cell(v) for v in field.values), "true" if field.differs else "false"]
+        )
+    return out.getvalue()
+
+
+@router.get("/compare.csv", include_in_schema=False)
+def compare_csv(request: Request, session: SessionDep, run: RunsParam = None) -> Response:
+    result = compare_named(session, run)
+    names = [column.name for column in result.runs]
+    stem = "-vs-".join(names)
+    filename = f"compare-{stem}.csv" if len(stem) <= 150 else f"compare-{len(names)}-runs.csv"
+    return cached_response(
+        request,
+        comparison_csv(result).encode(),
+        "text/csv; charset=utf-8",
+        {
+            "Content-Disposition": f'attachment; filename="{filename}"',
+            "Link": f'</compare.json?{_query(names)}>; rel="alternate"; type="application/json"',
+        },
+    )
