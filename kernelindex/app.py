@@ -17,6 +17,7 @@ from kernelindex.settings import Settings
 from kernelindex.web import api, catalog, compare, exports, home, manifests, records, runs, search, workloads
 from kernelindex.web.errors import install_error_handlers
 from kernelindex.web.format import FILTERS
+from kernelindex.web.request_guard import RequestGuard
 from kernelindex.web.security import SecurityHeaders
 
 
@@ -59,6 +60,8 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
     )
     app.state.settings = settings
     app.state.templates = make_templates()
+    app.add_middleware(RequestGuard)
+    # Added last so it wraps everything, including the guard's refusals.
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     # Order matters where paths overlap: more specific routes first.

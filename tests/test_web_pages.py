@@ -394,3 +394,25 @@ def test_pages_escape_what_they_show(client):
     assert response.status_code == 200
     assert "<script>alert(1)</script>" not in response.text
     assert re.search(r"&lt;script&gt;alert\(1\)&lt;/script&gt;", response.text)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/workloads?q=%00",
+        "/workloads/l1-040-conv2d-residual-block?implementation=a%00b",
+        "/runs/sol-submission-16893%00",
+        "/search?q=%01",
+        "/api/v1/runs?workload=%00",
+    ],
+)
+def test_control_characters_in_the_address_are_a_clear_400(client, path):
+    response = client.get(path)
+    assert response.status_code == 400
+    assert "control characters" in response.json()["detail"]
+    assert response.headers["x-content-type-options"] == "nosniff"
+
+
+def test_overlong_addresses_are_refused(client):
+    response = client.get("/workloads?q=" + "a" * 9000)
+    assert response.status_code == 414
