@@ -277,7 +277,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 # --- The sitemap's URLs --------------------------------------------------------------
 
-STATIC_PATHS = ("/", "/workloads", "/records")
+STATIC_PATHS = ("/", "/workloads", "/records", "/gpus")
 
 
 @dataclass(frozen=True)
