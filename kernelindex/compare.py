@@ -101,8 +101,6 @@ def check_run_names(names: Sequence[str]) -> list[str]:
     names = [name.strip() for name in names]
     if any(not name for name in names):
         raise CompareError("A run name is empty: give each run as run=<name>, e.g. run=sol-submission-16893.")
-    if any("\x00" in name for name in names):
-        raise CompareError("A run name contains a NUL character, which no run name holds.")
     if len(names) < MIN_RUNS:
         raise CompareError(
             f"Compare needs {MIN_RUNS} to {MAX_RUNS} runs (run=A&run=B…); {_runs_given(len(names))} given."

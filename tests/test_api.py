@@ -19,7 +19,7 @@ from kernelindex.ranking import RunFacts, rank_group
 from kernelindex.settings import Settings
 from kernelindex.store import api as store
 from kernelindex.verify import verify_document
-from kernelindex.web import api as web_api
+from kernelindex.web import cursors
 
 L039 = "l1-039-adaptive-instance-normalization-2d-backward"
 L040 = "l1-040-conv2d-residual-block"
@@ -482,9 +482,9 @@ def _tampered(cursor: str) -> str:
 
 
 def _forged(payload: dict) -> str:
-    """A well-tagged token around a payload the API never issued."""
+    """A token with a valid checksum around a payload the API never issued."""
     body = json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
-    return base64.urlsafe_b64encode(web_api._tag(body) + body).rstrip(b"=").decode()
+    return base64.urlsafe_b64encode(cursors.checksum(body) + body).rstrip(b"=").decode()
 
 
 @pytest.mark.parametrize(
@@ -517,10 +517,10 @@ def _forged(payload: dict) -> str:
         ("/api/v1/compare?run=sol-submission-16893", 400, "2 to 8 runs"),
         ("/api/v1/compare?run=sol-submission-16893&run=nope", 404, "No run is named 'nope'"),
         ("/api/v1/nothing-here", 404, ""),
-        ("/api/v1/workloads?q=a%00b", 400, "Parameter 'q' contains a NUL character"),
-        ("/api/v1/runs?workload=x%00", 400, "NUL character"),
-        ("/api/v1/runs/sol%00", 400, "Parameter 'ref' contains a NUL character"),
-        ("/api/v1/search?q=%00", 400, "NUL character"),
+        ("/api/v1/workloads?q=a%00b", 400, "contains control characters"),
+        ("/api/v1/runs?workload=x%00", 400, "contains control characters"),
+        ("/api/v1/runs/sol%00", 400, "contains control characters"),
+        ("/api/v1/search?q=%00", 400, "contains control characters"),
     ],
 )
 def test_bad_input_is_a_problem_never_a_500(client, path, status, detail):
@@ -573,8 +573,8 @@ def test_tampered_or_misused_cursors_are_refused(client):
     assert_problem(client.get(f"/api/v1/workloads?cursor={cursor}"), 400, "different query")
     assert_problem(client.get(f"/api/v1/runs?sort=-latency&cursor={cursor}"), 400, "different query")
     assert_problem(client.get(f"/api/v1/runs?workload={L040}&cursor={cursor}"), 400, "different query")
-    # Well tagged but not a position of this sort: still refused, never a 500.
-    good = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))[web_api.CURSOR_TAG_BYTES :])
+    # A valid checksum but not a position of this sort: still refused, never a 500.
+    good = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))[cursors.CHECKSUM_BYTES :])
     for position in ([], ["x", "y"], [True, "a"], [None, "a"], [1.5, "a"], "nope", [1, 2], [10**30, "a"]):
         forged = _forged({**good, "p": position})
         assert_problem(client.get(f"/api/v1/runs?limit=5&cursor={forged}"), 400, "not one this API issued")
@@ -583,7 +583,7 @@ def test_tampered_or_misused_cursors_are_refused(client):
 
 def test_forged_timestamp_positions_are_checked(client):
     cursor = get_json(client, "/api/v1/runs", sort="observed", limit=5)["nextCursor"]
-    good = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))[web_api.CURSOR_TAG_BYTES :])
+    good = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))[cursors.CHECKSUM_BYTES :])
     for moment in ("yesterday", "2026-08-01T00:00:00", 5, "9999-12-31T23:59:59-14:00"):
         forged = _forged({**good, "p": [moment, "sol-submission-1"]})
         assert_problem(client.get(f"/api/v1/runs?sort=observed&cursor={forged}"), 400, "not one this API issued")

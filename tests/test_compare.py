@@ -282,7 +282,7 @@ def test_api_compare_is_the_page_comparison(client):
         ),
         (["sol-submission-36270", "sol-submission-1"], 404, "No run is named 'sol-submission-1'."),
         (["sol-submission-36270", ""], 400, "A run name is empty"),
-        (["sol-submission-36270", "x%00"], 400, "NUL character"),
+        (["sol-submission-36270", "x%00"], 400, "contains control characters"),
     ],
 )
 def test_bad_run_lists_are_clear_errors_as_html_and_problem_json(client, names, status, detail):

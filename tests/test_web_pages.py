@@ -407,10 +407,15 @@ def test_pages_escape_what_they_show(client):
     ],
 )
 def test_control_characters_in_the_address_are_a_clear_400(client, path):
-    response = client.get(path)
+    response = client.get(path, headers={"Accept": "application/json"})
     assert response.status_code == 400
     assert "control characters" in response.json()["detail"]
     assert response.headers["x-content-type-options"] == "nosniff"
+    page = client.get(path, headers={"Accept": "text/html"})
+    assert page.status_code == 400
+    if not path.startswith("/api/"):
+        assert page.headers["content-type"] == "text/html; charset=utf-8"
+        assert "control characters" in BeautifulSoup(page.text, "html.parser").select_one("main").get_text()
 
 
 def test_overlong_addresses_are_refused(client):

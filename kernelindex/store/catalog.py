@@ -10,7 +10,8 @@ from sqlalchemy import String, and_, cast, exists, func, select
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import Environment, Implementation, IngestionReport, Run, Source, Workload
-from kernelindex.store.reads import eligible_runs
+from kernelindex.slugs import slugify
+from kernelindex.store.reads import eligible
 
 WORKLOAD_SORTS = ("name", "runs", "best_sol", "last_record")
 
@@ -54,7 +55,7 @@ def list_workloads(
             func.min(Run.latency_ns).label("best_latency"),
             func.max(Run.observed_at).label("last_record"),
         )
-        .where(*eligible_runs())
+        .where(eligible())
         .group_by(Run.workload_id)
         .subquery()
     )
@@ -179,6 +180,11 @@ def workloads_of_model(session: Session, model_slug_matches: list[str]) -> list[
 
 def origin_models(session: Session) -> list[str]:
     return sorted({m for m in session.scalars(select(Workload.origin_model).distinct()) if m}, key=str.casefold)
+
+
+def origin_model_spellings(session: Session, slug: str) -> list[str]:
+    """The origin-model names that slug alike to ``slug``: one model, however its workloads spell it."""
+    return [name for name in origin_models(session) if slugify(name) == slug]
 
 
 def source_by_slug(session: Session, slug: str) -> Source | None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.orm import Session, joinedload
 
 from kernelindex.db.tables import Run, Source, Workload
@@ -13,13 +14,16 @@ from kernelindex.db.tables import Run, Source, Workload
 COLLECTION_ORDER = ("L1", "L2", "Quant", "FlashInfer-Bench")
 
 
-def eligible_runs():  # type: ignore[no-untyped-def]
-    """Runs that may be ranked (PRODUCT.md §5), as a reusable SELECT filter."""
-    return (
-        Run.status == "passed",
-        Run.withdrawn_at.is_(None),
-        Run.upstream_withdrawn.is_(False),
-        Run.held_for_review.is_(False),
+def eligible(run: Any = Run) -> ColumnElement[bool]:
+    """Runs that may be ranked (PRODUCT.md §5), as a SELECT filter on ``Run`` or an alias of it.
+
+    The SQL form of ``kernelindex.ranking.ineligibility_reasons``: the two must agree.
+    """
+    return and_(
+        run.status == "passed",
+        run.withdrawn_at.is_(None),
+        run.upstream_withdrawn.is_(False),
+        run.held_for_review.is_(False),
     )
 
 
@@ -60,12 +64,12 @@ def workloads_with_best_run(session: Session) -> list[WorkloadSummary]:
     known number for this workload"); the label names the GPU and stack it was on.
     """
     counts = dict(
-        session.execute(select(Run.workload_id, func.count()).where(*eligible_runs()).group_by(Run.workload_id)).all()
+        session.execute(select(Run.workload_id, func.count()).where(eligible()).group_by(Run.workload_id)).all()
     )
     best: dict[int, Run] = {}
     runs = session.scalars(
         select(Run)
-        .where(*eligible_runs())
+        .where(eligible())
         .options(joinedload(Run.implementation), joinedload(Run.environment))
         .order_by(Run.workload_id, Run.latency_ns, Run.name)
     )

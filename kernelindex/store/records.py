@@ -11,7 +11,6 @@ write-maintained record table would serve, so the computation can move behind it
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,7 +21,8 @@ from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Workload
 from kernelindex.ranking import RecordBreak, RunFacts, record_history
-from kernelindex.store.reads import eligible_runs
+from kernelindex.store.reads import eligible
+from kernelindex.store.runs import evaluation_stack
 
 # Bound parameters per IN (…) list; well under SQLite's and PostgreSQL's limits.
 _IN_CHUNK = 500
@@ -97,7 +97,7 @@ def _breaks(session: Session, where: Sequence[Any]) -> list[RecordBreak]:
     # Only eligible runs can set records, and filtering them in SQL keeps the rows few and
     # narrow; the facts built here are therefore all eligible, as ``record_history`` checks.
     rows = session.execute(
-        select(Run.name, Run.comparison_key, Run.latency_ns, Run.observed_at).where(*eligible_runs(), *where)
+        select(Run.name, Run.comparison_key, Run.latency_ns, Run.observed_at).where(eligible(), *where)
     )
     groups: dict[str, list[RunFacts]] = {}
     for name, key, latency_ns, observed_at in rows:
@@ -140,9 +140,7 @@ def _entries(session: Session, breaks: Sequence[RecordBreak]) -> list[RecordEntr
         for row in rows:
             details[row.name] = row
             if row.environment_name not in stacks:
-                software = json.loads(row.environment_manifest)["spec"].get("software") or {}
-                libraries = software.get("libraries") or {}
-                stacks[row.environment_name] = libraries.get("evaluation_stack")
+                stacks[row.environment_name] = evaluation_stack(row.environment_manifest)
     entries = []
     for brk in breaks:
         row = details[brk.run.name]

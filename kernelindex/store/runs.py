@@ -1,11 +1,15 @@
-"""Runs as the pages see them: one flat, typed view per run, loaded with its references."""
+"""Runs as the pages see them: one flat, typed view per run, loaded with its references.
+
+Also what a run's row and its view both derive, so that the pages and the JSON API say
+the same: its ranking facts, its availability text and its environment's stack.
+"""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session, joinedload
@@ -58,43 +62,83 @@ class RunView:
 
     @property
     def facts(self) -> RunFacts:
-        return RunFacts(
-            name=self.name,
-            comparison_key=self.comparison_key,
-            latency_ns=self.latency_ns,
-            observed_at=self.observed_at,
-            status=self.status,
-            withdrawn=self.withdrawn_at is not None,
-            upstream_withdrawn=self.upstream_withdrawn,
-            held_for_review=self.held_for_review,
-        )
+        return run_facts(self)
 
     @property
     def availability(self) -> str:
-        """ "license unknown · no source · no install recipe", from what is known."""
-        return " · ".join(
-            [
-                f"license {self.license}" if self.license else "license unknown",
-                "source available" if self.source_available else "no source",
-                "install recipe" if self.has_install_recipe else "no install recipe",
-            ]
-        )
+        return availability_text(self.license, self.source_available, self.has_install_recipe)
 
 
-def run_views_query() -> Select[tuple[Run]]:
-    return select(Run).options(
-        joinedload(Run.implementation),
-        joinedload(Run.environment),
-        joinedload(Run.protocol),
-        joinedload(Run.workload),
-        joinedload(Run.source),
+def run_facts(run: Run | RunView) -> RunFacts:
+    """What ranking needs to know about a run, from its row or its view."""
+    return RunFacts(
+        name=run.name,
+        comparison_key=run.comparison_key,
+        latency_ns=run.latency_ns,
+        observed_at=run.observed_at,
+        status=run.status,
+        withdrawn=run.withdrawn_at is not None,
+        upstream_withdrawn=run.upstream_withdrawn,
+        held_for_review=run.held_for_review,
     )
 
 
+def availability_text(license: str | None, source_available: bool, install_recipe: bool) -> str:
+    """As PRODUCT.md §4 words it: "license unknown · no source · no install recipe"."""
+    return " · ".join(
+        [
+            f"license {license}" if license else "license unknown",
+            "source available" if source_available else "no source",
+            "install recipe" if install_recipe else "no install recipe",
+        ]
+    )
+
+
+def run_metrics(run: Run) -> dict[str, Any]:
+    """The source-native metrics a run's manifest carries, verbatim (empty when it has none)."""
+    native = json.loads(run.manifest_json).get("spec", {}).get("sourceNative") or {}
+    return dict(native.get("metrics") or {})
+
+
+def _software(environment_manifest_json: str) -> dict[str, Any]:
+    return json.loads(environment_manifest_json).get("spec", {}).get("software") or {}
+
+
+def evaluation_stack(environment_manifest_json: str) -> str | None:
+    """The evaluation stack an environment's manifest names (e.g. "v1.1"), if it names one."""
+    return (_software(environment_manifest_json).get("libraries") or {}).get("evaluation_stack")
+
+
+def stack_text(environment_manifest_json: str) -> str:
+    """The software an environment's manifest names, e.g. "v1.1" for SOL-ExecBench's evaluation stack."""
+    software = _software(environment_manifest_json)
+    parts = [
+        str(version) if name == "evaluation_stack" else f"{name} {version}"
+        for name, version in sorted((software.get("libraries") or {}).items())
+    ]
+    if software.get("driver"):
+        parts.append(f"driver {software['driver']}")
+    return ", ".join(parts) or "unknown"
+
+
+AnySelect = TypeVar("AnySelect", bound=Select)
+
+
+def with_references(stmt: AnySelect) -> AnySelect:
+    """``stmt`` (a SELECT of ``Run``) loading each run's workload, implementation, environment and protocol."""
+    return stmt.options(
+        joinedload(Run.workload),
+        joinedload(Run.implementation),
+        joinedload(Run.environment),
+        joinedload(Run.protocol),
+    )
+
+
+def run_views_query() -> Select[tuple[Run]]:
+    return with_references(select(Run)).options(joinedload(Run.source))
+
+
 def to_view(run: Run) -> RunView:
-    manifest = json.loads(run.manifest_json)
-    native = manifest["spec"].get("sourceNative") or {}
-    environment_spec = json.loads(run.environment.manifest_json)["spec"]
     return RunView(
         name=run.name,
         digest=run.digest,
@@ -104,7 +148,7 @@ def to_view(run: Run) -> RunView:
         latency_ns=run.latency_ns,
         primary_statistic=run.primary_statistic,
         sol_score=run.sol_score,
-        metrics=native.get("metrics", {}),
+        metrics=run_metrics(run),
         observed_at=run.observed_at,
         held_for_review=run.held_for_review,
         upstream_withdrawn=run.upstream_withdrawn,
@@ -131,7 +175,7 @@ def to_view(run: Run) -> RunView:
         architecture=run.environment.architecture,
         environment_name=run.environment.name,
         environment_title=run.environment.title,
-        stack=environment_spec["software"]["libraries"].get("evaluation_stack"),
+        stack=evaluation_stack(run.environment.manifest_json),
         protocol_name=run.protocol.name,
         protocol_title=run.protocol.title,
         harness_version=run.protocol.harness_version,

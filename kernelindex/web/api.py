@@ -2,18 +2,12 @@
 
 Every response is JSON with an ETag (a conditional GET answers 304); every error is RFC
 9457 problem details. Lists page by keyset: ``nextCursor`` is an opaque token naming the
-last item served, bound to the listing, sort and filters it came from, and tagged so an
-altered token is refused rather than misread.
+last item served, bound to the listing, sort and filters it came from, and checksummed so
+an edited or truncated token is refused rather than misread (``kernelindex.web.cursors``).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import hmac
-import json
-import re
 from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
@@ -26,17 +20,12 @@ from pydantic import BaseModel, Field
 from kernelindex.manifests.digest import DIGEST_PATTERN, is_digest
 from kernelindex.store import api as store
 from kernelindex.web.compare import CompareResult, RunsParam, compare_named
+from kernelindex.web.cursors import MAX_CURSOR_LENGTH, Listing
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
 from kernelindex.web.pages import cached_response, dump_json
 
 V1 = "/api/v1"
-MAX_CURSOR_LENGTH = 2048
-# Tamper-evidence, not secrecy: a cursor names only a position any client can reach by
-# paging, so the key need not be secret; it makes an edited or truncated token fail loudly.
-CURSOR_KEY = b"kernelindex/api/v1/cursor"
-CURSOR_TAG_BYTES = 12
-CURSOR_CHARACTERS = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 class Problem(BaseModel):
@@ -65,14 +54,11 @@ def _query_parameters(dependant: Dependant) -> set[str]:
 
 
 def usable_parameters_only(request: Request) -> None:
-    """Refuse unknown query parameters and text no database can hold, before any query runs.
+    """Refuse unknown query parameters before any query runs.
 
-    A misspelt filter would otherwise be ignored silently and answer a different question;
-    a NUL character cannot be stored or compared by PostgreSQL.
+    A misspelt filter would otherwise be ignored silently and answer a different question.
+    (Control characters never get this far: ``RequestGuard`` refuses them for every route.)
     """
-    for name, value in [*request.query_params.multi_items(), *request.path_params.items()]:
-        if "\x00" in name or "\x00" in str(value):
-            raise BadRequest(f"Parameter {name.replace(chr(0), '')!r} contains a NUL character, which no name holds.")
     route = request.scope.get("route")
     if not isinstance(route, APIRoute):
         return
@@ -100,74 +86,6 @@ Evidence = Literal["reported", "reproducible", "verified", "replicated"]
 
 def send(request: Request, model: BaseModel) -> Response:
     return cached_response(request, dump_json(model.model_dump(mode="json", by_alias=True)), "application/json")
-
-
-# --- Cursors ---------------------------------------------------------------------------
-
-
-def _fingerprint(filters: dict[str, Any]) -> str:
-    given = {key: value for key, value in filters.items() if value is not None}
-    return hashlib.sha256(json.dumps(given, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _tag(payload: bytes) -> bytes:
-    return hmac.new(CURSOR_KEY, payload, hashlib.sha256).digest()[:CURSOR_TAG_BYTES]
-
-
-def encode_cursor(listing: str, sort: str, filters: dict[str, Any], position: store.Position) -> str:
-    payload = json.dumps(
-        {"l": listing, "s": sort, "f": _fingerprint(filters), "p": store.position_to_json(position)},
-        separators=(",", ":"),
-        sort_keys=True,
-    ).encode()
-    return base64.urlsafe_b64encode(_tag(payload) + payload).rstrip(b"=").decode()
-
-
-def decode_cursor(
-    token: str, listing: str, sort: str, filters: dict[str, Any], keys: tuple[store.SortKey, ...]
-) -> store.Position:
-    """The position a cursor names; ``BadRequest`` if it is not an untouched cursor of this query."""
-    not_ours = "The cursor is not one this API issued; pass the nextCursor of the previous page exactly as served."
-    if not CURSOR_CHARACTERS.fullmatch(token):
-        raise BadRequest(not_ours)
-    try:
-        raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True)
-    except (binascii.Error, ValueError):
-        raise BadRequest(not_ours) from None
-    tag, payload = raw[:CURSOR_TAG_BYTES], raw[CURSOR_TAG_BYTES:]
-    if len(tag) < CURSOR_TAG_BYTES or not payload:
-        raise BadRequest(not_ours)
-    if not hmac.compare_digest(tag, _tag(payload)):
-        raise BadRequest("The cursor has been altered; pass the nextCursor of the previous page exactly as served.")
-    try:
-        data = json.loads(payload)
-        if not isinstance(data, dict):
-            raise ValueError("not an object")
-        same_query = data.get("l") == listing and data.get("s") == sort and data.get("f") == _fingerprint(filters)
-    except ValueError:
-        raise BadRequest(not_ours) from None
-    if not same_query:
-        raise BadRequest(
-            "The cursor belongs to a different query (another listing, sort or filter); "
-            "repeat the query it came from, or start again without a cursor."
-        )
-    try:
-        return store.position_from_json(keys, data.get("p"))
-    except store.PositionError:
-        raise BadRequest(not_ours) from None
-
-
-class Listing:
-    """The cursor bookkeeping of one list request."""
-
-    def __init__(self, name: str, sort: str, filters: dict[str, Any], keys: tuple[store.SortKey, ...]):
-        self.name, self.sort, self.filters, self.keys = name, sort, filters, keys
-
-    def after(self, cursor: str | None) -> store.Position | None:
-        return None if cursor is None else decode_cursor(cursor, self.name, self.sort, self.filters, self.keys)
-
-    def next(self, position: store.Position | None) -> str | None:
-        return None if position is None else encode_cursor(self.name, self.sort, self.filters, position)
 
 
 def _ref(ref: str, what: str) -> str:

@@ -12,7 +12,6 @@ from sqlalchemy import func, select
 from kernelindex.db.tables import Run, Workload
 from kernelindex.gpus import TRACKED_GPUS
 from kernelindex.ranking import rank_by_group
-from kernelindex.slugs import slugify
 from kernelindex.store import catalog
 from kernelindex.store.runs import RunView, run_views_query, to_view
 from kernelindex.web.deps import SessionDep
@@ -214,7 +213,7 @@ class ModelPage(PageContext):
 
 @page_route(router, "/models/{slug}")
 def model(request: Request, slug: str, session: SessionDep) -> Response:
-    names = [name for name in catalog.origin_models(session) if slugify(name) == slug]
+    names = catalog.origin_model_spellings(session, slug)
     if not names:
         raise NotFound(f"No origin model has the slug {slug!r}.")
     workloads = catalog.workloads_of_model(session, names)
@@ -278,17 +277,8 @@ def source(request: Request, slug: str, session: SessionDep) -> Response:
         workload_count=workloads,
         run_count=runs,
         reports=[
-            ReportLine(
-                id=r.id,
-                origin=r.origin,
-                status=r.status,
-                started_at=r.started_at,
-                finished_at=r.finished_at,
-                counts=r.counts,
-                errors=r.errors,
-                drift=r.drift,
-            )
-            for r in catalog.ingestion_reports(session, found.id)
+            ReportLine.model_validate(report, from_attributes=True)
+            for report in catalog.ingestion_reports(session, found.id)
         ],
     )
     return render_page(request, context)

@@ -6,14 +6,24 @@ mismatch), so it is stopped here, once, for every route.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from urllib.parse import unquote_to_bytes
 
+from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from kernelindex.web.errors import wants_problem_json
 
 MAX_TARGET_BYTES = 8192
 CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title} · KernelIndex</title><link rel="stylesheet" href="/static/kernelindex.css"></head>
+<body><main><section class="error"><p class="eyebrow">HTTP {status}</p><h1>{title}</h1><p>{detail}</p>
+<p><a href="/">Back to all workloads</a></p></section></main></body></html>
+"""
 
 
 class RequestGuard:
@@ -39,15 +49,13 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         status, title, detail = problem
-        body = json.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"application/problem+json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
+        if wants_problem_json(Request(scope)):
+            body = json.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail}).encode()
+            content_type = b"application/problem+json"
+        else:
+            # The request never reaches the router, so this page stands alone rather than extending base.html.
+            body = PAGE.format(status=status, title=html.escape(title), detail=html.escape(detail)).encode()
+            content_type = b"text/html; charset=utf-8"
+        headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})

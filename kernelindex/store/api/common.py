@@ -1,0 +1,112 @@
+"""What the API's queries share: ranks in SQL, lookups by digest, manifest history, the #1s."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, func, select
+from sqlalchemy.orm import Session, aliased
+
+from kernelindex.db.tables import Environment, ManifestVersion, Run, Source
+from kernelindex.store.api.keyset import Expr
+from kernelindex.store.api.schemas import GroupBest, ManifestVersionItem, SourceRefItem
+from kernelindex.store.reads import eligible
+from kernelindex.store.runs import with_references
+
+
+def rank_expression() -> ColumnElement[int]:
+    """1 + the number of strictly faster eligible runs of the same group: ranking.rank_group's rule."""
+    faster = aliased(Run)
+    return (
+        select(func.count())
+        .select_from(faster)
+        .where(
+            faster.workload_id == Run.workload_id,
+            faster.comparison_key == Run.comparison_key,
+            faster.latency_ns < Run.latency_ns,
+            eligible(faster),
+        )
+        .correlate(Run)
+        .scalar_subquery()
+        + 1
+    )
+
+
+def history(session: Session, kind: str, name: str) -> list[ManifestVersionItem]:
+    """Every digest the record of ``kind`` named ``name`` has had, oldest first."""
+    versions = session.scalars(
+        select(ManifestVersion)
+        .where(ManifestVersion.kind == kind, ManifestVersion.name == name)
+        .order_by(ManifestVersion.recorded_at, ManifestVersion.id)
+    )
+    return [
+        ManifestVersionItem(digest=v.digest, recorded_at=v.recorded_at, superseded_at=v.superseded_at) for v in versions
+    ]
+
+
+def name_by_ref(session: Session, table: Any, kind: str, ref: str) -> str | None:
+    """A record's name from its name, its current digest or any digest it has had."""
+    if not ref.startswith("sha256:"):
+        return ref
+    name = session.scalar(select(table.name).where(table.digest == ref).order_by(table.name).limit(1))
+    if name is None:
+        name = session.scalar(
+            select(ManifestVersion.name)
+            .where(ManifestVersion.kind == kind, ManifestVersion.digest == ref)
+            .order_by(ManifestVersion.name)
+            .limit(1)
+        )
+    return name
+
+
+def contains(expr: Expr, text: str) -> ColumnElement[bool]:
+    """Case-insensitive substring match, alike on SQLite and PostgreSQL."""
+    return func.lower(expr).contains(text.lower(), autoescape=True)
+
+
+def source_ref(source: Source) -> SourceRefItem:
+    return SourceRefItem(slug=source.slug, name=source.name, api_url=f"/api/v1/sources/{source.slug}")
+
+
+def group_best(run: Run) -> GroupBest:
+    return GroupBest(
+        run=run.name,
+        latency_ns=run.latency_ns,
+        primary_statistic=run.primary_statistic,
+        sol_score=run.sol_score,
+        implementation=run.implementation.project_slug,
+        project=run.implementation.project,
+        observed_at=run.observed_at,
+    )
+
+
+def best_per_gpu(session: Session, *conditions: ColumnElement[bool]) -> dict[tuple[int, str], Run]:
+    """The fastest eligible run of each (workload, GPU), across stacks; equal latencies go by name.
+
+    Only the winners are loaded: the minimum latency is found in SQL, per group.
+    """
+    fastest = (
+        select(Run.workload_id, Environment.gpu_slug, func.min(Run.latency_ns).label("latency_ns"))
+        .join(Environment, Run.environment_id == Environment.id)
+        .where(eligible(), *conditions)
+        .group_by(Run.workload_id, Environment.gpu_slug)
+        .subquery()
+    )
+    winners = (
+        with_references(select(Run))
+        .join(Environment, Run.environment_id == Environment.id)
+        .join(
+            fastest,
+            and_(
+                Run.workload_id == fastest.c.workload_id,
+                Environment.gpu_slug == fastest.c.gpu_slug,
+                Run.latency_ns == fastest.c.latency_ns,
+            ),
+        )
+        .where(eligible(), *conditions)
+        .order_by(Run.name)
+    )
+    best: dict[tuple[int, str], Run] = {}
+    for run in session.scalars(winners):
+        best.setdefault((run.workload_id, run.environment.gpu_slug), run)
+    return best

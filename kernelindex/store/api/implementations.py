@@ -1,0 +1,106 @@
+"""Implementations (projects) for the API: the listing by slug, and one with its runs per workload."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from sqlalchemy import case, func, or_, select
+from sqlalchemy.orm import Session
+
+from kernelindex.db.tables import Implementation, Run
+from kernelindex.store.api.common import contains, name_by_ref, rank_expression
+from kernelindex.store.api.keyset import SLUG_ORDER, Position, keyset_page
+from kernelindex.store.api.runs import run_fields
+from kernelindex.store.api.schemas import (
+    ImplementationDetail,
+    ImplementationItem,
+    ImplementationWorkload,
+    RankedRunItem,
+)
+from kernelindex.store.reads import eligible
+from kernelindex.store.runs import with_references
+
+
+def list_implementations(
+    session: Session, q: str | None, after: Position | None, limit: int
+) -> tuple[list[ImplementationItem], Position | None]:
+    stmt = select(func.min(Implementation.project).label("project")).group_by(Implementation.project_slug)
+    if q:
+        stmt = stmt.where(or_(contains(Implementation.project, q), contains(Implementation.project_slug, q)))
+    rows, position = keyset_page(session, stmt, SLUG_ORDER, {"slug": Implementation.project_slug}, after, limit)
+    return _implementation_items(session, [(row[-1], row.project) for row in rows]), position
+
+
+def _implementation_items(session: Session, projects: list[tuple[str, str]]) -> list[ImplementationItem]:
+    slugs = [slug for slug, _ in projects]
+    stats = {
+        row.slug: row
+        for row in session.execute(
+            select(
+                Implementation.project_slug.label("slug"),
+                func.count(func.distinct(Implementation.id)).label("revisions"),
+                func.count(Run.id).label("runs"),
+                func.coalesce(func.sum(case((eligible(), 1), else_=0)), 0).label("eligible_runs"),
+                func.count(func.distinct(Run.workload_id)).label("workloads"),
+                func.max(Run.observed_at).label("last_observed_at"),
+            )
+            .outerjoin(Run, Run.implementation_id == Implementation.id)
+            .where(Implementation.project_slug.in_(slugs))
+            .group_by(Implementation.project_slug)
+        )
+    }
+    return [
+        ImplementationItem(
+            slug=slug,
+            project=project,
+            revisions=stats[slug].revisions,
+            runs=stats[slug].runs,
+            eligible_runs=stats[slug].eligible_runs,
+            workloads=stats[slug].workloads,
+            last_observed_at=stats[slug].last_observed_at,
+            url=f"/implementations/{slug}",
+            api_url=f"/api/v1/implementations/{slug}",
+        )
+        for slug, project in projects
+    ]
+
+
+def implementation_detail(session: Session, ref: str) -> ImplementationDetail | None:
+    """By project slug, or by the digest of any of its revisions' manifests."""
+    slug: str | None = ref.lower()
+    if ref.startswith("sha256:"):
+        name = name_by_ref(session, Implementation, "Implementation", ref)
+        slug = session.scalar(select(Implementation.project_slug).where(Implementation.name == name))
+    project = session.scalar(select(func.min(Implementation.project)).where(Implementation.project_slug == slug))
+    if slug is None or project is None:
+        return None
+    item = _implementation_items(session, [(slug, project)])[0]
+    rank = rank_expression().label("rank")
+    rows = session.execute(
+        with_references(select(Run, rank))
+        .join(Implementation, Run.implementation_id == Implementation.id)
+        .where(Implementation.project_slug == slug)
+        .order_by(Run.latency_ns, Run.name)
+    ).all()
+    by_workload: dict[str, list[RankedRunItem]] = defaultdict(list)
+    titles: dict[str, str] = {}
+    for run, rank_value in rows:
+        fields = run_fields(run)
+        by_workload[run.workload.name].append(RankedRunItem(**fields, rank=rank_value if fields["eligible"] else None))
+        titles[run.workload.name] = run.workload.title
+    results = []
+    for workload, runs in sorted(by_workload.items()):
+        ranked = [run for run in runs if run.rank is not None]
+        best = min(ranked, key=lambda run: (run.rank, run.latency_ns, run.name)) if ranked else None
+        results.append(
+            ImplementationWorkload(
+                workload=workload,
+                title=titles[workload],
+                best_rank=best.rank if best else None,
+                best_run=best.name if best else None,
+                runs=runs,
+            )
+        )
+    return ImplementationDetail(
+        **item.model_dump(), workload_results=results, runs_url=f"/api/v1/runs?implementation={slug}"
+    )

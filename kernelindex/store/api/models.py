@@ -1,0 +1,77 @@
+"""Origin models for the API: the listing by slug, and one with the best run of each workload per GPU."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from kernelindex.db.tables import Run, Workload
+from kernelindex.slugs import slugify
+from kernelindex.store.api.common import best_per_gpu
+from kernelindex.store.api.keyset import Position, page_of
+from kernelindex.store.api.schemas import BestOnGpu, ModelDetail, ModelItem, ModelWorkload
+from kernelindex.store.catalog import origin_model_spellings
+
+
+def _models(session: Session) -> dict[str, tuple[str, int]]:
+    """slug → (a display name, number of workloads); names that slug alike are one model."""
+    by_slug: dict[str, tuple[str, int]] = {}
+    rows = session.execute(
+        select(Workload.origin_model, func.count())
+        .where(Workload.origin_model.is_not(None))
+        .group_by(Workload.origin_model)
+        .order_by(Workload.origin_model)
+    )
+    for name, count in rows:
+        slug = slugify(str(name))
+        first, total = by_slug.get(slug, (str(name), 0))
+        by_slug[slug] = (first, total + count)
+    return by_slug
+
+
+def _model_item(slug: str, name: str, count: int) -> ModelItem:
+    return ModelItem(slug=slug, name=name, workloads=count, url=f"/models/{slug}", api_url=f"/api/v1/models/{slug}")
+
+
+def list_models(session: Session, after: Position | None, limit: int) -> tuple[list[ModelItem], Position | None]:
+    models = _models(session)
+    return page_of([(slug, _model_item(slug, *value)) for slug, value in models.items()], after, limit)
+
+
+def model_detail(session: Session, slug: str) -> ModelDetail | None:
+    slug = slugify(slug, fallback="")
+    models = _models(session)
+    if slug not in models:
+        return None
+    names = origin_model_spellings(session, slug)
+    workloads = session.scalars(select(Workload).where(Workload.origin_model.in_(names)).order_by(Workload.name)).all()
+    best = best_per_gpu(session, Run.workload_id.in_([w.id for w in workloads]))
+    entries = []
+    for workload in workloads:
+        tops = sorted(
+            (run for (workload_id, _), run in best.items() if workload_id == workload.id),
+            key=lambda run: run.environment.gpu_slug,
+        )
+        entries.append(
+            ModelWorkload(
+                slug=workload.name,
+                title=workload.title,
+                collection=workload.collection,
+                best_by_gpu=[
+                    BestOnGpu(
+                        gpu=run.environment.gpu_slug,
+                        gpu_product=run.environment.gpu_product,
+                        environment=run.environment.name,
+                        run=run.name,
+                        latency_ns=run.latency_ns,
+                        primary_statistic=run.primary_statistic,
+                        sol_score=run.sol_score,
+                        implementation=run.implementation.project_slug,
+                        project=run.implementation.project,
+                        evidence=run.evidence,
+                    )
+                    for run in tops
+                ],
+            )
+        )
+    return ModelDetail(**_model_item(slug, *models[slug]).model_dump(), workload_list=entries)

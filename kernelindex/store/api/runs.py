@@ -1,0 +1,237 @@
+"""Runs for the API: the filtered, sorted listing, one run in full, and runs to compare."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, func, select
+from sqlalchemy.orm import Session, joinedload
+
+from kernelindex.compare import ComparedRun
+from kernelindex.db.tables import Environment, Implementation, Run, Workload
+from kernelindex.ranking import RunFacts, ineligibility_reasons, is_eligible, rank_group
+from kernelindex.store.api.common import history, name_by_ref, rank_expression, source_ref
+from kernelindex.store.api.keyset import Expr, Position, SortKey, keyset_page
+from kernelindex.store.api.schemas import (
+    Availability,
+    EnvironmentManifest,
+    ImplementationManifest,
+    ProtocolManifest,
+    RunDetail,
+    RunItem,
+    RunManifest,
+    RunManifests,
+    Withdrawal,
+    WorkloadManifest,
+)
+from kernelindex.store.reads import eligible
+from kernelindex.store.runs import availability_text, run_facts, run_metrics, stack_text, with_references
+
+RUN_SORTS: dict[str, tuple[SortKey, ...]] = {
+    "latency": (SortKey("latency", int), SortKey("name", str)),
+    "-latency": (SortKey("latency", int, descending=True), SortKey("name", str)),
+    "observed": (SortKey("observed", datetime), SortKey("name", str)),
+    "-observed": (SortKey("observed", datetime, descending=True), SortKey("name", str)),
+}
+
+
+@dataclass(frozen=True)
+class RunFilters:
+    workload: str | None = None
+    gpu: str | None = None
+    implementation: str | None = None
+    evidence: str | None = None
+    eligible: bool | None = None
+    comparison_key: str | None = None
+
+
+def _run_conditions(filters: RunFilters) -> list[ColumnElement[bool]]:
+    conditions: list[ColumnElement[bool]] = []
+    if filters.workload:
+        conditions.append(Run.workload_id.in_(select(Workload.id).where(Workload.name == filters.workload)))
+    if filters.gpu:
+        conditions.append(
+            Run.environment_id.in_(select(Environment.id).where(Environment.gpu_slug == filters.gpu.lower()))
+        )
+    if filters.implementation:
+        conditions.append(
+            Run.implementation_id.in_(
+                select(Implementation.id).where(Implementation.project_slug == filters.implementation.lower())
+            )
+        )
+    if filters.evidence:
+        conditions.append(Run.evidence == filters.evidence)
+    if filters.eligible is not None:
+        conditions.append(eligible() if filters.eligible else ~eligible())
+    if filters.comparison_key:
+        conditions.append(Run.comparison_key == filters.comparison_key)
+    return conditions
+
+
+def list_runs(
+    session: Session, filters: RunFilters, sort: str, after: Position | None, limit: int
+) -> tuple[list[RunItem], Position | None]:
+    stmt = with_references(select(Run)).where(*_run_conditions(filters))
+    exprs: dict[str, Expr] = {"name": Run.name, "latency": Run.latency_ns, "observed": Run.observed_at}
+    rows, position = keyset_page(session, stmt, RUN_SORTS[sort], exprs, after, limit)
+    return [_run_item(row[0]) for row in rows], position
+
+
+def run_fields(run: Run) -> dict[str, Any]:
+    return {
+        "name": run.name,
+        "digest": run.digest,
+        "status": run.status,
+        "evidence": run.evidence,
+        "eligible": is_eligible(run_facts(run)),
+        "latency_ns": run.latency_ns,
+        "primary_statistic": run.primary_statistic,
+        "sol_score": run.sol_score,
+        "observed_at": run.observed_at,
+        "comparison_key": run.comparison_key,
+        "workload": run.workload.name,
+        "implementation": run.implementation.project_slug,
+        "project": run.implementation.project,
+        "revision": run.implementation.revision,
+        "gpu": run.environment.gpu_slug,
+        "environment": run.environment.name,
+        "protocol": run.protocol.name,
+        "url": f"/runs/{run.name}",
+        "api_url": f"/api/v1/runs/{run.name}",
+    }
+
+
+def _run_item(run: Run) -> RunItem:
+    return RunItem(**run_fields(run))
+
+
+def find_run(session: Session, ref: str) -> Run | None:
+    """By name, current digest or any earlier digest."""
+    name = name_by_ref(session, Run, "BenchmarkRun", ref)
+    if name is None:
+        return None
+    return session.scalar(
+        with_references(select(Run).where(Run.name == name)).options(joinedload(Run.source)),
+    )
+
+
+def run_detail(session: Session, run: Run) -> RunDetail:
+    reasons = ineligibility_reasons(run_facts(run))
+    same_group = (Run.workload_id == run.workload_id, Run.comparison_key == run.comparison_key, eligible())
+    rank = group_size = vs_best = None
+    if not reasons:
+        # Eligible members only, so the facts need no more than name, key, latency and time.
+        group = session.execute(select(Run.name, Run.latency_ns, Run.observed_at).where(*same_group))
+        ranked = rank_group(
+            RunFacts(name=name, comparison_key=run.comparison_key, latency_ns=latency_ns, observed_at=observed_at)
+            for name, latency_ns, observed_at in group
+        )
+        mine = next(r for r in ranked if r.run.name == run.name)
+        rank, vs_best, group_size = mine.rank, mine.vs_best, len(ranked)
+    else:
+        group_size = session.scalar(select(func.count()).where(*same_group))
+    implementation = run.implementation
+    return RunDetail(
+        **run_fields(run),
+        rank=rank,
+        group_size=group_size or 0,
+        vs_best=vs_best,
+        ineligibility_reasons=reasons,
+        held_for_review=run.held_for_review,
+        disqualified_upstream=(run.upstream_withdrawn_reason or "no reason given") if run.upstream_withdrawn else None,
+        withdrawn=Withdrawal(at=run.withdrawn_at, reason=run.withdrawn_reason) if run.withdrawn_at else None,
+        missing_since=run.missing_since,
+        metrics=run_metrics(run),
+        availability=Availability(
+            license=implementation.license,
+            source_available=implementation.source_available,
+            install_recipe=implementation.has_install_recipe,
+            text=availability_text(
+                implementation.license, implementation.source_available, implementation.has_install_recipe
+            ),
+        ),
+        source=source_ref(run.source) if run.source else None,
+        external_id=run.external_id,
+        manifests=RunManifests(
+            run=RunManifest(digest=run.digest, manifest=json.loads(run.manifest_json)),
+            workload=WorkloadManifest(digest=run.workload.digest, manifest=json.loads(run.workload.manifest_json)),
+            implementation=ImplementationManifest(
+                digest=implementation.digest, manifest=json.loads(implementation.manifest_json)
+            ),
+            protocol=ProtocolManifest(digest=run.protocol.digest, manifest=json.loads(run.protocol.manifest_json)),
+            environment=EnvironmentManifest(
+                digest=run.environment.digest, manifest=json.loads(run.environment.manifest_json)
+            ),
+        ),
+        history=history(session, "BenchmarkRun", run.name),
+    )
+
+
+def runs_to_compare(session: Session, names: Sequence[str]) -> tuple[list[ComparedRun], list[str]]:
+    """The runs named, in the order given, as ``ComparedRun`` facts; and the names not found."""
+    rank = rank_expression().label("rank")
+    rows = session.execute(with_references(select(Run, rank)).where(Run.name.in_(list(names)))).all()
+    found = {run.name: (run, value) for run, value in rows}
+    missing = [name for name in names if name not in found]
+    compared = []
+    for name in names:
+        if name not in found:
+            continue
+        run, rank_value = found[name]
+        metrics = run_metrics(run)
+        environment, protocol, implementation = run.environment, run.protocol, run.implementation
+        facts = run_facts(run)
+        compared.append(
+            ComparedRun(
+                name=run.name,
+                digest=run.digest,
+                comparison_key=run.comparison_key,
+                status=run.status,
+                evidence=run.evidence,
+                availability=availability_text(
+                    implementation.license, implementation.source_available, implementation.has_install_recipe
+                ),
+                latency_ns=run.latency_ns,
+                primary_statistic=run.primary_statistic,
+                sol_score=run.sol_score,
+                avg_speedup=_number(metrics.get("avg_speedup")),
+                fast_count=_count(metrics.get("fast_1_count")),
+                fast_total=_count(metrics.get("fast_1_total")),
+                observed_at=run.observed_at,
+                rank=rank_value if is_eligible(facts) else None,
+                workload_slug=run.workload.name,
+                workload_title=run.workload.title,
+                workload_digest=run.workload.digest,
+                project=implementation.project,
+                project_slug=implementation.project_slug,
+                revision=implementation.revision,
+                protocol_name=protocol.name,
+                protocol_title=protocol.title,
+                protocol_family=protocol.family,
+                harness_name=protocol.harness_name,
+                harness_version=protocol.harness_version,
+                protocol_digest=protocol.digest,
+                environment_name=environment.name,
+                environment_title=environment.title,
+                gpu_product=environment.gpu_product,
+                gpu_slug=environment.gpu_slug,
+                stack=stack_text(environment.manifest_json),
+                environment_digest=environment.digest,
+                withdrawn=facts.withdrawn,
+                upstream_withdrawn=facts.upstream_withdrawn,
+                held_for_review=facts.held_for_review,
+            )
+        )
+    return compared, missing
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,373 @@
+"""The public schemas of the JSON API: exactly what ``/api/v1`` serves, field by field.
+
+They are Pydantic models of their own, separate from the ORM tables, so the OpenAPI
+document describes what is served; manifests inside them are passed through byte for
+byte (their digests must recompute) but documented with the schema of their kind.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.alias_generators import to_camel
+from pydantic_core import core_schema
+
+from kernelindex.manifests import (
+    BenchmarkProtocol,
+    BenchmarkRun,
+    ExecutionEnvironment,
+    WorkloadSuite,
+)
+from kernelindex.manifests import Implementation as ImplementationKind
+from kernelindex.manifests.digest import DIGEST_PATTERN
+
+REPORTS_SHOWN = 50
+
+
+class ApiModel(BaseModel):
+    """Base of every API schema: camelCase JSON names, immutable."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+class ManifestOf:
+    """A manifest passed through as stored (so its digest recomputes), documented as its kind."""
+
+    def __init__(self, kind: type[BaseModel]):
+        self.kind = kind
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema())
+
+    def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> Any:
+        return handler(self.kind.__pydantic_core_schema__)
+
+
+DigestText = Annotated[
+    str,
+    Field(
+        pattern=DIGEST_PATTERN.pattern,
+        description="sha256 of the RFC 8785 canonical form of {apiVersion, kind, spec}",
+    ),
+]
+
+
+class WorkloadManifest(ApiModel):
+    digest: DigestText
+    manifest: Annotated[dict[str, Any], ManifestOf(WorkloadSuite)]
+
+
+class RunManifest(ApiModel):
+    digest: DigestText
+    manifest: Annotated[dict[str, Any], ManifestOf(BenchmarkRun)]
+
+
+class ImplementationManifest(ApiModel):
+    digest: DigestText
+    manifest: Annotated[dict[str, Any], ManifestOf(ImplementationKind)]
+
+
+class ProtocolManifest(ApiModel):
+    digest: DigestText
+    manifest: Annotated[dict[str, Any], ManifestOf(BenchmarkProtocol)]
+
+
+class EnvironmentManifest(ApiModel):
+    digest: DigestText
+    manifest: Annotated[dict[str, Any], ManifestOf(ExecutionEnvironment)]
+
+
+class ManifestVersionItem(ApiModel):
+    """One digest a record has had; the current one has no ``supersededAt``."""
+
+    digest: DigestText
+    recorded_at: datetime
+    superseded_at: datetime | None
+
+
+class SourceRefItem(ApiModel):
+    slug: str
+    name: str
+    api_url: str
+
+
+class WorkloadItem(ApiModel):
+    slug: str = Field(description="{collection}-{NNN}-{name}, e.g. l1-040-conv2d-residual-block")
+    title: str
+    collection: str
+    tags: list[str]
+    origin_model: str | None
+    model_slug: str | None = Field(description="the origin model's slug, for /api/v1/models/{slug}")
+    case_count: int
+    eligible_runs: int = Field(description="runs that may be ranked (PRODUCT.md §5), across comparison groups")
+    best_sol_score: float | None = Field(description="highest SOL score of an eligible run (0–1); ×100 for % of SOL")
+    last_record_at: datetime | None = Field(description="when the #1 of one of its comparison groups last changed")
+    digest: DigestText
+    url: str
+    api_url: str
+
+
+class GroupBest(ApiModel):
+    run: str
+    latency_ns: int
+    primary_statistic: str
+    sol_score: float | None
+    implementation: str = Field(description="the project's slug, for /api/v1/implementations/{slug}")
+    project: str
+    observed_at: datetime
+
+
+class ComparisonGroupItem(ApiModel):
+    """One comparison group: one workload × protocol (family and harness version) × environment."""
+
+    comparison_key: DigestText
+    gpu: str
+    gpu_product: str
+    environment: str
+    environment_title: str
+    stack: str
+    protocol: str
+    protocol_title: str
+    runs: int
+    eligible_runs: int
+    best: GroupBest | None = Field(description="the #1: fastest eligible run of the group")
+    runs_url: str
+
+
+class WorkloadDetail(WorkloadItem):
+    description: str
+    sol_aggregate_ms: float | None = Field(description="geometric mean of the per-case speed-of-light bounds")
+    source: SourceRefItem
+    external_id: str
+    missing_since: datetime | None = Field(description="set when the source stopped listing it; nothing is deleted")
+    groups: list[ComparisonGroupItem]
+    manifest: WorkloadManifest
+    history: list[ManifestVersionItem]
+
+
+class RunItem(ApiModel):
+    name: str = Field(examples=["sol-submission-16893"])
+    digest: DigestText
+    status: str = Field(description="correctness status: passed, failed or error")
+    evidence: str = Field(description="derived evidence level: reported, reproducible, verified or replicated")
+    eligible: bool = Field(description="may be ranked: passed, not withdrawn, not disqualified, not held for review")
+    latency_ns: int = Field(description="the primary statistic's latency, in integer nanoseconds")
+    primary_statistic: str
+    sol_score: float | None
+    observed_at: datetime
+    comparison_key: DigestText
+    workload: str = Field(description="the workload's slug")
+    implementation: str = Field(description="the project's slug")
+    project: str
+    revision: str
+    gpu: str = Field(description="the GPU's slug")
+    environment: str
+    protocol: str
+    url: str
+    api_url: str
+
+
+class RankedRunItem(RunItem):
+    rank: int | None = Field(description="rank in its comparison group; null when not eligible")
+
+
+class Availability(ApiModel):
+    license: str | None
+    source_available: bool
+    install_recipe: bool
+    text: str = Field(examples=["license unknown · no source · no install recipe"])
+
+
+class Withdrawal(ApiModel):
+    at: datetime
+    reason: str | None
+
+
+class RunManifests(ApiModel):
+    run: RunManifest
+    workload: WorkloadManifest
+    implementation: ImplementationManifest
+    protocol: ProtocolManifest
+    environment: EnvironmentManifest
+
+
+class RunDetail(RunItem):
+    rank: int | None = Field(description="rank in its comparison group; null when not eligible")
+    group_size: int = Field(description="number of eligible runs in its comparison group")
+    vs_best: float | None = Field(description="latency ÷ the group's best latency (1.0 for #1)")
+    ineligibility_reasons: list[str]
+    held_for_review: bool
+    disqualified_upstream: str | None = Field(description="the source's reason, when the source disqualified it")
+    withdrawn: Withdrawal | None
+    missing_since: datetime | None
+    metrics: dict[str, int | float | str | bool] = Field(description="source-native metrics, verbatim")
+    availability: Availability
+    source: SourceRefItem | None
+    external_id: str | None
+    manifests: RunManifests
+    history: list[ManifestVersionItem]
+
+
+class ImplementationItem(ApiModel):
+    slug: str
+    project: str
+    revisions: int
+    runs: int
+    eligible_runs: int
+    workloads: int
+    last_observed_at: datetime | None
+    url: str
+    api_url: str
+
+
+class ImplementationWorkload(ApiModel):
+    workload: str
+    title: str
+    best_rank: int | None = Field(description="best rank of its runs on this workload, in any comparison group")
+    best_run: str | None
+    runs: list[RankedRunItem]
+
+
+class ImplementationDetail(ImplementationItem):
+    workload_results: list[ImplementationWorkload]
+    runs_url: str
+
+
+class GpuItem(ApiModel):
+    slug: str
+    product: str
+    vendor: str
+    architecture: str | None
+    environments: int
+    runs: int
+    workloads: int = Field(description="workloads with at least one run on this GPU")
+    url: str
+    api_url: str
+
+
+class EnvironmentItem(ApiModel):
+    name: str
+    title: str
+    stack: str
+    digest: DigestText
+    runs: int
+
+
+class GpuWorkload(ApiModel):
+    workload: str
+    title: str
+    runs: int
+    best: GroupBest | None
+    best_environment: str | None
+
+
+class GpuDetail(GpuItem):
+    environment_list: list[EnvironmentItem]
+    measured: list[GpuWorkload]
+    not_measured: list[str] = Field(description="slugs of workloads with no run on this GPU")
+
+
+class ModelItem(ApiModel):
+    slug: str
+    name: str
+    workloads: int
+    url: str
+    api_url: str
+
+
+class BestOnGpu(ApiModel):
+    gpu: str
+    gpu_product: str
+    environment: str
+    run: str
+    latency_ns: int
+    primary_statistic: str
+    sol_score: float | None
+    implementation: str
+    project: str
+    evidence: str
+
+
+class ModelWorkload(ApiModel):
+    slug: str
+    title: str
+    collection: str
+    best_by_gpu: list[BestOnGpu] = Field(description="the fastest eligible run on each GPU, across stacks")
+
+
+class ModelDetail(ModelItem):
+    workload_list: list[ModelWorkload]
+
+
+class SourceItem(ApiModel):
+    slug: str
+    name: str
+    website: str
+    last_observed_at: datetime | None
+    workloads: int
+    runs: int
+    url: str
+    api_url: str
+
+
+class IngestionReportItem(ApiModel):
+    id: int
+    origin: str
+    status: str
+    started_at: datetime
+    finished_at: datetime | None
+    counts: dict[str, Any]
+    errors: list[Any]
+    drift: list[Any]
+
+
+class SourceDetail(SourceItem):
+    description: str
+    licence: str
+    report_count: int
+    reports: list[IngestionReportItem] = Field(description=f"ingestion reports, newest first (at most {REPORTS_SHOWN})")
+
+
+class SearchHitItem(ApiModel):
+    kind: Literal["workload", "implementation", "gpu", "model"]
+    slug: str
+    title: str
+    subtitle: str
+    url: str
+    api_url: str
+
+
+class SearchResponse(ApiModel):
+    query: str
+    hits: list[SearchHitItem] = Field(description="best first; entries matching every term come first")
+    did_you_mean: str | None = Field(description="a corrected query, for a near miss")
+
+
+class _PageBase(ApiModel):
+    next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last page")
+
+
+class WorkloadPage(_PageBase):
+    items: list[WorkloadItem]
+
+
+class RunPage(_PageBase):
+    items: list[RunItem]
+
+
+class ImplementationPage(_PageBase):
+    items: list[ImplementationItem]
+
+
+class GpuPage(_PageBase):
+    items: list[GpuItem]
+
+
+class ModelPage(_PageBase):
+    items: list[ModelItem]
+
+
+class SourcePage(_PageBase):
+    items: list[SourceItem]
