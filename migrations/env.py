@@ -7,6 +7,7 @@ from alembic import context
 from kernelindex.db import tables  # noqa: F401  (registers every table on Base.metadata)
 from kernelindex.db.base import Base
 from kernelindex.db.engine import make_engine
+from kernelindex.db.search_tables import POSTGRESQL_ONLY_INDEXES
 from kernelindex.settings import Settings
 
 config = context.config
@@ -15,6 +16,11 @@ target_metadata = Base.metadata
 
 def database_url() -> str:
     return config.attributes.get("database_url") or Settings().database_url
+
+
+def include_object(obj, name, type_, reflected, compare_to) -> bool:  # type: ignore[no-untyped-def]
+    """Leave out of autogenerate the PostgreSQL-only search indexes that no model describes."""
+    return not (type_ == "index" and reflected and compare_to is None and name in POSTGRESQL_ONLY_INDEXES)
 
 
 def run_migrations_offline() -> None:
@@ -41,6 +47,7 @@ def _run(connection) -> None:  # type: ignore[no-untyped-def]
         # SQLite cannot ALTER most things in place; batch mode rebuilds the table instead.
         render_as_batch=True,
         compare_type=True,
+        include_object=include_object,
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -215,3 +215,6 @@ class IngestionReport(Base):
     counts: Mapped[dict[str, Any]]
     errors: Mapped[list[Any]]
     drift: Mapped[list[Any]]
+
+
+from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord  # noqa: E402, F401  (the search index)

@@ -22,6 +22,7 @@ from kernelindex.ingest.batch import Batch, SourceInfo
 from kernelindex.ranking import comparison_key, geometric_mean
 from kernelindex.slugs import slugify
 from kernelindex.store.manifests import Outcome, existing_by_name, put
+from kernelindex.store.search import index_batch
 
 
 def ensure_source(session: Session, info: SourceInfo) -> Source:
@@ -156,6 +157,7 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
         .values(missing_since=now, last_seen_at=source.last_observed_at or now)
     )
     counts["flag.missing_upstream"] += gone.rowcount
+    index_batch(session, batch, workload, counts)
     return counts
 
 

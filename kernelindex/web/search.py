@@ -1,7 +1,117 @@
-"""(routes of this page family are added here)"""
+"""Search (PRODUCT.md §6): the results page, its JSON twin and the as-you-type suggestions."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from dataclasses import asdict
+from typing import ClassVar
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from kernelindex.store import search as store
+from kernelindex.web.deps import SessionDep
+from kernelindex.web.errors import BadRequest
+from kernelindex.web.pages import PageContext, cached_response, dump_json, page_route, render_page
+from kernelindex.web.params import choice
 
 router = APIRouter()
+
+MAX_QUERY_CHARS = 200
+PAGE_LIMIT = 50  # results on the page for all kinds; one kind alone gets up to 100
+KIND_LABELS = {
+    "workload": "Workloads",
+    "implementation": "Implementations",
+    "gpu": "GPUs",
+    "model": "Origin models",
+}
+
+
+class Part(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+class Hit(Part):
+    kind: str
+    slug: str
+    title: str
+    subtitle: str
+    url: str
+
+
+class HitGroup(Part):
+    """The results of one kind, in rank order; ``more_url`` lists more of them when the page was cut short."""
+
+    kind: str
+    label: str
+    hits: list[Hit]
+    more_url: str | None
+
+
+class SearchPage(PageContext):
+    """``/search``: results grouped by kind, best first in each, the group of the best result first.
+
+    ``query`` is the text as typed, trimmed; ``kind`` the one kind asked for, if any. An
+    empty query has no groups and the page explains what can be searched.
+    """
+
+    template: ClassVar[str] = "search.html"
+    query: str
+    kind: str | None
+    total: int
+    groups: list[HitGroup]
+    did_you_mean: str | None
+    did_you_mean_url: str | None
+
+
+def checked_query(q: str) -> str:
+    if len(q) > MAX_QUERY_CHARS:
+        raise BadRequest(f"The search text is {len(q)} characters long; at most {MAX_QUERY_CHARS} are searched.")
+    return q.strip()
+
+
+def search_url(q: str, kind: str | None = None) -> str:
+    return "/search?" + urlencode({"q": q, **({"kind": kind} if kind else {})})
+
+
+@page_route(router, "/search")
+def search_page(request: Request, session: SessionDep, q: str = "", kind: str | None = None) -> Response:
+    query = checked_query(q)
+    kind = choice("kind", kind, KIND_LABELS, "") or None  # the form's "Everything" sends kind=""
+    limit = 100 if kind else PAGE_LIMIT
+    results = store.search(session, query, limit=limit, kinds={kind} if kind else None)
+    cut_short = kind is None and len(results.hits) >= limit
+    kinds = list(dict.fromkeys(hit.kind for hit in results.hits))  # in the order of each kind's best hit
+    groups = [
+        HitGroup(
+            kind=group,
+            label=KIND_LABELS[group],
+            hits=[Hit(**asdict(hit)) for hit in results.hits if hit.kind == group],
+            more_url=search_url(query, group) if cut_short else None,
+        )
+        for group in kinds
+    ]
+    context = SearchPage(
+        query=query,
+        kind=kind,
+        total=len(results.hits),
+        groups=groups,
+        did_you_mean=results.did_you_mean,
+        did_you_mean_url=search_url(results.did_you_mean, kind) if results.did_you_mean else None,
+    )
+    return render_page(request, context)
+
+
+@router.get("/search/suggestions.json", include_in_schema=False)
+def suggestions(request: Request, session: SessionDep, q: str = "") -> Response:
+    """As-you-type suggestions for the search box (``static/kernelindex.js``)."""
+    hits = store.suggest(session, checked_query(q))
+    body = dump_json(
+        {
+            "query": q,
+            "suggestions": [{"title": h.title, "kind": h.kind, "subtitle": h.subtitle, "url": h.url} for h in hits],
+        }
+    )
+    return cached_response(request, body, "application/json")
