@@ -266,3 +266,24 @@ def test_a_kernel_failing_to_store_leaves_nothing_half_written(db, monkeypatch):
         names = set(session.scalars(select(ManifestVersion.name)))
     assert not any("040" in name for name in names)
     assert {r.workload.external_id for r in runs(db).values()} == {"39", "62"}
+
+
+def test_changed_workload_definition_replaces_its_cases_and_keeps_its_history(db):
+    upstream = FakeUpstream()
+    ingest(db, upstream)
+    with db.sessions() as session:
+        old = session.scalars(select(Workload).where(Workload.external_id == "40")).one()
+        old_digest, old_cases = old.digest, len(old.cases)
+    upstream.kernels[40]["workloads"] = upstream.kernels[40]["workloads"][:5]
+    upstream.kernels[40]["description"] = "Changed upstream."
+    summary = ingest(db, upstream)
+    assert summary.status == "succeeded", summary.errors
+    assert summary.counts["updated"]["workload"] == 1
+    with db.sessions() as session:
+        workload = session.scalars(select(Workload).where(Workload.external_id == "40")).one()
+        assert (workload.description, workload.case_count, len(workload.cases)) == ("Changed upstream.", 5, 5)
+        assert [case.position for case in workload.cases] == [0, 1, 2, 3, 4]
+        digests = set(session.scalars(select(ManifestVersion.digest).where(ManifestVersion.name == workload.name)))
+    assert old_cases == 16 and digests == {old_digest, workload.digest}
+    # The workload's runs refer to it by digest, so they got new digests too, each with its history.
+    assert summary.counts["updated"]["run"] == 3

@@ -191,6 +191,9 @@ def _put_workload(session: Session, source: Source, batch: Batch, now: datetime,
         current.missing_since = None
         current.last_seen_at = None
     if outcome is not Outcome.UNCHANGED:
+        # The old cases must be gone before the new ones are inserted: (workload_id, position) is unique.
+        workload.cases.clear()
+        session.flush()
         workload.cases = [
             WorkloadCase(
                 position=position,
