@@ -347,10 +347,15 @@ def test_hostile_queries_are_only_data(client, query):
 
 @pytest.mark.parametrize("query", CONTROL)
 def test_control_characters_are_a_400_not_a_500(client, query):
-    for path in ("/search", "/search.json", "/search/suggestions.json"):
+    for path, content_type in (
+        ("/search", "text/html; charset=utf-8"),
+        ("/search.json", "application/problem+json"),
+        ("/search/suggestions.json", "application/problem+json"),
+    ):
         response = client.get(path, params={"q": query})
         assert response.status_code == 400
-        assert response.headers["content-type"] == "application/problem+json"
+        assert response.headers["content-type"] == content_type
+        assert "control characters" in response.text
 
 
 @pytest.mark.parametrize("path", ["/search", "/search.json", "/search/suggestions.json"])
