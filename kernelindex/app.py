@@ -10,15 +10,22 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from sqlalchemy.orm import Session, sessionmaker
+from starlette.middleware.sessions import SessionMiddleware
 
+from kernelindex.accounts.csrf import csrf_token
+from kernelindex.accounts.ratelimit import DatabaseCounter, RateLimiter, RedisCounter
+from kernelindex.accounts.secrets import session_secret
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.paths import STATIC, TEMPLATES
 from kernelindex.settings import Settings
-from kernelindex.web import api, catalog, compare, exports, home, manifests, records, runs, search, workloads
+from kernelindex.web import accounts, api, catalog, compare, exports, home, manifests, records, runs, search, workloads
+from kernelindex.web.accounts import signed_in_handle
 from kernelindex.web.errors import install_error_handlers
 from kernelindex.web.format import FILTERS
-from kernelindex.web.request_guard import RequestGuard
+from kernelindex.web.request_guard import BodyLimit, RequestGuard
 from kernelindex.web.security import SecurityHeaders
+
+SESSION_MAX_AGE_S = 14 * 24 * 3600
 
 
 def make_templates() -> Jinja2Templates:
@@ -30,21 +37,20 @@ def make_templates() -> Jinja2Templates:
         lstrip_blocks=True,
     )
     environment.filters.update(FILTERS)
+    environment.globals.update(csrf_token=csrf_token, signed_in_handle=signed_in_handle)
     return Jinja2Templates(env=environment)
 
 
 def create_app(settings: Settings | None = None, sessions: sessionmaker[Session] | None = None) -> FastAPI:
     """Build the app. ``sessions`` replaces the engine made from ``settings`` (tests use it)."""
     settings = settings or Settings()
+    engine = None
+    if sessions is None:
+        engine = make_engine(settings.database_url)
+        sessions = make_sessionmaker(engine)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = None
-        if sessions is None:
-            engine = make_engine(settings.database_url)
-            app.state.sessions = make_sessionmaker(engine)
-        else:
-            app.state.sessions = sessions
         yield
         if engine is not None:
             engine.dispose()
@@ -59,13 +65,27 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
         openapi_url="/api/openapi.json",
     )
     app.state.settings = settings
+    app.state.sessions = sessions
     app.state.templates = make_templates()
+    app.state.rate_limiter = RateLimiter(
+        RedisCounter(settings.redis_url) if settings.redis_url else DatabaseCounter(sessions)
+    )
+    secret = settings.secret_key.get_secret_value() if settings.secret_key else session_secret(sessions)
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=secret,
+        session_cookie="kernelindex_session",
+        max_age=SESSION_MAX_AGE_S,
+        same_site="lax",
+        https_only=settings.https_only,
+    )
+    app.add_middleware(BodyLimit)
     app.add_middleware(RequestGuard)
     # Added last so it wraps everything, including the guard's refusals.
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     # Order matters where paths overlap: more specific routes first.
-    for module in (api, exports, records, search, compare, manifests, home, workloads, runs, catalog):
+    for module in (api, exports, records, search, compare, manifests, accounts, home, workloads, runs, catalog):
         app.include_router(module.router)
 
     install_error_handlers(app)

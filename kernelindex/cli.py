@@ -208,6 +208,49 @@ def verify(target: str) -> None:
     sys.exit(1 if failed else 0)
 
 
+# --- users ------------------------------------------------------------------------
+
+
+@main.group()
+def users() -> None:
+    """Manage accounts."""
+
+
+@users.command("create")
+@click.argument("handle")
+@click.option("--maintainer", is_flag=True, help="May moderate: reports, hidden attestations, withdrawals.")
+@click.option(
+    "--password-stdin", is_flag=True, help="Read the password from standard input (one line) instead of a prompt."
+)
+@database_url_option
+def users_create(handle: str, maintainer: bool, password_stdin: bool, database_url: str | None) -> None:
+    """Create an account; the password comes from a prompt or stdin, never from an argument."""
+    from kernelindex.accounts.passwords import password_problem
+    from kernelindex.db import migrate
+    from kernelindex.db.engine import make_engine, make_sessionmaker
+    from kernelindex.store.accounts import AccountError, create_user
+
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    if problem := password_problem(password):
+        err.print(f"[red]Password refused:[/] {problem}")
+        sys.exit(1)
+    settings = _settings(database_url)
+    _run_or_exit(lambda: migrate.upgrade(settings.database_url), "could not migrate the store")
+    engine = make_engine(settings.database_url)
+    try:
+        with make_sessionmaker(engine).begin() as session:
+            create_user(session, handle, password, maintainer=maintainer)
+    except AccountError as exc:
+        err.print(f"[red]Not created:[/] {exc}")
+        sys.exit(1)
+    finally:
+        engine.dispose()
+    err.print(f"[green]Created {'maintainer' if maintainer else 'account'} {handle}.[/]")
+
+
 # --- serve ------------------------------------------------------------------------
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///./kernelindex.db"
@@ -19,5 +19,12 @@ class Settings(BaseSettings):
     sol_execbench_url: str = SOL_EXECBENCH_API
     http_timeout_s: float = Field(default=20.0, gt=0)
     http_retries: int = Field(default=4, ge=0, le=10)
+    # Signs session cookies. Unset, a random key is generated once and kept in the store,
+    # so every worker of one store signs alike and no key is ever written in a file.
+    secret_key: SecretStr | None = None
+    # Rate-limit counters go to Redis when set (e.g. redis://127.0.0.1:6379/0), else to the store.
+    redis_url: str | None = None
+    # Mark cookies Secure: set it when the site is served over HTTPS.
+    https_only: bool = False
     # Where /exports/catalog.jsonl.gz is cached between changes to the catalogue.
     export_dir: Path = Field(default_factory=lambda: Path(tempfile.gettempdir()) / "kernelindex-exports")

@@ -217,4 +217,5 @@ class IngestionReport(Base):
     drift: Mapped[list[Any]]
 
 
+from kernelindex.db.account_tables import ApiKey, AppSecret, AuditEntry, RateLimitCounter  # noqa: E402, F401
 from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord  # noqa: E402, F401  (the search index)

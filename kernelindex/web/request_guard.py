@@ -1,4 +1,4 @@
-"""Refuse request targets no page can mean: control characters and overlong URLs.
+"""Refuse requests no page can mean: control characters, overlong URLs, oversized bodies.
 
 A NUL byte in a query string reaches PostgreSQL as an error (and SQLite as a silent
 mismatch), so it is stopped here, once, for every route.
@@ -12,7 +12,7 @@ import re
 from urllib.parse import unquote_to_bytes
 
 from starlette.requests import Request
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kernelindex.web.errors import wants_problem_json
 
@@ -48,14 +48,55 @@ class RequestGuard:
         if problem is None:
             await self.app(scope, receive, send)
             return
-        status, title, detail = problem
-        if wants_problem_json(Request(scope)):
-            body = json.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail}).encode()
-            content_type = b"application/problem+json"
-        else:
-            # The request never reaches the router, so this page stands alone rather than extending base.html.
-            body = PAGE.format(status=status, title=html.escape(title), detail=html.escape(detail)).encode()
-            content_type = b"text/html; charset=utf-8"
-        headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await _refuse(scope, send, *problem)
+
+
+async def _refuse(scope: Scope, send: Send, status: int, title: str, detail: str) -> None:
+    """Answer without reaching the router: problem JSON, or a page that stands alone (no base.html)."""
+    if wants_problem_json(Request(scope)):
+        body = json.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail}).encode()
+        content_type = b"application/problem+json"
+    else:
+        body = PAGE.format(status=status, title=html.escape(title), detail=html.escape(detail)).encode()
+        content_type = b"text/html; charset=utf-8"
+    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+MAX_BODY_BYTES = 64 * 1024
+
+
+class BodyLimit:
+    """Refuse request bodies over ``MAX_BODY_BYTES`` (413), declared or streamed."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers", [])).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            await _refuse(scope, send, 413, "Request too large", f"Requests are limited to {self.max_bytes} bytes.")
+            return
+        received = 0
+
+        async def counted() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_bytes:
+                raise TooLarge()
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except TooLarge:
+            await _refuse(scope, send, 413, "Request too large", f"Requests are limited to {self.max_bytes} bytes.")
+
+
+class TooLarge(Exception):
+    pass

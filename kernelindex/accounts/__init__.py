@@ -1,0 +1,1 @@
+"""Accounts and their protections: passwords, sessions, CSRF tokens, API keys, rate limits."""
