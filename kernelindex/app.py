@@ -18,7 +18,22 @@ from kernelindex.accounts.secrets import session_secret
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.paths import STATIC, TEMPLATES
 from kernelindex.settings import Settings
-from kernelindex.web import accounts, api, catalog, compare, exports, home, manifests, records, runs, search, workloads
+from kernelindex.web import (
+    accounts,
+    admin,
+    api,
+    attestations,
+    catalog,
+    cite,
+    compare,
+    exports,
+    home,
+    manifests,
+    records,
+    runs,
+    search,
+    workloads,
+)
 from kernelindex.web.accounts import signed_in_handle
 from kernelindex.web.errors import install_error_handlers
 from kernelindex.web.format import FILTERS
@@ -85,7 +100,22 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     # Order matters where paths overlap: more specific routes first.
-    for module in (api, exports, records, search, compare, manifests, accounts, home, workloads, runs, catalog):
+    for module in (
+        api,
+        exports,
+        records,
+        search,
+        compare,
+        manifests,
+        admin,
+        accounts,
+        attestations,
+        home,
+        workloads,
+        cite,
+        runs,
+        catalog,
+    ):
         app.include_router(module.router)
 
     install_error_handlers(app)

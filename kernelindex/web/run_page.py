@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, date, datetime
 from typing import Any, ClassVar
 
+from kernelindex.accounts.markup import render_body
+from kernelindex.citations import FORMAT_LABELS, FORMATS, RENDERERS, CitableRecord, plain_text
 from kernelindex.db.tables import Run
 from kernelindex.ranking import ineligibility_reasons, rank_group
+from kernelindex.store.attestations import REPORT_REASONS, AttestationView
 from kernelindex.store.runs import RunView, to_view
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.format import latency, ratio
@@ -50,11 +54,111 @@ class VersionRow(Part):
     superseded_at: datetime | None
 
 
+class CitationFormat(Part):
+    key: str  # "bib", "ris", "csl.json" or "txt": the suffix of the URL that serves it
+    label: str
+    url: str
+    media_type: str
+    text: str
+
+
 class Citation(Part):
     permalink: str
     digest: str
     accessed: date
-    text: str
+    text: str  # the plain-text line
+    formats: list[CitationFormat]
+
+
+def run_citable(run: Run, permalink: str, accessed: date) -> CitableRecord:
+    """What a run's citation says (PRODUCT.md §8), for the page's "Cite this record" and
+    ``/runs/{name}/cite.*`` alike: the implementation's project as author, the source and its
+    external id, the observed date as issued."""
+    manifest = json.loads(run.manifest_json)
+    native = manifest["spec"].get("sourceNative") or {}
+    external_id = run.external_id
+    if external_id and native.get("source") == "sol-execbench":
+        external_id = f"submission {external_id}"
+    observed = run.observed_at if run.observed_at.tzinfo else run.observed_at.replace(tzinfo=UTC)
+    return CitableRecord(
+        key=run.name,
+        title=manifest["metadata"].get("title") or run.name,
+        author=run.implementation.project,
+        source=run.source.name if run.source else "KernelIndex",
+        external_id=external_id,
+        permalink=permalink,
+        digest=run.digest,
+        issued=observed.astimezone(UTC).date(),
+        accessed=accessed,
+    )
+
+
+def citation_part(record: CitableRecord, cite_path: str) -> Citation:
+    """``record`` in the four formats, each with the URL serving it: ``{cite_path}.{key}?accessed=…``,
+    so that what is downloaded is what the page shows."""
+    query = f"?accessed={record.accessed.isoformat()}"
+    return Citation(
+        permalink=record.permalink,
+        digest=record.digest,
+        accessed=record.accessed,
+        text=plain_text(record),
+        formats=[
+            CitationFormat(
+                key=key,
+                label=FORMAT_LABELS[key],
+                url=f"{cite_path}.{key}{query}",
+                media_type=FORMATS[key],
+                text=render(record),
+            )
+            for key, render in RENDERERS.items()
+        ],
+    )
+
+
+class AttestationPart(Part):
+    name: str
+    url: str
+    digest: str
+    type: str
+    type_label: str
+    author: str
+    created_at: datetime
+    body_html: str
+    evidence_url: str | None
+    measured_latency: str | None
+    environment_summary: str | None
+
+
+ATTESTATION_TYPES = {
+    "reproduced": "Reproduced",
+    "could_not_reproduce": "Could not reproduce",
+    "environment_note": "Environment note",
+    "regression_observed": "Regression observed",
+}
+
+
+def attestation_part(view: AttestationView) -> AttestationPart:
+    return AttestationPart(
+        name=view.name,
+        url=f"/attestations/{view.name}",
+        digest=view.digest,
+        type=view.type,
+        type_label=ATTESTATION_TYPES.get(view.type, view.type),
+        author=view.author,
+        created_at=view.created_at,
+        body_html=render_body(view.body, view.body_format),
+        evidence_url=view.evidence_url,
+        measured_latency=latency(view.measured_latency_ns) if view.measured_latency_ns else None,
+        environment_summary=view.environment_summary,
+    )
+
+
+class FormState(Part):
+    """A form's errors by field and the values to show again."""
+
+    errors: dict[str, str] = {}
+    values: dict[str, str] = {}
+    done: bool = False
 
 
 class RunPage(PageContext):
@@ -93,15 +197,34 @@ class RunPage(PageContext):
     history: list[VersionRow]
     citation: Citation
     workload_slug: str
+    attestations: list[AttestationPart]
+    signed_in: bool
+    attestation_types: dict[str, str]
+    attestation_form: FormState
+    report_reasons: dict[str, str]
+    report_form: FormState
+
+
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def parse_day(name: str, value: str | None) -> date | None:
+    """A ``YYYY-MM-DD`` query parameter; ``None`` when it is absent or empty, ``BadRequest`` when it is
+    anything else (``date.fromisoformat`` alone would also take ``20260901`` or ``2026-W36``)."""
+    if value is None or value == "":
+        return None
+    if _DAY.fullmatch(value):
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            pass
+    shown = value if len(value) <= 40 else value[:40] + "…"
+    raise BadRequest(f"{name} must be a date as YYYY-MM-DD; got {shown!r}.")
 
 
 def parse_accessed(value: str | None) -> date:
-    if value is None:
-        return datetime.now(UTC).date()
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        raise BadRequest(f"accessed must be a date as YYYY-MM-DD; got {value!r}.") from None
+    """The access date a citation names: ``?accessed=YYYY-MM-DD``, or today (UTC)."""
+    return parse_day("accessed", value) or datetime.now(UTC).date()
 
 
 def _block(role: str, record: Any) -> ManifestBlock:
@@ -122,6 +245,10 @@ def build_run_page(
     versions: list[Any],
     base_url: str,
     accessed: date,
+    attestations: list[AttestationView],
+    signed_in: bool,
+    attestation_form: FormState | None = None,
+    report_form: FormState | None = None,
 ) -> RunPage:
     view = to_view(run)
     spec = json.loads(run.manifest_json)["spec"]
@@ -239,14 +366,12 @@ def build_run_page(
         history=[
             VersionRow(digest=v.digest, recorded_at=v.recorded_at, superseded_at=v.superseded_at) for v in versions
         ],
-        citation=Citation(
-            permalink=permalink,
-            digest=run.digest,
-            accessed=accessed,
-            text=(
-                f"{title}. {view.source_name or 'KernelIndex'}, external id {view.external_id}. "
-                f"KernelIndex record {run.name}, {permalink}, digest {run.digest}. Accessed {accessed.isoformat()}."
-            ),
-        ),
+        citation=citation_part(run_citable(run, permalink, accessed), f"/runs/{run.name}/cite"),
         workload_slug=view.workload_slug,
+        attestations=[attestation_part(a) for a in attestations],
+        signed_in=signed_in,
+        attestation_types=ATTESTATION_TYPES,
+        attestation_form=attestation_form or FormState(),
+        report_reasons=REPORT_REASONS,
+        report_form=report_form or FormState(),
     )

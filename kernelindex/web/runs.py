@@ -1,35 +1,107 @@
-"""Run detail pages and their JSON twins (the run's permalink)."""
+"""Run detail pages, their JSON twins, and the forms on them: attestations and reports."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import Response
+from fastapi.responses import RedirectResponse, Response
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
-from kernelindex.db.tables import ManifestVersion
+from kernelindex.accounts.csrf import check_csrf
+from kernelindex.accounts.ratelimit import LIMITS
+from kernelindex.db.tables import ManifestVersion, Run
+from kernelindex.store.attestations import SubmissionError, add_attestation, add_report, attestations_of_run
 from kernelindex.store.runs import run_by_name, runs_in_group
+from kernelindex.web.accounts import current_user
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import NotFound
 from kernelindex.web.pages import page_route, render_page
-from kernelindex.web.run_page import build_run_page, parse_accessed
+from kernelindex.web.run_page import FormState, build_run_page, parse_accessed
 
 router = APIRouter()
+FORM_FIELDS = ("type", "body", "body_format", "evidence_url", "measured_latency_ns", "environment_summary")
+
+
+def find_run(session: Session, name: str) -> Run:
+    run = run_by_name(session, name)
+    if run is None:
+        raise NotFound(f"No run is named {name!r}. Run names look like sol-submission-16893.")
+    return run
+
+
+def render_run(
+    request: Request,
+    session: Session,
+    run: Run,
+    status_code: int = 200,
+    accessed: str | None = None,
+    attestation_form: FormState | None = None,
+    report_form: FormState | None = None,
+) -> Response:
+    versions = list(
+        session.scalars(
+            select(ManifestVersion)
+            .where(ManifestVersion.kind == "BenchmarkRun", ManifestVersion.name == run.name)
+            .order_by(ManifestVersion.recorded_at, ManifestVersion.id)
+        )
+    )
+    context = build_run_page(
+        run,
+        runs_in_group(session, run.comparison_key),
+        versions,
+        str(request.base_url).rstrip("/"),
+        parse_accessed(accessed),
+        attestations_of_run(session, run.id),
+        signed_in=current_user(request, session) is not None,
+        attestation_form=attestation_form,
+        report_form=report_form,
+    )
+    return render_page(request, context, status_code=status_code)
 
 
 @page_route(router, "/runs/{name}")
 def run_detail(request: Request, name: str, session: SessionDep, accessed: str | None = None) -> Response:
-    run = run_by_name(session, name)
-    if run is None:
-        raise NotFound(f"No run is named {name!r}. Run names look like sol-submission-16893.")
-    versions = list(
-        session.scalars(
-            select(ManifestVersion)
-            .where(ManifestVersion.kind == "BenchmarkRun", ManifestVersion.name == name)
-            .order_by(ManifestVersion.recorded_at, ManifestVersion.id)
-        )
-    )
-    base_url = str(request.base_url).rstrip("/")
-    context = build_run_page(
-        run, runs_in_group(session, run.comparison_key), versions, base_url, parse_accessed(accessed)
-    )
-    return render_page(request, context)
+    return render_run(request, session, find_run(session, name), accessed=accessed)
+
+
+@router.post("/runs/{name}/attestations")
+async def attest(request: Request, name: str, session: SessionDep) -> Response:
+    form = await request.form()
+    check_csrf(request, form)
+    run = find_run(session, name)
+    user = current_user(request, session)
+    if user is None:
+        return RedirectResponse(f"/signin?next=/runs/{run.name}%23attestations", status_code=303)
+    values = {field: str(form.get(field, "")) for field in FORM_FIELDS}
+    fields: dict[str, object] = dict(values)
+    if values["measured_latency_ns"].strip().isdigit():
+        fields["measured_latency_ns"] = int(values["measured_latency_ns"])
+    if not request.app.state.rate_limiter.allow(LIMITS["attest"], f"user:{user.id}"):
+        state = FormState(errors={"form": LIMITS["attest"].message}, values=values)
+        return render_run(request, session, run, 429, attestation_form=state)
+    try:
+        add_attestation(session, user, run, fields)
+        session.commit()
+    except SubmissionError as exc:
+        session.rollback()
+        return render_run(request, session, run, 400, attestation_form=FormState(errors=exc.problems, values=values))
+    return RedirectResponse(f"/runs/{run.name}#attestations", status_code=303)
+
+
+@router.post("/runs/{name}/reports")
+async def report(request: Request, name: str, session: SessionDep) -> Response:
+    form = await request.form()
+    check_csrf(request, form)
+    run = find_run(session, name)
+    values = {"reason": str(form.get("reason", "")), "report_body": str(form.get("report_body", ""))}
+    address = request.client.host if request.client else "unknown"
+    if not request.app.state.rate_limiter.allow(LIMITS["report"], address):
+        state = FormState(errors={"form": LIMITS["report"].message}, values=values)
+        return render_run(request, session, run, 429, report_form=state)
+    try:
+        add_report(session, run, values["reason"], values["report_body"], current_user(request, session))
+        session.commit()
+    except SubmissionError as exc:
+        session.rollback()
+        return render_run(request, session, run, 400, report_form=FormState(errors=exc.problems, values=values))
+    return render_run(request, session, run, report_form=FormState(done=True))

@@ -1,0 +1,191 @@
+"""Attestations and reports: what people say about a run. Neither changes its evidence level."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from kernelindex.db.tables import Attestation as AttestationRow
+from kernelindex.db.tables import ManifestVersion, Report, Run, User
+from kernelindex.manifests import Attestation, ManifestError, parse_manifest
+from kernelindex.store.manifests import manifest_text
+
+REPORT_REASONS = {
+    "wrong_result": "Wrong result",
+    "reward_hack": "Suspected reward hack",
+    "duplicate": "Duplicate",
+    "licence": "Licence problem",
+    "other": "Other",
+}
+DUPLICATE_WINDOW = timedelta(minutes=10)
+
+
+class SubmissionError(ValueError):
+    """Input that cannot be stored; ``problems`` maps form fields to messages."""
+
+    def __init__(self, problems: dict[str, str]):
+        self.problems = problems
+        super().__init__("; ".join(f"{field}: {message}" for field, message in problems.items()))
+
+
+FIELD_NAMES = {
+    "spec.type": "type",
+    "spec.body": "body",
+    "spec.bodyFormat": "body_format",
+    "spec.evidenceUrl": "evidence_url",
+    "spec.measuredLatencyNs": "measured_latency_ns",
+    "spec.environmentSummary": "environment_summary",
+}
+
+
+def add_attestation(session: Session, user: User, run: Run, fields: dict[str, Any]) -> AttestationRow:
+    """Validate ``fields`` as an Attestation of ``run`` by ``user`` and store it.
+
+    Raises ``SubmissionError`` naming the fields at fault, or for a repeat of the same
+    statement within ten minutes (a double submit).
+    """
+    now = datetime.now(UTC)
+    spec: dict[str, Any] = {
+        "runDigest": run.digest,
+        "type": fields.get("type"),
+        "body": fields.get("body"),
+        "bodyFormat": fields.get("body_format") or "plain",
+        "author": {"handle": user.handle},
+        "createdAt": now,
+    }
+    for field, key in (
+        ("evidence_url", "evidenceUrl"),
+        ("measured_latency_ns", "measuredLatencyNs"),
+        ("environment_summary", "environmentSummary"),
+    ):
+        if fields.get(field) not in (None, ""):
+            spec[key] = fields[field]
+    name = f"att-{run.name}-{secrets.token_hex(4)}"[:200]
+    try:
+        manifest = parse_manifest(
+            {"apiVersion": "kernelindex.dev/v1alpha1", "kind": "Attestation", "metadata": {"name": name}, "spec": spec}
+        )
+    except ManifestError as exc:
+        raise SubmissionError({FIELD_NAMES.get(path, "form"): message for path, message in exc.problems}) from None
+    assert isinstance(manifest, Attestation)
+    earlier = session.scalars(
+        select(AttestationRow).where(AttestationRow.run_id == run.id, AttestationRow.user_id == user.id)
+    ).all()
+    for row in earlier:
+        previous = json.loads(row.manifest_json)["spec"]
+        if (
+            previous["body"] == manifest.spec.body
+            and previous["type"] == manifest.spec.type
+            and row.created_at > now - DUPLICATE_WINDOW
+        ):
+            raise SubmissionError({"form": "You just added this same attestation; it is listed below."})
+    text = manifest_text(manifest)
+    row = AttestationRow(
+        name=name,
+        digest=manifest.digest,
+        manifest_json=text,
+        run_id=run.id,
+        user_id=user.id,
+        type=manifest.spec.type,
+        state="published",
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(row)
+    session.add(
+        ManifestVersion(kind="Attestation", name=name, digest=manifest.digest, manifest_json=text, recorded_at=now)
+    )
+    session.flush()
+    return row
+
+
+@dataclass(frozen=True)
+class AttestationView:
+    name: str
+    digest: str
+    type: str
+    author: str
+    created_at: datetime
+    body: str
+    body_format: str
+    evidence_url: str | None
+    measured_latency_ns: int | None
+    environment_summary: str | None
+    state: str
+    hidden_reason: str | None
+    manifest: dict[str, Any]
+
+
+def _view(row: AttestationRow) -> AttestationView:
+    manifest = json.loads(row.manifest_json)
+    spec = manifest["spec"]
+    return AttestationView(
+        name=row.name,
+        digest=row.digest,
+        type=row.type,
+        author=spec["author"]["handle"],
+        created_at=row.created_at,
+        body=spec["body"],
+        body_format=spec.get("bodyFormat", "plain"),
+        evidence_url=spec.get("evidenceUrl"),
+        measured_latency_ns=spec.get("measuredLatencyNs"),
+        environment_summary=spec.get("environmentSummary"),
+        state=row.state,
+        hidden_reason=row.hidden_reason,
+        manifest=manifest,
+    )
+
+
+def attestations_of_run(session: Session, run_id: int) -> list[AttestationView]:
+    """Published attestations of a run, newest first."""
+    rows = session.scalars(
+        select(AttestationRow)
+        .where(AttestationRow.run_id == run_id, AttestationRow.state == "published")
+        .order_by(AttestationRow.created_at.desc(), AttestationRow.id.desc())
+    )
+    return [_view(row) for row in rows]
+
+
+def attestation_by_name(session: Session, name: str) -> tuple[AttestationView, Run] | None:
+    row = session.scalar(select(AttestationRow).where(AttestationRow.name == name))
+    if row is None:
+        return None
+    return _view(row), session.get_one(Run, row.run_id)
+
+
+def attestations_by_user(session: Session, user: User) -> list[tuple[AttestationView, str]]:
+    rows = session.execute(
+        select(AttestationRow, Run.name)
+        .join(Run, Run.id == AttestationRow.run_id)
+        .where(AttestationRow.user_id == user.id)
+        .order_by(AttestationRow.created_at.desc())
+    ).all()
+    return [(_view(row), run_name) for row, run_name in rows]
+
+
+def add_report(session: Session, run: Run, reason: str, body: str, user: User | None) -> Report:
+    problems = {}
+    if reason not in REPORT_REASONS:
+        problems["reason"] = f"Choose one of: {', '.join(REPORT_REASONS.values())}."
+    body = body.strip()
+    if not 1 <= len(body) <= 2000:
+        problems["report_body"] = "Say what is wrong in 1 to 2,000 characters."
+    if problems:
+        raise SubmissionError(problems)
+    report = Report(
+        run_id=run.id,
+        user_id=user.id if user else None,
+        reason=reason,
+        body=body,
+        state="open",
+        created_at=datetime.now(UTC),
+    )
+    session.add(report)
+    session.flush()
+    return report

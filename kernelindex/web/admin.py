@@ -1,0 +1,231 @@
+"""Moderation at ``/admin`` (PRODUCT.md §7), for maintainers only.
+
+``GET /admin`` shows the open reports, withdrawn runs, hidden and newest attestations
+and the audit log; ``?run=NAME`` or ``?attestation=NAME`` looks one record up to act on
+it. Each action is a POST form with a CSRF token that answers 303 to ``/admin`` (with
+a notice) or, for input that cannot be acted on, the page again with the error and the
+input kept. Signed-out visitors are sent to sign in; other accounts get 403.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+from urllib.parse import quote
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import RedirectResponse, Response
+from sqlalchemy.orm import Session
+
+from kernelindex.accounts.csrf import check_csrf
+from kernelindex.db.tables import User
+from kernelindex.store import moderation
+from kernelindex.store.moderation import AttestationRow, AuditRow, Counts, ReportRow, RunRow
+from kernelindex.web.accounts import current_user
+from kernelindex.web.deps import SessionDep
+from kernelindex.web.pages import PageContext
+
+router = APIRouter()
+NOTICE_KEY = "admin_notice"
+# Moderation pages hold CSRF tokens and unpublished reports: never stored by a cache.
+NO_STORE = {"Cache-Control": "no-store"}
+
+
+class AdminPage(PageContext):
+    """What ``admin.html`` shows. ``values`` and ``error_form`` are keyed by form
+    (``"withdraw:NAME"``, ``"report:ID"``, ...) so a refused form keeps its input."""
+
+    template: ClassVar[str] = "admin.html"
+
+    maintainer: str
+    counts: Counts
+    notice: str | None = None
+    error: str | None = None
+    error_form: str | None = None
+    values: dict[str, str] = {}
+    lookup_run: str = ""
+    lookup_attestation: str = ""
+    run: RunRow | None = None
+    attestation: AttestationRow | None = None
+    reports: list[ReportRow]
+    withdrawn: list[RunRow]
+    hidden: list[AttestationRow]
+    newest_attestations: list[AttestationRow]
+    audit: list[AuditRow]
+
+
+def maintainer_or_redirect(request: Request, session: Session) -> User | Response:
+    """The signed-in maintainer, a redirect to sign in, or 403 for any other account."""
+    user = current_user(request, session)
+    if user is None:
+        # After signing in, a POST's address would be a 405: come back to the page instead.
+        target = request.url.path if request.method == "GET" else "/admin"
+        if request.method == "GET" and request.url.query:
+            target += f"?{request.url.query}"
+        return RedirectResponse(f"/signin?next={quote(target)}", status_code=303, headers=NO_STORE)
+    if not user.is_maintainer:
+        raise HTTPException(
+            status_code=403,
+            detail=f"Moderation is for maintainers only, and the account {user.handle} is not a maintainer's.",
+        )
+    return user
+
+
+def admin_page(
+    request: Request,
+    session: Session,
+    user: User,
+    status: int = 200,
+    run: str | None = None,
+    attestation: str | None = None,
+    **context: Any,
+) -> Response:
+    found_run = moderation.find_run(session, run) if run else None
+    found_attestation = moderation.find_attestation(session, attestation) if attestation else None
+    if "error" not in context:
+        if run and found_run is None:
+            status, context["error"] = 404, f"There is no run named {run!r}."
+        elif attestation and found_attestation is None:
+            status, context["error"] = 404, f"There is no attestation named {attestation!r}."
+    page = AdminPage(
+        maintainer=user.handle,
+        counts=moderation.counts(session),
+        lookup_run=run or "",
+        lookup_attestation=attestation or "",
+        run=found_run,
+        attestation=found_attestation,
+        reports=moderation.open_reports(session),
+        withdrawn=moderation.withdrawn_runs(session),
+        hidden=moderation.hidden_attestations(session),
+        newest_attestations=moderation.newest_attestations(session),
+        audit=moderation.audit_log(session),
+        **context,
+    )
+    response: Response = request.app.state.templates.TemplateResponse(
+        request, page.template, {"page": page}, status_code=status, headers=NO_STORE
+    )
+    return response
+
+
+@router.get("/admin")
+def admin(request: Request, session: SessionDep, run: str | None = None, attestation: str | None = None) -> Response:
+    user = maintainer_or_redirect(request, session)
+    if isinstance(user, Response):
+        return user
+    notice = request.session.pop(NOTICE_KEY, None)
+    return admin_page(
+        request,
+        session,
+        user,
+        run=run.strip() if run else None,
+        attestation=attestation.strip() if attestation else None,
+        notice=notice if isinstance(notice, str) else None,
+    )
+
+
+Action = Callable[[Session, User, str], object]
+
+
+async def moderate(
+    request: Request,
+    session: Session,
+    key: str,
+    field: str,
+    act: Action,
+    notice: str,
+    **lookup: str,
+) -> Response:
+    """Check access and the CSRF token, run ``act`` with the form's ``field`` and commit
+    it (with its audit entry), then redirect; a refusal shows the page with the error."""
+    user = maintainer_or_redirect(request, session)
+    if isinstance(user, Response):
+        return user
+    form = await request.form()
+    check_csrf(request, form)
+    text = str(form.get(field, ""))
+    try:
+        act(session, user, text)
+        session.commit()
+    except moderation.ModerationError as exc:
+        session.rollback()
+        return admin_page(
+            request, session, user, exc.status, error=str(exc), error_form=key, values={key: text}, **lookup
+        )
+    request.session[NOTICE_KEY] = notice
+    return RedirectResponse("/admin", status_code=303, headers=NO_STORE)
+
+
+@router.post("/admin/reports/{report_id}/resolve")
+async def resolve_report(request: Request, report_id: int, session: SessionDep) -> Response:
+    return await moderate(
+        request,
+        session,
+        f"report:{report_id}",
+        "note",
+        lambda s, user, note: moderation.resolve_report(s, user, report_id, note, dismissed=False),
+        f"Report #{report_id} is resolved.",
+    )
+
+
+@router.post("/admin/reports/{report_id}/dismiss")
+async def dismiss_report(request: Request, report_id: int, session: SessionDep) -> Response:
+    return await moderate(
+        request,
+        session,
+        f"report:{report_id}",
+        "note",
+        lambda s, user, note: moderation.resolve_report(s, user, report_id, note, dismissed=True),
+        f"Report #{report_id} is dismissed.",
+    )
+
+
+@router.post("/admin/attestations/{name}/hide")
+async def hide_attestation(request: Request, name: str, session: SessionDep) -> Response:
+    return await moderate(
+        request,
+        session,
+        f"hide:{name}",
+        "reason",
+        lambda s, user, reason: moderation.hide_attestation(s, user, name, reason),
+        f"The attestation {name} is hidden; its record is kept.",
+        attestation=name,
+    )
+
+
+@router.post("/admin/attestations/{name}/unhide")
+async def unhide_attestation(request: Request, name: str, session: SessionDep) -> Response:
+    return await moderate(
+        request,
+        session,
+        f"unhide:{name}",
+        "reason",
+        lambda s, user, reason: moderation.unhide_attestation(s, user, name, reason),
+        f"The attestation {name} is shown again.",
+        attestation=name,
+    )
+
+
+@router.post("/admin/runs/{name}/withdraw")
+async def withdraw_run(request: Request, name: str, session: SessionDep) -> Response:
+    return await moderate(
+        request,
+        session,
+        f"withdraw:{name}",
+        "reason",
+        lambda s, user, reason: moderation.withdraw_run(s, user, name, reason),
+        f"The run {name} is withdrawn: it has left the rankings and its page shows the reason.",
+        run=name,
+    )
+
+
+@router.post("/admin/runs/{name}/restore")
+async def restore_run(request: Request, name: str, session: SessionDep) -> Response:
+    return await moderate(
+        request,
+        session,
+        f"restore:{name}",
+        "reason",
+        lambda s, user, reason: moderation.restore_run(s, user, name, reason),
+        f"The run {name} is restored and ranked again.",
+        run=name,
+    )
