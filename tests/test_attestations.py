@@ -71,6 +71,9 @@ def test_an_attestation_is_listed_newest_first_with_a_verifiable_permalink(clien
     checks = verify_document({"digest": newest["digest"], "manifest": permalink["manifest"]})
     assert [check.ok for check in checks] == [True]
     assert client.get(newest["url"]).status_code == 200
+    account = BeautifulSoup(client.get("/account").text, "html.parser")
+    rows = [tr.get_text(" ", strip=True) for tr in account.select("section[aria-labelledby=h-attestations] tbody tr")]
+    assert len(rows) == 2 and all(RUN in row for row in rows)
 
 
 @pytest.mark.parametrize("payload", XSS)
@@ -231,3 +234,15 @@ def test_run_json_twin_lists_attestations_as_manifests(client):
     data = client.get(f"/runs/{RUN}.json").json()
     assert json.dumps(data).count('"kind": "Attestation"') == 0  # listed as parts, linked by URL and digest
     assert data["attestations"][0]["digest"].startswith("sha256:")
+
+
+def test_pages_carrying_a_session_are_never_cached_publicly(client):
+    anonymous_board = client.get("/workloads/l1-040-conv2d-residual-block")
+    assert anonymous_board.headers["cache-control"].startswith("public")
+    run_page = client.get(f"/runs/{RUN}")  # its report form holds this visitor's CSRF token
+    assert run_page.headers["cache-control"] == "private, no-cache"
+    signup(client)
+    for path in ("/", "/workloads/l1-040-conv2d-residual-block", f"/runs/{RUN}"):
+        response = client.get(path)
+        assert response.headers["cache-control"] == "private, no-cache", path
+        assert "Cookie" in response.headers["vary"]

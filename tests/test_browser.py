@@ -125,3 +125,70 @@ def test_search_suggestions_appear_as_you_type(browser, committed_catalogue_url,
         page.screenshot(path=screenshots / "suggestions.png")
         suggestion.click()
         page.wait_for_url("**/workloads/l1-040-conv2d-residual-block")
+
+
+def test_community_path_from_sign_up_to_a_withdrawal(browser, committed_catalogue_url, screenshots):
+    from kernelindex.db.engine import make_engine, make_sessionmaker
+    from kernelindex.store.accounts import create_user
+
+    engine = make_engine(committed_catalogue_url)
+    with make_sessionmaker(engine).begin() as session:
+        create_user(session, "mod", "maintainer passphrase", maintainer=True)
+    engine.dispose()
+    run, board = "sol-submission-36270", "/workloads/l1-040-conv2d-residual-block"
+    app = create_app(Settings(database_url=committed_catalogue_url))
+    with serving(app) as base:
+        reader = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
+        reader.goto(f"{base}/signup")
+        reader.fill("#f-handle", "reader1")
+        reader.fill("#f-password", "a long enough password")
+        reader.fill("#f-confirm", "a long enough password")
+        reader.click('button:has-text("Create account")')
+        reader.wait_for_url("**/account")
+        reader.click('button:has-text("Sign out")')
+        reader.goto(f"{base}/signin")
+        reader.fill("#f-handle", "reader1")
+        reader.fill("#f-password", "a long enough password")
+        reader.click('main button:has-text("Sign in")')
+        reader.wait_for_url("**/account")
+
+        reader.goto(f"{base}/runs/{run}")
+        reader.select_option("#f-type", "could_not_reproduce")
+        reader.fill("#f-body", "Measured **2x slower** on my B200.")
+        reader.select_option("#f-body_format", "markdown")
+        reader.click('button:has-text("Add attestation")')
+        reader.wait_for_url(f"**/runs/{run}#attestations")
+        listed = reader.locator("#attestations article").first
+        assert "Could not reproduce" in listed.inner_text() and "reader1" in listed.inner_text()
+        assert listed.locator("strong", has_text="2x slower").count() == 1
+        reader.screenshot(path=screenshots / "1-attested.png", full_page=True)
+
+        reader.select_option("#f-reason", "reward_hack")
+        reader.fill("#f-report_body", "Faster than any other run by a wide margin.")
+        reader.click('button:has-text("Send report")')
+        assert "in the maintainers' queue" in reader.locator("#report").inner_text()
+
+        moderator = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
+        moderator.goto(f"{base}/signin?next=/admin")
+        moderator.fill("#f-handle", "mod")
+        moderator.fill("#f-password", "maintainer passphrase")
+        moderator.click('main button:has-text("Sign in")')
+        moderator.wait_for_url("**/admin")
+        assert run in moderator.locator("main").inner_text()
+        moderator.screenshot(path=screenshots / "2-admin-queue.png", full_page=True)
+        moderator.goto(f"{base}/admin?run={run}")
+        withdraw = moderator.locator(f'form[action="/admin/runs/{run}/withdraw"]')
+        withdraw.locator('input[name="reason"]').fill("Timing harness bypassed")
+        with moderator.expect_navigation():
+            withdraw.locator("button").click()
+        assert run in moderator.locator("#withdrawn").inner_text(), moderator.locator("main").inner_text()[:2000]
+
+        reader.goto(f"{base}/runs/{run}")
+        banner = reader.locator(".banner").first.inner_text()
+        assert "Withdrawn on" in banner and "Timing harness bypassed" in banner
+        reader.screenshot(path=screenshots / "3-withdrawn-run.png", full_page=True)
+        reader.goto(f"{base}{board}")
+        first = reader.locator("table.ranked tbody tr").first.inner_text()
+        assert "26.1 µs" in first  # sol-submission-36339 is #1 now
+        assert "withdrawn by a maintainer" in reader.locator("table.ineligible").inner_text()
+        reader.screenshot(path=screenshots / "4-leaderboard-after.png", full_page=True)

@@ -14,6 +14,7 @@ from kernelindex.accounts.passwords import password_problem
 from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.db.tables import User
 from kernelindex.store import accounts
+from kernelindex.store.attestations import attestations_by_user
 from kernelindex.web.deps import SessionDep
 
 router = APIRouter()
@@ -129,7 +130,16 @@ async def signout(request: Request) -> Response:
 
 
 def account_page(request: Request, session: Session, user: User, status: int = 200, **context: Any) -> Response:
-    return form_page(request, "account.html", status, user=user, keys=accounts.api_keys(session, user), **context)
+    written = attestations_by_user(session, user)
+    return form_page(
+        request,
+        "account.html",
+        status,
+        user=user,
+        keys=accounts.api_keys(session, user),
+        attestations=written,
+        **context,
+    )
 
 
 def signed_in_or_redirect(request: Request, session: Session) -> User | Response:

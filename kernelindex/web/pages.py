@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 PAGE_CACHE = "public, max-age=60, stale-while-revalidate=600"
+PRIVATE_CACHE = "private, no-cache"
 
 
 class PageContext(BaseModel):
@@ -81,7 +82,12 @@ def render_page(request: Request, context: PageContext, status_code: int = 200) 
         return cached_response(request, body, "application/json", headers, status_code=status_code)
     template = request.app.state.templates.get_template(context.template)
     html = template.render(request=request, page=context, json_twin=twin + query, url_for=request.url_for)
-    return cached_response(request, html.encode(), "text/html; charset=utf-8", headers, status_code=status_code)
+    # A page that carries this visitor's session (a CSRF token in a form, the signed-in
+    # handle) is theirs alone: no shared cache may keep it, and the browser must revalidate.
+    personal = bool(request.scope.get("session"))
+    cache = PRIVATE_CACHE if personal else PAGE_CACHE
+    headers["Vary"] = "Cookie"
+    return cached_response(request, html.encode(), "text/html; charset=utf-8", headers, cache, status_code)
 
 
 def page_route(router: APIRouter, path: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
