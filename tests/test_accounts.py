@@ -217,3 +217,14 @@ def test_cli_creates_a_maintainer_with_a_password_from_stdin(database_url):
         main, ["users", "create", "x2", "--password-stdin", "--database-url", database_url], input="short\n"
     )
     assert short.exit_code == 1 and "at least 10 characters" in short.output
+
+
+def test_sign_ups_are_rate_limited_per_address(client, db):
+    limit = LIMITS["signup"].count
+    statuses = []
+    for n in range(limit + 1):
+        client.cookies.clear()
+        statuses.append(signup(client, f"user{n}").status_code)
+    assert statuses == [303] * limit + [429]
+    with db.sessions() as session:
+        assert len(session.scalars(select(User)).all()) == limit
