@@ -60,3 +60,23 @@ def test_hostile_sign_up_fields_get_a_clear_answer(moderator, field):
     response = moderator.post("/signup", data=data)
     assert response.status_code == 400
     inert(response.text)
+
+
+def test_a_withdrawal_updates_the_record_history_and_keeps_the_run(loaded_db):
+    from kernelindex.store import moderation
+
+    board = "/workloads/l1-040-conv2d-residual-block.json"
+    app = create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)
+    with TestClient(app) as reader:
+        before = [h["run"] for h in reader.get(board).json()["history"]]
+        assert before == ["sol-submission-36270", "sol-submission-36257"]
+        assert "sol-submission-36270" in [r["run"] for r in reader.get("/records.json").json()["records"]]
+        with loaded_db.sessions.begin() as session:
+            mod = create_user(session, "mod2", PASSWORD, maintainer=True)
+            moderation.withdraw_run(session, mod, "sol-submission-36270", "Harness bypassed")
+        after = reader.get(board).json()
+        # Without 36270, 36339 (26.1 µs, observed later the same day) now breaks 36257's record.
+        assert [h["run"] for h in after["history"]] == ["sol-submission-36339", "sol-submission-36257"]
+        assert "sol-submission-36270" not in [r["run"] for r in reader.get("/records.json").json()["records"]]
+        run = reader.get("/runs/sol-submission-36270.json")
+        assert run.status_code == 200 and run.json()["rank"] is None
