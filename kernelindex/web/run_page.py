@@ -262,7 +262,8 @@ def build_run_page(
     banners = []
     if run.withdrawn_at:
         banners.append(
-            f"Withdrawn on {run.withdrawn_at:%Y-%m-%d}: {run.withdrawn_reason}. It is kept here but not ranked."
+            f"Withdrawn on {run.withdrawn_at:%Y-%m-%d}: {(run.withdrawn_reason or '').rstrip('.')}. "
+            "It is kept here but not ranked."
         )
     if run.upstream_withdrawn:
         banners.append(f"Disqualified by the source: {run.upstream_withdrawn_reason}. Shown, not ranked.")
