@@ -163,24 +163,24 @@ def _load_bundled_snapshot(url: str) -> None:
 # --- The fixtures tests use -------------------------------------------------------------
 
 
-@pytest.fixture(params=BACKENDS)
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreUnderTest]:
+def _isolated(request: pytest.FixtureRequest, tmp_path: Path, content: str) -> Iterator[StoreUnderTest]:
+    """A per-test store of the requested backend holding ``content`` ("empty" or "loaded")."""
     if request.param == "sqlite":
-        yield from _copied(request.getfixturevalue("sqlite_empty_template"), tmp_path)
+        yield from _copied(request.getfixturevalue(f"sqlite_{content}_template"), tmp_path)
     else:
-        url = request.getfixturevalue("pg_empty_url")
+        url = request.getfixturevalue(f"pg_{content}_url")
         for sessions in _rolled_back(url, request.getfixturevalue("pg_engines")):
             yield StoreUnderTest("postgresql", url, sessions)
+
+
+@pytest.fixture(params=BACKENDS)
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreUnderTest]:
+    yield from _isolated(request, tmp_path, "empty")
 
 
 @pytest.fixture(params=BACKENDS)
 def loaded_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreUnderTest]:
-    if request.param == "sqlite":
-        yield from _copied(request.getfixturevalue("sqlite_loaded_template"), tmp_path)
-    else:
-        url = request.getfixturevalue("pg_loaded_url")
-        for sessions in _rolled_back(url, request.getfixturevalue("pg_engines")):
-            yield StoreUnderTest("postgresql", url, sessions)
+    yield from _isolated(request, tmp_path, "loaded")
 
 
 @pytest.fixture(params=BACKENDS)

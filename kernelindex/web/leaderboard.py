@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, ClassVar
-from urllib.parse import urlencode
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -214,12 +213,6 @@ def _group_label(view: RunView) -> str:
     return f"{view.gpu_product} · stack {view.stack}" if view.stack else view.gpu_product
 
 
-def _query(base: str, **params: Any) -> str:
-    """``base`` with the given query parameters, leaving out empty ones and page 1."""
-    kept = {key: value for key, value in params.items() if value not in (None, "") and (key, value) != ("page", 1)}
-    return f"{base}?{urlencode(kept)}" if kept else base
-
-
 def build_leaderboard(
     workload: Workload,
     views: Sequence[RunView],
@@ -273,7 +266,7 @@ def build_leaderboard(
                 best_latency_ns=best.run.latency_ns if best else None,
                 best_latency=latency(best.run.latency_ns) if best else "–",
                 best_implementation=best_view.project if best_view else None,
-                url=_query(base, group=key.removeprefix("sha256:")[:16]),
+                url=params.with_query(base, group=key.removeprefix("sha256:")[:16]),
                 selected=key == selected_key,
             )
         )
@@ -300,7 +293,7 @@ def build_leaderboard(
     group_param = selected_key.removeprefix("sha256:")[:16] if selected_key and group else None
 
     def page_url(number: int) -> str:
-        return _query(
+        return params.with_query(
             base,
             group=group_param,
             sort=None if sort == "rank" else sort,
@@ -388,7 +381,7 @@ def build_leaderboard(
             SortLink(
                 key=key,
                 label=label,
-                url=_query(
+                url=params.with_query(
                     base,
                     group=group_param,
                     sort=None if key == "rank" else key,

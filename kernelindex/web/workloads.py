@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import ClassVar
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -111,10 +110,8 @@ def workloads(
     }
 
     def url(page_number: int) -> str:
-        query = {k: v for k, v in {**current, "sort": None if chosen_sort == "name" else chosen_sort}.items() if v}
-        if page_number > 1:
-            query["page"] = str(page_number)
-        return "/workloads" + (f"?{urlencode(query)}" if query else "")
+        sort_param = None if chosen_sort == "name" else chosen_sort
+        return params.with_query("/workloads", **current, sort=sort_param, page=page_number)
 
     facets = facet_values(session)
     context = WorkloadsPage(
