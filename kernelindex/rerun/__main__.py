@@ -1,0 +1,5 @@
+import sys
+
+from kernelindex.rerun.cli import main
+
+sys.exit(main())

@@ -1,0 +1,145 @@
+"""`python3 -m kernelindex.rerun keygen | measure | verify` (argparse only: nothing extra to install)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kernelindex.rerun import RUNNER_VERSION
+from kernelindex.rerun.bundle import (
+    BundleError,
+    KeyFileError,
+    generate_key,
+    key_id,
+    load_private_key,
+    public_key_b64,
+    public_key_raw,
+    read_bundle,
+    verify_bundle,
+)
+from kernelindex.rerun.cases import WORKLOADS
+from kernelindex.rerun.implementations import REGISTRY
+
+
+def _cases(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--cases takes comma-separated case indices, got {text!r}") from exc
+    if not values or any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError("--cases needs one or more non-negative indices")
+    return values
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python3 -m kernelindex.rerun", description="KernelIndex controlled reruns.")
+    parser.add_argument("--version", action="version", version=f"kernelindex-rerun {RUNNER_VERSION}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    keygen = sub.add_parser("keygen", help="create an Ed25519 signing key (mode 0600; never overwrites)")
+    keygen.add_argument("keyfile", type=Path)
+    keygen.add_argument("--raw", action="store_true", help="write the raw 32 private bytes instead of PEM")
+
+    measure = sub.add_parser(
+        "measure",
+        help="measure implementations on the GPU and write signed bundles",
+        description="Measure the open implementations of each workload on a CUDA GPU (CUDA-event timing, cold "
+        "L2, rotated inputs, correctness against a float64 reference) and write one signed bundle per "
+        "(workload, implementation).",
+    )
+    measure.add_argument("--key", type=Path, required=True, help="Ed25519 private key file (from keygen)")
+    measure.add_argument("--out", type=Path, required=True, help="directory for the bundle files")
+    measure.add_argument("--workload", action="append", choices=sorted(WORKLOADS), help="repeatable; default all")
+    measure.add_argument(
+        "--implementation", action="append", choices=sorted(REGISTRY), help="repeatable; default all for the workload"
+    )
+    measure.add_argument("--cases", type=_cases, help="comma-separated case indices, e.g. 0,1,5; default all")
+    measure.add_argument("--fixtures", type=Path, help="directory of SOL-ExecBench kernel JSON (<id>.json)")
+    measure.add_argument("--device", default="cuda", help="torch device (default cuda)")
+
+    verify = sub.add_parser("verify", help="check a bundle's signature against an approved public key")
+    verify.add_argument("bundle", type=Path)
+    verify.add_argument("--public-key", required=True, help="approved base64 raw Ed25519 public key")
+    return parser
+
+
+def _fmt_ns(ns: Any) -> str:
+    if not isinstance(ns, (int, float)):
+        return "-"
+    us = ns / 1000
+    return f"{us / 1000:.3f} ms" if us >= 1000 else f"{us:.1f} us"
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    rows = [("implementation", "cases", "suite latency", "bound", "status")]
+    for b in summary["bundles"]:
+        s = b["suite"]
+        rows.append(
+            (
+                b["implementation"],
+                f"{s['casesPassed']}/{s['casesMeasured']}",
+                _fmt_ns(s["latencyNs"]),
+                _fmt_ns(s["boundNs"]),
+                b["status"],
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)))
+    print("\nceilings (median of repeats):")
+    for name, c in summary["ceilings"].items():
+        if "value" in c:
+            scale, unit = (1e12, "TB/s") if c["unit"] == "bytes/s" else (1e12, "TFLOP/s")
+            print(f"  {name}: {c['value'] / scale:.2f} {unit}  ({c['method']})")
+        else:
+            print(f"  {name}: error {c.get('error')}")
+    for b in summary["bundles"]:
+        if b["message"]:
+            print(f"\n{b['implementation']} {b['status']}: {b['message'][:500]}")
+        print(f"wrote {b['path']}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "keygen":
+        try:
+            key = generate_key(args.keyfile, raw=args.raw)
+        except KeyFileError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"keyId: {key_id(public_key_raw(key.public_key()))}")
+        print(f"publicKey: {public_key_b64(key)}")
+        return 0
+    if args.command == "verify":
+        bundle = read_bundle(args.bundle)
+        from base64 import b64decode
+
+        try:
+            kid = key_id(b64decode(args.public_key, validate=True))
+            payload = verify_bundle(bundle, {kid: args.public_key})
+        except (BundleError, ValueError) as exc:
+            print(f"refused: {exc}", file=sys.stderr)
+            return 1
+        print(f"ok: {kid} signed bundle {payload.get('bundleId')} ({payload.get('status')})")
+        return 0
+    try:
+        key = load_private_key(args.key)
+    except KeyFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from kernelindex.rerun.measure import run_session
+
+    summary = run_session(
+        args.workload or sorted(WORKLOADS),
+        args.implementation,
+        args.cases,
+        args.fixtures,
+        key,
+        args.out,
+        device=args.device,
+    )
+    _print_summary(summary)
+    return 0 if all(b["status"] == "passed" for b in summary["bundles"]) else 1

@@ -1,0 +1,123 @@
+"""The machine as found: GPU, clocks, driver and software versions. Nothing here changes any setting."""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import warnings
+from typing import Any
+
+import torch
+
+SMI_FIELDS = [
+    "name",
+    "uuid",
+    "driver_version",
+    "pstate",
+    "clocks.sm",
+    "clocks.max.sm",
+    "clocks.mem",
+    "clocks.max.mem",
+    "power.draw",
+    "power.limit",
+    "temperature.gpu",
+    "persistence_mode",
+    "compute_mode",
+]
+
+
+def _number(text: str) -> int | float | str:
+    text = text.strip()
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            continue
+    return text
+
+
+def parse_smi_line(line: str, fields: list[str] = SMI_FIELDS) -> dict[str, int | float | str]:
+    """One `nvidia-smi --query-gpu=... --format=csv,noheader,nounits` line as {field: value}."""
+    values = [v.strip() for v in line.split(",")]
+    if len(values) != len(fields):
+        raise ValueError(f"nvidia-smi gave {len(values)} values for {len(fields)} fields: {line!r}")
+    return {f: _number(v) for f, v in zip(fields, values, strict=True)}
+
+
+def smi_query(index: int) -> dict[str, Any]:
+    """Current and maximum clocks and the rest of SMI_FIELDS from nvidia-smi, else from NVML (pynvml)."""
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            done = subprocess.run(
+                [smi, f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits", "-i", str(index)],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            )
+            return {"via": "nvidia-smi", **parse_smi_line(done.stdout.strip().splitlines()[0])}
+        except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
+            smi_error = f"nvidia-smi failed: {exc}"
+    else:
+        smi_error = "nvidia-smi not found"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import pynvml  # type: ignore[import-not-found]
+
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(index)
+        sm, mem = pynvml.NVML_CLOCK_SM, pynvml.NVML_CLOCK_MEM
+        return {
+            "via": "nvml",
+            "clocks.sm": pynvml.nvmlDeviceGetClockInfo(h, sm),
+            "clocks.max.sm": pynvml.nvmlDeviceGetMaxClockInfo(h, sm),
+            "clocks.mem": pynvml.nvmlDeviceGetClockInfo(h, mem),
+            "clocks.max.mem": pynvml.nvmlDeviceGetMaxClockInfo(h, mem),
+            "driver_version": str(pynvml.nvmlSystemGetDriverVersion()),
+        }
+    except Exception as exc:  # NVML absent or failing: record why, measure anyway
+        return {"via": "none", "error": f"{smi_error}; NVML: {type(exc).__name__}: {exc}"}
+
+
+def environment(device: torch.device) -> dict[str, Any]:
+    """The environment record of a bundle (`clocksAtStart` is read now; the runner adds `clocksAtEnd`)."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    smi = smi_query(index)
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = None
+    l2 = int(getattr(props, "L2_cache_size", 0) or 0)
+    return {
+        "gpu": {
+            "vendor": "nvidia",
+            "name": props.name,
+            "computeCapability": f"{props.major}.{props.minor}",
+            "architecture": f"sm_{props.major}{props.minor}",
+            "smCount": props.multi_processor_count,
+            "memoryBytes": int(props.total_memory),
+            "l2CacheBytes": l2,
+            "deviceIndex": index,
+            "uuid": str(smi.get("uuid", "")) or None,
+        },
+        "driverVersion": str(smi["driver_version"]) if "driver_version" in smi else None,
+        "cudaVersion": torch.version.cuda,
+        "cudnnVersion": torch.backends.cudnn.version(),
+        "software": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "triton": triton_version,
+            "implementation": sys.implementation.name,
+        },
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "clocksAtStart": smi,
+    }

@@ -1,0 +1,245 @@
+"""A measurement session on one GPU: environment, ceilings, then every (workload, implementation, case).
+
+For each case the inputs are drawn once, the float64 reference is computed once, and each
+implementation is checked and (when correct) timed. An implementation that fails or crashes is recorded
+as such in its bundle and the others go on. One signed bundle per (workload, implementation).
+"""
+
+from __future__ import annotations
+
+import gc
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelindex.rerun import protocol
+from kernelindex.rerun.bundle import sign_payload, write_bundle
+from kernelindex.rerun.cases import Case, Suite, load_suite, select_cases
+from kernelindex.rerun.ceilings import measure_ceilings
+from kernelindex.rerun.correctness import check_outputs
+from kernelindex.rerun.environment import environment, smi_query
+from kernelindex.rerun.implementations import REGISTRY, Implementation, for_workload
+from kernelindex.rerun.inputs import make_inputs
+from kernelindex.rerun.payload import build_payload, case_record, new_id, utc_now
+from kernelindex.rerun.references import REFERENCES
+from kernelindex.rerun.timing import flush_buffer, rotated_inputs, time_case
+
+
+def _message(exc: BaseException) -> str:
+    tail = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    return tail[:2000]
+
+
+def _fp32_settings() -> None:
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
+def choose_implementations(slug: str, names: Sequence[str] | None) -> list[Implementation]:
+    impls = for_workload(slug)
+    if names:
+        unknown = sorted(set(names) - set(REGISTRY))
+        if unknown:
+            raise ValueError(f"unknown implementation(s): {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
+        impls = [i for i in impls if i.name in set(names)]
+    return impls
+
+
+def run_session(
+    workloads: Sequence[str],
+    implementations: Sequence[str] | None,
+    case_indices: Sequence[int] | None,
+    fixtures: Path | str | None,
+    private_key: Any,
+    out_dir: Path,
+    *,
+    device: str = "cuda",
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Measure, sign and write bundles under `out_dir`; returns a summary for the CLI table."""
+    if not torch.cuda.is_available():
+        raise RuntimeError("no CUDA device: timing uses CUDA events and needs a GPU")
+    dev = torch.device(device)
+    if dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    torch.cuda.set_device(dev)
+    _fp32_settings()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    session_id = new_id()
+
+    suites = {slug: load_suite(slug, fixtures) for slug in workloads}
+    plan = {
+        slug: (
+            select_cases(suites[slug], list(case_indices) if case_indices else None),
+            choose_implementations(slug, implementations),
+        )
+        for slug in workloads
+    }
+
+    env = environment(dev)
+    log(
+        f"GPU {env['gpu']['name']} ({env['gpu']['architecture']}, {env['gpu']['smCount']} SMs), "
+        f"torch {env['software']['torch']}, triton {env['software']['triton']}"
+    )
+    log("measuring ceilings ...")
+    ceilings = measure_ceilings(dev)
+    l2 = env["gpu"]["l2CacheBytes"] or 50 * 1024**2
+    flush = flush_buffer(l2, dev)
+
+    summary: dict[str, Any] = {"sessionId": session_id, "ceilings": ceilings, "bundles": []}
+    for slug, (cases, impls) in plan.items():
+        if impls:
+            summary["bundles"] += measure_workload(
+                suites[slug],
+                cases,
+                impls,
+                env=env,
+                ceilings=ceilings,
+                flush=flush,
+                device=dev,
+                session_id=session_id,
+                private_key=private_key,
+                out_dir=out_dir,
+                log=log,
+            )
+    return summary
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _free(device: torch.device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def measure_workload(
+    suite: Suite,
+    cases: Sequence[Case],
+    impls: Sequence[Implementation],
+    *,
+    env: dict[str, Any],
+    ceilings: dict[str, Any],
+    flush: torch.Tensor,
+    device: torch.device,
+    session_id: str,
+    private_key: Any,
+    out_dir: Path,
+    log: Callable[[str], None] = print,
+    timer: Callable[..., list[list[int]]] = time_case,
+    clocks: Callable[[], dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """Measure `impls` on `cases` of one suite and write one signed bundle per implementation.
+
+    `timer` is `timing.time_case` (CUDA events); the CPU tests pass a stand-in to exercise the rest.
+    """
+    slug = suite.slug
+    started = utc_now()
+    loaded: dict[str, Any] = {}
+    load_errors: dict[str, str] = {}
+    for impl in impls:
+        try:
+            loaded[impl.name] = impl.load()
+        except Exception as exc:
+            load_errors[impl.name] = f"import failed: {_message(exc)}"
+    records: dict[str, list[dict[str, Any]]] = {impl.name: [] for impl in impls}
+    for case in cases:
+        log(f"{slug} case {case.index} {case.axes}")
+        try:
+            inputs = make_inputs(slug, case.axes, protocol.SEED + case.index, device)
+            refs = list(REFERENCES[slug](*[t.double() for t in inputs]))
+            _sync(device)
+        except Exception as exc:
+            for impl in impls:
+                records[impl.name].append(case_record(slug, case, ceilings, error=f"inputs/reference: {_message(exc)}"))
+            _free(device)
+            continue
+        sets = rotated_inputs(inputs)
+        for impl in impls:
+            records[impl.name].append(
+                _measure_one(
+                    slug,
+                    case,
+                    suite.output_names,
+                    impl,
+                    loaded,
+                    load_errors,
+                    sets,
+                    refs,
+                    flush,
+                    ceilings,
+                    device,
+                    timer,
+                )
+            )
+        del inputs, refs, sets
+        _free(device)
+    finished = utc_now()
+    env_end = dict(env, clocksAtEnd=clocks() if clocks else smi_query(device.index or 0))
+    written = []
+    for impl in impls:
+        payload = build_payload(
+            suite=suite.record(),
+            implementation=impl.record({"torch": torch.__version__, "triton": env["software"].get("triton") or ""}),
+            environment=env_end,
+            ceilings=ceilings,
+            cases=records[impl.name],
+            started_at=started,
+            finished_at=finished,
+            session_id=session_id,
+        )
+        bundle = sign_payload(payload, private_key)
+        path = out_dir / f"{slug}--{impl.name}--{payload['bundleId'][:12]}.json"
+        write_bundle(bundle, path)
+        written.append(
+            {
+                "path": str(path),
+                "workload": slug,
+                "implementation": impl.name,
+                "status": payload["status"],
+                "suite": payload["suite"],
+                "message": payload["message"],
+            }
+        )
+    return written
+
+
+def _measure_one(
+    slug: str,
+    case: Any,
+    output_names: list[str],
+    impl: Implementation,
+    loaded: dict[str, Any],
+    load_errors: dict[str, str],
+    sets: list[list[torch.Tensor]],
+    refs: list[torch.Tensor],
+    flush: torch.Tensor,
+    ceilings: dict[str, Any],
+    device: torch.device,
+    timer: Callable[..., list[list[int]]],
+) -> dict[str, Any]:
+    if impl.name in load_errors:
+        return case_record(slug, case, ceilings, error=load_errors[impl.name])
+    fn = loaded[impl.name]
+    try:
+        outs = fn(*sets[0])
+        _sync(device)
+        checks = check_outputs(output_names, outs, refs)
+        del outs
+    except Exception as exc:
+        _free(device)
+        return case_record(slug, case, ceilings, error=f"first call: {_message(exc)}")
+    if not all(c["passed"] for c in checks):
+        return case_record(slug, case, ceilings, correctness=checks)
+    try:
+        samples = timer(fn, sets, flush)
+    except Exception as exc:
+        _free(device)
+        return case_record(slug, case, ceilings, correctness=checks, error=f"timing: {_message(exc)}")
+    return case_record(slug, case, ceilings, correctness=checks, samples_ns=samples)

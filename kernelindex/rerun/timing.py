@@ -1,0 +1,65 @@
+"""CUDA-event timing of one implementation on one case: cold L2, rotated inputs, warm-ups, trials."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from kernelindex.rerun import protocol
+
+
+def flush_buffer(l2_bytes: int, device: torch.device | str) -> torch.Tensor:
+    """A buffer of L2_FLUSH_FACTOR x the L2 size; writing it evicts whatever the last iteration left."""
+    return torch.empty(max(1, protocol.L2_FLUSH_FACTOR * l2_bytes // 4), dtype=torch.float32, device=device)
+
+
+def rotated_inputs(inputs: Sequence[torch.Tensor], sets: int = protocol.ROTATION_SETS) -> list[list[torch.Tensor]]:
+    """`sets` independent copies of the inputs (the first is the original), cycled through by the timer."""
+    return [list(inputs)] + [[t.clone() for t in inputs] for _ in range(sets - 1)]
+
+
+def _spin() -> Callable[[], None]:
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if protocol.PRE_LAUNCH_SPIN_CYCLES <= 0 or sleep is None:
+        return lambda: None
+    return lambda: sleep(protocol.PRE_LAUNCH_SPIN_CYCLES)
+
+
+def time_case(
+    fn: Callable[..., Any],
+    input_sets: Sequence[Sequence[torch.Tensor]],
+    flush: torch.Tensor,
+    *,
+    warmup: int = protocol.WARMUP_ITERATIONS,
+    iterations: int = protocol.TIMED_ITERATIONS,
+    trials: int = protocol.TRIALS,
+) -> list[list[int]]:
+    """Raw samples in integer nanoseconds, one list per trial.
+
+    Per iteration: write the flush buffer, spin the GPU briefly (so the host queues the launches ahead of
+    the clock), record the start event, call `fn` on the next input set, record the end event. The flush
+    and spin sit outside the events. Events are read after each trial's final synchronize.
+    """
+    spin = _spin()
+    k = 0
+    samples: list[list[int]] = []
+    for _ in range(trials):
+        for _ in range(warmup):
+            flush.zero_()
+            fn(*input_sets[k % len(input_sets)])
+            k += 1
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]
+        for i in range(iterations):
+            inputs = input_sets[k % len(input_sets)]
+            k += 1
+            flush.zero_()
+            spin()
+            starts[i].record()
+            fn(*inputs)
+            ends[i].record()
+        torch.cuda.synchronize()
+        samples.append([max(1, round(s.elapsed_time(e) * 1e6)) for s, e in zip(starts, ends, strict=True)])
+    return samples
