@@ -1,0 +1,130 @@
+"""Each open implementation against the float64 reference on small shapes, on the CPU.
+
+Eager runs directly; torch.compile runs one tiny case per workload (Inductor's CPU backend, a C compiler);
+the Triton kernels run under Triton's interpreter in a subprocess (TRITON_INTERPRET=1 must be set before
+triton is imported).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernelindex.rerun import protocol
+from kernelindex.rerun.cases import WORKLOADS
+from kernelindex.rerun.correctness import check_outputs
+from kernelindex.rerun.implementations import REGISTRY, for_workload
+from kernelindex.rerun.inputs import make_inputs
+from kernelindex.rerun.references import REFERENCES
+
+ADAIN, CONV = sorted(WORKLOADS)
+CONV_CONST = {"in_channels": 3, "hidden_channels": 32, "out_channels": 3, "kernel_size": 3, "padding": 1}
+REPO = Path(__file__).resolve().parents[1]
+SMALL = {
+    ADAIN: [{"N": 2, "C": 32, "H": 5, "W": 7}, {"N": 1, "C": 32, "H": 1, "W": 3}],
+    CONV: [
+        CONV_CONST | {"batch_size": 2, "height": 6, "width": 9},
+        CONV_CONST | {"batch_size": 1, "height": 1, "width": 1},
+    ],
+}
+OUTPUTS = {ADAIN: ["grad_input", "grad_weight", "grad_bias"], CONV: ["output"]}
+
+
+def _check(slug: str, name: str, axes: dict[str, int], seed: int = 11) -> list[dict]:
+    inputs = make_inputs(slug, axes, seed)
+    refs = REFERENCES[slug](*[t.double() for t in inputs])
+    outs = REGISTRY[name].load()(*inputs)
+    return check_outputs(OUTPUTS[slug], outs, refs)
+
+
+def test_registry_lists_three_implementations_per_workload_with_metadata() -> None:
+    assert len(REGISTRY) == 6
+    for slug in WORKLOADS:
+        impls = for_workload(slug)
+        assert {i.runtime for i in impls} == {"PyTorch eager", "PyTorch torch.compile (Inductor)", "Triton"}
+        for impl in impls:
+            record = impl.record({"torch": "2.11.0", "triton": "3.6.0"})
+            assert record["project"] == "KernelIndex"
+            assert record["license"] == "Apache-2.0"
+            assert (REPO / record["sourcePath"]).is_file()
+            assert len(record["sourceSha256"]) == 64
+            assert record["name"] in record["installRecipe"]
+            assert "python3 -m kernelindex.rerun measure" in record["installRecipe"]
+
+
+@pytest.mark.parametrize("slug", sorted(WORKLOADS))
+def test_eager_implementation_matches_the_reference(slug: str) -> None:
+    name = next(i.name for i in for_workload(slug) if i.runtime == "PyTorch eager")
+    for axes in SMALL[slug]:
+        checks = _check(slug, name, axes)
+        assert all(c["passed"] for c in checks), checks
+        assert all(c["maxAbsError"] < 1e-5 for c in checks), checks
+
+
+def test_compiled_implementations_match_the_reference() -> None:
+    """One tiny case per workload: Inductor compiles C++ on the CPU, which costs seconds per graph."""
+    for slug in sorted(WORKLOADS):
+        name = next(i.name for i in for_workload(slug) if "compile" in i.runtime)
+        checks = _check(slug, name, SMALL[slug][0])
+        assert all(c["passed"] for c in checks), checks
+
+
+TRITON_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import torch
+    from kernelindex.rerun.correctness import check_outputs
+    from kernelindex.rerun.implementations import REGISTRY
+    from kernelindex.rerun.inputs import make_inputs
+    from kernelindex.rerun.references import REFERENCES
+    results = []
+    for slug, name, names, axes in json.loads(sys.argv[1]):
+        inputs = make_inputs(slug, axes, 5)
+        refs = REFERENCES[slug](*[t.double() for t in inputs])
+        results.append(check_outputs(names, REGISTRY[name].load()(*inputs), refs))
+    print(json.dumps(results))
+    """
+)
+
+
+def test_triton_kernels_match_the_reference_under_the_interpreter() -> None:
+    jobs = [
+        (ADAIN, "kernelindex-039-triton", OUTPUTS[ADAIN], {"N": 2, "C": 3, "H": 5, "W": 7}),
+        (ADAIN, "kernelindex-039-triton", OUTPUTS[ADAIN], {"N": 1, "C": 2, "H": 3, "W": 1}),
+        (CONV, "kernelindex-040-triton", OUTPUTS[CONV], CONV_CONST | {"batch_size": 1, "height": 9, "width": 33}),
+    ]
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONWARNINGS="error")
+    done = subprocess.run(
+        [sys.executable, "-c", TRITON_SCRIPT, json.dumps(jobs)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    for job, checks in zip(jobs, results, strict=True):
+        assert all(c["passed"] for c in checks), (job, checks)
+        assert all(c["maxAbsError"] < 1e-5 for c in checks), (job, checks)
+
+
+def test_a_wrong_output_fails_the_tolerance_and_nan_never_passes() -> None:
+    inputs = make_inputs(CONV, SMALL[CONV][0], 3)
+    (ref,) = REFERENCES[CONV](*[t.double() for t in inputs])
+    good = ref.float()
+    off = good.clone()
+    off.view(-1)[: max(1, off.numel() // 100)] += 1.0  # 1% of elements wrong: under the matched ratio
+    nan = good.clone()
+    nan.view(-1)[0] = float("nan")
+    assert check_outputs(["output"], (good,), [ref])[0]["passed"]
+    wrong = check_outputs(["output"], (off,), [ref])[0]
+    assert not wrong["passed"] and wrong["matchedRatio"] < protocol.MATCHED_RATIO
+    nan_check = check_outputs(["output"], (nan,), [ref])[0]
+    assert not nan_check["passed"] and nan_check["nonFiniteCount"] == 1 and nan_check["maxAbsError"] is None
+    shape = check_outputs(["output"], (good[:, :2],), [ref])[0]
+    assert not shape["passed"] and "shape" in shape["message"]
+    assert not check_outputs(["output"], (good, good), [ref])[0]["passed"]
+    assert not check_outputs(["output"], (good.double(),), [ref])[0]["passed"]

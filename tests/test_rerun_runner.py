@@ -1,0 +1,208 @@
+"""The runner without a GPU: suites, inputs, payloads, the measurement loop with a stand-in timer, the CLI,
+and the import boundary (nothing from the web app, the database, the store or the ingest adapters)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from kernelindex.rerun import RUNNER_VERSION, payload, protocol
+from kernelindex.rerun.bundle import key_id, public_key_b64, public_key_raw, read_bundle, verify_bundle
+from kernelindex.rerun.cases import WORKLOADS, Case, SuiteError, cases_sha256, load_suite, select_cases
+from kernelindex.rerun.implementations import REGISTRY, Implementation
+from kernelindex.rerun.inputs import make_inputs
+from kernelindex.rerun.measure import measure_workload
+
+REPO = Path(__file__).resolve().parents[1]
+ADAIN, CONV = sorted(WORKLOADS)
+CEILINGS = {"copyBytesPerSecond": {"value": 4.0e12}, "fp32FmaFlops": {"value": 5.0e13}}
+
+
+def test_suites_are_read_in_order_from_the_fixtures() -> None:
+    adain = load_suite(ADAIN)
+    assert len(adain.cases) == 16
+    assert adain.cases[0] == Case(0, {"C": 32, "N": 8, "H": 480, "W": 640})
+    assert adain.input_names == ["grad_output", "x", "weight", "mean", "std"]
+    assert adain.output_names == ["grad_input", "grad_weight", "grad_bias"]
+    conv = load_suite(CONV)
+    assert [c.index for c in conv.cases] == list(range(16))
+    assert conv.cases[2].axes["batch_size"] == 2 and conv.cases[2].axes["height"] == 256
+    record = conv.record()
+    assert record["fixturePath"] == "fixtures/sol-execbench/api/kernels/40.json"
+    assert record["casesSha256"] == cases_sha256(conv.cases) and len(record["casesSha256"]) == 64
+    assert cases_sha256(tuple(reversed(conv.cases))) != record["casesSha256"]
+    assert [c.index for c in select_cases(conv, [5, 1])] == [1, 5]
+
+
+def test_suites_refuse_unknown_workloads_cases_and_fixtures(tmp_path: Path) -> None:
+    with pytest.raises(SuiteError, match="unknown workload"):
+        load_suite("l1-999-nothing")
+    with pytest.raises(SuiteError, match="no case"):
+        select_cases(load_suite(CONV), [16])
+    with pytest.raises(SuiteError, match="cannot read"):
+        load_suite(CONV, tmp_path)
+    (tmp_path / "40.json").write_text('{"data": {"workloads": []}}', encoding="utf-8")
+    with pytest.raises(SuiteError):
+        load_suite(CONV, tmp_path)
+
+
+@pytest.mark.parametrize("slug", sorted(WORKLOADS))
+def test_inputs_are_seeded_deterministic_and_never_zeros(slug: str) -> None:
+    axes = dict(load_suite(slug).cases[0].axes)
+    axes |= {"N": 2, "H": 6, "W": 5} if slug == ADAIN else {"batch_size": 2, "height": 6, "width": 5}
+    first, again, other = make_inputs(slug, axes, 1), make_inputs(slug, axes, 1), make_inputs(slug, axes, 2)
+    for a, b, c in zip(first, again, other, strict=True):
+        assert a.dtype == torch.float32
+        assert torch.equal(a, b)
+        assert not torch.equal(a, c)
+        assert bool(torch.isfinite(a).all()) and int((a == 0).sum()) == 0
+    if slug == ADAIN:
+        _, x, _, mean, std = first
+        x64 = x.double()
+        torch.testing.assert_close(mean.double(), x64.mean(dim=(2, 3), keepdim=True), rtol=1e-6, atol=1e-6)
+        expected_std = torch.sqrt(x64.var(dim=(2, 3), unbiased=False, keepdim=True) + 1e-5)
+        torch.testing.assert_close(std.double(), expected_std, rtol=1e-6, atol=1e-6)
+
+
+def test_payload_cases_and_suite_figures() -> None:
+    case = Case(0, {"N": 1, "C": 32, "H": 4, "W": 4})
+    ok = [{"name": "grad_input", "passed": True}]
+    passed = payload.case_record(ADAIN, case, CEILINGS, correctness=ok, samples_ns=[[1000, 3000, 2000]])
+    assert passed["status"] == "passed" and passed["timing"]["medianNs"] == 2000
+    assert passed["boundFraction"] == pytest.approx(passed["roofline"]["boundNs"] / 2000)
+    failed = payload.case_record(
+        ADAIN, case, CEILINGS, correctness=[{"name": "x", "passed": False, "matchedRatio": 0.5}]
+    )
+    assert failed["status"] == "failed" and "x matched 0.500000" in failed["message"] and failed["timing"] is None
+    error = payload.case_record(ADAIN, case, {}, error="boom")
+    assert error["status"] == "error" and error["roofline"] is None
+
+    second = payload.case_record(ADAIN, Case(1, case.axes), CEILINGS, correctness=ok, samples_ns=[[8000]])
+    suite = payload.suite_record([passed, second], 16)
+    assert suite["latencyNs"] == 4000  # geometric mean of 2000 and 8000
+    assert suite["complete"] is False and suite["casesPassed"] == 2
+    assert payload.suite_record([passed, failed], 2)["latencyNs"] is None
+    assert payload.bundle_status([passed, failed]) == "failed"
+    assert payload.bundle_status([passed, failed, error]) == "error"
+    assert payload.utc_now().endswith("Z")
+
+
+def _fake_timer(fn, sets, flush):
+    for inputs in sets:
+        fn(*inputs)
+    return [[1000 + 10 * i + t for i in range(protocol.TIMED_ITERATIONS)] for t in range(protocol.TRIALS)]
+
+
+def _broken(*args):
+    raise RuntimeError("kernel exploded")
+
+
+def _identity(x, *weights):
+    return (x.clone(),)
+
+
+@dataclass(frozen=True)
+class _Stub(Implementation):
+    """An implementation whose callable is given, not imported."""
+
+    fn: Callable[..., Any] | None = None
+
+    def load(self) -> Callable[..., Any]:
+        assert self.fn is not None
+        return self.fn
+
+
+def test_measure_loop_writes_one_verified_bundle_per_implementation(tmp_path: Path) -> None:
+    """The whole loop on the CPU with a stand-in timer: a correct, a wrong and a crashing implementation."""
+    key = Ed25519PrivateKey.generate()
+    good = REGISTRY["kernelindex-040-eager"]
+    wrong = _Stub("test-wrong", CONV, "conv_res_eager", "Python", "PyTorch eager", "wrong", "torch", _identity)
+    crash = _Stub("test-crash", CONV, "conv_res_eager", "Python", "PyTorch eager", "crash", "torch", _broken)
+    suite = load_suite(CONV)
+    small = {**suite.cases[0].axes, "batch_size": 1, "height": 5, "width": 6}
+    cases = [Case(0, small), Case(3, {**small, "height": 3})]
+    env = {"gpu": {"name": "stand-in"}, "software": {"triton": "3.6.0"}}
+
+    written = measure_workload(
+        suite, cases, [good, wrong, crash], env=env, ceilings=CEILINGS, flush=torch.empty(8),
+        device=torch.device("cpu"), session_id="s1", private_key=key, out_dir=tmp_path,
+        log=lambda _: None, timer=_fake_timer, clocks=lambda: {"via": "none"},
+    )  # fmt: skip
+
+    assert [w["status"] for w in written] == ["passed", "failed", "error"]
+    approved = {key_id(public_key_raw(key.public_key())): public_key_b64(key)}
+    bodies = [verify_bundle(read_bundle(w["path"]), approved) for w in written]
+    body = bodies[0]
+    assert set(body) == {
+        "bundleId", "sessionId", "runnerVersion", "startedAt", "finishedAt", "workload", "implementation",
+        "protocol", "environment", "ceilings", "status", "message", "suite", "cases",
+    }  # fmt: skip
+    assert body["runnerVersion"] == RUNNER_VERSION and body["sessionId"] == "s1"
+    assert body["workload"]["slug"] == CONV and body["workload"]["caseCount"] == 16
+    assert body["implementation"]["sourceSha256"] == good.source_sha256()
+    assert "torch==" in body["implementation"]["installRecipe"]
+    assert body["protocol"]["correctness"]["atol"] == protocol.ATOL
+    assert body["environment"]["clocksAtEnd"] == {"via": "none"}
+    assert [c["index"] for c in body["cases"]] == [0, 3]
+    timing = body["cases"][0]["timing"]
+    assert len(timing["samplesNs"]) == protocol.TRIALS and len(timing["samplesNs"][0]) == protocol.TIMED_ITERATIONS
+    assert body["suite"]["latencyNs"] > 0 and body["suite"]["complete"] is False
+    assert len({b["bundleId"] for b in bodies}) == 3
+    assert "correctness" in bodies[1]["message"] and bodies[1]["suite"]["latencyNs"] is None
+    assert "kernel exploded" in bodies[2]["cases"][0]["message"]
+
+
+def _run(args: list[str], **kw) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONWARNINGS="error")
+    return subprocess.run([sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120, **kw)
+
+
+def test_runner_imports_nothing_from_web_db_store_or_ingest() -> None:
+    code = (
+        "import sys, kernelindex.rerun.measure, kernelindex.rerun.cli, kernelindex.rerun.bundle\n"
+        "import kernelindex.rerun.implementations.conv_res_eager\n"
+        "bad = [m for m in sys.modules if m.split('.')[:2] in "
+        "(['kernelindex','web'], ['kernelindex','db'], ['kernelindex','store'], ['kernelindex','ingest'])]\n"
+        "print(bad)\n"
+        "print('torch' in sys.modules)\n"
+    )
+    done = _run(["-c", code])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "[]"
+    light = _run(["-c", "import sys, kernelindex.rerun.bundle, kernelindex.rerun.cli; print('torch' in sys.modules)"])
+    assert light.stdout.strip() == "False", light.stderr  # the importer can verify bundles without torch
+
+
+def test_cli_help_keygen_and_verify(tmp_path: Path) -> None:
+    helped = _run(["-m", "kernelindex.rerun", "measure", "--help"])
+    assert helped.returncode == 0 and "--implementation" in helped.stdout and "--cases" in helped.stdout
+    made = _run(["-m", "kernelindex.rerun", "keygen", str(tmp_path / "k.pem")])
+    assert made.returncode == 0, made.stderr
+    lines = dict(line.split(": ", 1) for line in made.stdout.splitlines())
+    assert lines["keyId"].startswith("ed25519:") and len(lines["keyId"]) == len("ed25519:") + 16
+    again = _run(["-m", "kernelindex.rerun", "keygen", str(tmp_path / "k.pem")])
+    assert again.returncode == 2 and "refusing to overwrite" in again.stderr
+
+    from kernelindex.rerun.bundle import load_private_key, sign_payload, write_bundle
+
+    write_bundle(
+        sign_payload({"bundleId": "b1", "status": "passed"}, load_private_key(tmp_path / "k.pem")), tmp_path / "b.json"
+    )
+    ok = _run(["-m", "kernelindex.rerun", "verify", str(tmp_path / "b.json"), "--public-key", lines["publicKey"]])
+    assert ok.returncode == 0 and "b1" in ok.stdout, ok.stderr
+    other = public_key_b64(Ed25519PrivateKey.generate())
+    refused = _run(["-m", "kernelindex.rerun", "verify", str(tmp_path / "b.json"), "--public-key", other])
+    assert refused.returncode == 1 and "refused" in refused.stderr
+    bad_cases = _run(["-m", "kernelindex.rerun", "measure", "--key", "k", "--out", "o", "--cases", "x"])
+    assert bad_cases.returncode == 2 and "--cases" in bad_cases.stderr
+    assert json.loads((tmp_path / "b.json").read_text())["format"] == "kernelindex-rerun-bundle/v1"
