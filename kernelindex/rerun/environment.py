@@ -106,6 +106,10 @@ def environment(device: torch.device) -> dict[str, Any]:
             "memoryBytes": int(props.total_memory),
             "l2CacheBytes": l2,
             "deviceIndex": index,
+            # cudaDeviceProp figures where this torch exposes them (kHz, bits); CUDA 13 may report 0
+            "propertiesClockKHz": getattr(props, "clock_rate", None),
+            "propertiesMemoryClockKHz": getattr(props, "memory_clock_rate", None),
+            "memoryBusWidthBits": getattr(props, "memory_bus_width", None),
             "uuid": str(smi.get("uuid", "")) or None,
         },
         "driverVersion": str(smi["driver_version"]) if "driver_version" in smi else None,

@@ -21,8 +21,9 @@ L2_FLUSH_FACTOR = 2
 ROTATION_SETS = 4
 # Before each start event the GPU spins this many cycles (torch.cuda._sleep) so that the host has
 # queued the implementation's launches before the clock starts: the figure is device time, not host
-# launch overhead. About 100 microseconds at the H200's clocks; 0 where the spin is unavailable.
-PRE_LAUNCH_SPIN_CYCLES = 200_000
+# launch overhead. About 200 microseconds at the H200's clocks (plus the flush itself); no spin where
+# torch.cuda._sleep is unavailable.
+PRE_LAUNCH_SPIN_CYCLES = 400_000
 
 # Statistics: per case and trial the median of the timed iterations; per case the median of all
 # TRIALS x TIMED_ITERATIONS samples (the primary figure) with its spread; per suite the geometric mean
