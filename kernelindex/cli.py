@@ -208,6 +208,67 @@ def verify(target: str) -> None:
     sys.exit(1 if failed else 0)
 
 
+# --- rerun ------------------------------------------------------------------------
+
+
+@main.group()
+def rerun() -> None:
+    """Controlled reruns: import the signed bundles a KernelIndex runner wrote."""
+
+
+@rerun.command("import")
+@click.argument("bundles", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--keys",
+    "keys_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Approved runner keys, JSON (default: $KERNELINDEX_RUNNER_KEYS_FILE). There is no default key.",
+)
+@database_url_option
+def rerun_import(bundles: tuple[Path, ...], keys_file: Path | None, database_url: str | None) -> None:
+    """Check each BUNDLE's signature and figures and store it as verified runs (all or nothing per bundle)."""
+    from kernelindex.db import migrate
+    from kernelindex.db.engine import make_engine, make_sessionmaker
+    from kernelindex.ingest.rerun_import import KeysError, import_bundle_files, load_approved_keys
+
+    settings = _settings(database_url)
+    keys_file = keys_file or settings.runner_keys_file
+    if keys_file is None:
+        err.print("[red]No approved runner keys:[/] give --keys FILE or set KERNELINDEX_RUNNER_KEYS_FILE.")
+        sys.exit(2)
+    try:
+        approved = load_approved_keys(keys_file)
+    except KeysError as exc:
+        err.print(f"[red]Keys refused:[/] {exc}", markup=False)
+        sys.exit(2)
+    _run_or_exit(lambda: migrate.upgrade(settings.database_url), "could not migrate the store")
+    engine = make_engine(settings.database_url)
+    try:
+        results = import_bundle_files(make_sessionmaker(engine), bundles, approved)
+    finally:
+        engine.dispose()
+    _print_rerun_results(results)
+    sys.exit(1 if any(result.error for result in results) else 0)
+
+
+def _print_rerun_results(results: list[object]) -> None:
+    from kernelindex.ingest.rerun_import import BundleResult
+
+    for result in results:
+        assert isinstance(result, BundleResult)
+        if result.error:
+            err.print(f"[red]refused[/] {result.path}: {result.error}", highlight=False)
+            continue
+        assert result.outcome is not None
+        outcome = result.outcome
+        state = "already imported" if outcome.already_imported else "imported"
+        err.print(
+            f"[green]{state}[/] {result.path}: {outcome.implementation} on {outcome.workload}, "
+            f"{outcome.latency_ns} ns → /runs/{outcome.run_name}",
+            highlight=False,
+        )
+
+
 # --- users ------------------------------------------------------------------------
 
 
@@ -259,14 +320,15 @@ def users_create(handle: str, maintainer: bool, password_stdin: bool, database_u
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
 @database_url_option
 def serve(host: str, port: int, database_url: str | None) -> None:
-    """Migrate the store, load the bundled snapshot if it is empty, and serve the site."""
+    """Migrate the store, load the bundled snapshot and reruns if it is empty, and serve the site."""
     import uvicorn
 
     from kernelindex.app import create_app
     from kernelindex.db import migrate
     from kernelindex.db.engine import make_engine, make_sessionmaker
+    from kernelindex.ingest.rerun_import import import_bundled_reruns
     from kernelindex.ingest.sources import ingest_sol_execbench as ingest_source
-    from kernelindex.paths import BUNDLED_SNAPSHOT
+    from kernelindex.paths import BUNDLED_RERUNS, BUNDLED_SNAPSHOT
     from kernelindex.store.reads import store_is_empty
 
     settings = _settings(database_url)
@@ -280,6 +342,8 @@ def serve(host: str, port: int, database_url: str | None) -> None:
         with _progress("Loading snapshot") as progress:
             summary = ingest_source(sessions, settings, snapshot=BUNDLED_SNAPSHOT, progress=progress)
         print_report(summary)
+        err.print("Loading the bundled controlled reruns…")
+        _print_rerun_results(import_bundled_reruns(sessions, BUNDLED_RERUNS))
     engine.dispose()
     err.print(f"Serving KernelIndex on http://{host}:{port}/ (store: {settings.database_url})")
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info", proxy_headers=False)

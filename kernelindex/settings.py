@@ -26,5 +26,8 @@ class Settings(BaseSettings):
     redis_url: str | None = None
     # Mark cookies Secure: set it when the site is served over HTTPS.
     https_only: bool = False
+    # The runner keys whose signed rerun bundles `kernelindex rerun import` accepts: a JSON file
+    # {"keys": [{"keyId", "publicKey"}]}. Unset, no bundle is accepted: there is no default key.
+    runner_keys_file: Path | None = None
     # Where /exports/catalog.jsonl.gz is cached between changes to the catalogue.
     export_dir: Path = Field(default_factory=lambda: Path(tempfile.gettempdir()) / "kernelindex-exports")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -19,6 +20,8 @@ from kernelindex.db.tables import (
     WorkloadCase,
 )
 from kernelindex.ingest.batch import Batch, SourceInfo
+from kernelindex.manifests import BenchmarkProtocol, ExecutionEnvironment
+from kernelindex.manifests import Implementation as ImplementationManifest
 from kernelindex.ranking import comparison_key, geometric_mean
 from kernelindex.slugs import slugify
 from kernelindex.store.manifests import Outcome, existing_by_name, put
@@ -42,17 +45,11 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
 
     protocols = existing_by_name(session, Protocol, (p.metadata.name for p in batch.protocols))
     for manifest in batch.protocols:
-        spec = manifest.spec
         row, outcome = put(
             session,
             Protocol,
             manifest,
-            {
-                "title": manifest.metadata.title or manifest.metadata.name,
-                "family": spec.comparability.family,
-                "harness_name": spec.harness.name,
-                "harness_version": spec.harness.version,
-            },
+            protocol_columns(manifest),
             protocols.get(manifest.metadata.name),
             now,
         )
@@ -63,17 +60,11 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
 
     environments = existing_by_name(session, Environment, (e.metadata.name for e in batch.environments))
     for manifest in batch.environments:
-        hardware = manifest.spec.hardware
         row, outcome = put(
             session,
             Environment,
             manifest,
-            {
-                "title": manifest.metadata.title or manifest.metadata.name,
-                "gpu_slug": hardware.product.lower().removeprefix(f"{hardware.vendor.lower()} ").replace(" ", "-"),
-                "gpu_product": hardware.product,
-                "architecture": hardware.architecture,
-            },
+            environment_columns(manifest),
             environments.get(manifest.metadata.name),
             now,
         )
@@ -85,20 +76,11 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
 
     implementations = existing_by_name(session, Implementation, (i.metadata.name for i in batch.implementations))
     for manifest in batch.implementations:
-        spec = manifest.spec
         row, outcome = put(
             session,
             Implementation,
             manifest,
-            {
-                "project": spec.project.name,
-                "project_slug": slugify(spec.project.name),
-                "revision": spec.revision,
-                "runtime": spec.runtime,
-                "license": spec.license,
-                "source_available": spec.source.available,
-                "has_install_recipe": spec.install is not None,
-            },
+            implementation_columns(manifest),
             implementations.get(manifest.metadata.name),
             now,
         )
@@ -159,6 +141,39 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
     counts["flag.missing_upstream"] += gone.rowcount
     index_batch(session, batch, workload, counts)
     return counts
+
+
+def protocol_columns(manifest: BenchmarkProtocol) -> dict[str, Any]:
+    spec = manifest.spec
+    return {
+        "title": manifest.metadata.title or manifest.metadata.name,
+        "family": spec.comparability.family,
+        "harness_name": spec.harness.name,
+        "harness_version": spec.harness.version,
+    }
+
+
+def environment_columns(manifest: ExecutionEnvironment) -> dict[str, Any]:
+    hardware = manifest.spec.hardware
+    return {
+        "title": manifest.metadata.title or manifest.metadata.name,
+        "gpu_slug": hardware.product.lower().removeprefix(f"{hardware.vendor.lower()} ").replace(" ", "-"),
+        "gpu_product": hardware.product,
+        "architecture": hardware.architecture,
+    }
+
+
+def implementation_columns(manifest: ImplementationManifest) -> dict[str, Any]:
+    spec = manifest.spec
+    return {
+        "project": spec.project.name,
+        "project_slug": slugify(spec.project.name),
+        "revision": spec.revision,
+        "runtime": spec.runtime,
+        "license": spec.license,
+        "source_available": spec.source.available,
+        "has_install_recipe": spec.install is not None,
+    }
 
 
 def _put_workload(session: Session, source: Source, batch: Batch, now: datetime, counts: Counter[str]) -> Workload:

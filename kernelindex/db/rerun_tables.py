@@ -1,0 +1,72 @@
+"""Tables of controlled reruns: the signed bundles as received, and what each suite run
+measured case by case.
+
+A rerun's suite-scoped figure is an ordinary ``run`` row (so it ranks, compares and cites
+like any other); these tables keep what only a rerun has: the bundle with its signature
+and raw samples, so anyone can verify it again, and the case-scoped ``BenchmarkRun``
+manifests with their bounds.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, ForeignKey, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from kernelindex.db.base import Base
+from kernelindex.db.tables import ManifestRecord, Run
+
+
+class RerunBundle(Base):
+    """A bundle exactly as the runner signed it: the evidence behind ``verified``."""
+
+    __tablename__ = "rerun_bundle"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    bundle_id: Mapped[str] = mapped_column(String(64), unique=True)
+    key_id: Mapped[str] = mapped_column(String(64), index=True)
+    # sha256 of the bundle file's bytes as imported: what the download link serves.
+    file_sha256: Mapped[str] = mapped_column(String(64))
+    # The physical GPU's UUID (the host name where the runner could not read one): two reruns on
+    # the same GPU are not independent, whatever keys signed them.
+    machine_id: Mapped[str] = mapped_column(String(300))
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime]
+    imported_at: Mapped[datetime]
+    bundle_json: Mapped[str] = mapped_column(Text)
+
+
+class RerunResult(Base):
+    """One implementation's measurement of one suite in one bundle, tied to its run row."""
+
+    __tablename__ = "rerun_result"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), unique=True)
+    bundle_id: Mapped[int] = mapped_column(ForeignKey("rerun_bundle.id"), index=True)
+    # Geometric mean of the per-case H200 roofline bounds, the suite's bound.
+    bound_ns: Mapped[int] = mapped_column(BigInteger)
+    cases_passed: Mapped[int]
+    case_count: Mapped[int]
+
+    run: Mapped[Run] = relationship()
+    bundle: Mapped[RerunBundle] = relationship()
+    cases: Mapped[list[RerunCase]] = relationship(order_by="RerunCase.position")
+
+
+class RerunCase(ManifestRecord, Base):
+    """A case-scoped ``BenchmarkRun`` manifest with the figures its page shows."""
+
+    __tablename__ = "rerun_case"
+    __table_args__ = (UniqueConstraint("result_id", "position"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    result_id: Mapped[int] = mapped_column(ForeignKey("rerun_result.id"))
+    position: Mapped[int]
+    status: Mapped[str] = mapped_column(String(16))
+    median_ns: Mapped[int] = mapped_column(BigInteger)
+    bound_ns: Mapped[int] = mapped_column(BigInteger)
+    # min, p10, p90, max of every timed sample, and the correctness figures.
+    figures: Mapped[dict[str, Any]]

@@ -1,0 +1,96 @@
+"""Importing rerun bundles: the approved runner keys, one transaction per bundle, and the
+bundled dataset a fresh install loads.
+
+Approved keys come from configuration only (``KERNELINDEX_RUNNER_KEYS_FILE`` or the CLI's
+``--keys``); there is no default key. The bundled dataset is the one exception: its own
+folder lists the public keys of the runs that produced it, and its files are checked
+against its ``MANIFEST.sha256`` before anything is read, as the bundled snapshot is.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from kernelindex.ingest.reruns import read_bundle
+from kernelindex.ingest.snapshot import verify_checksums
+from kernelindex.rerun.bundle import BundleError, key_id
+from kernelindex.store.reruns import ImportOutcome, import_bundle
+
+BUNDLED_KEYS_FILE = "runner-keys.json"
+
+
+class KeysError(ValueError):
+    """The approved-keys file cannot be used; the message says why."""
+
+
+@dataclass(frozen=True)
+class BundleResult:
+    path: str
+    outcome: ImportOutcome | None = None
+    error: str | None = None
+
+
+def load_approved_keys(path: Path) -> dict[str, str]:
+    """``{"keys": [{"keyId", "publicKey", "label"?}, …]}`` → ``{keyId: publicKey}``, each id checked."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise KeysError(f"cannot read the approved runner keys at {path}: {exc.strerror}") from exc
+    except ValueError as exc:
+        raise KeysError(f"{path} is not JSON: {exc}") from exc
+    entries = document.get("keys") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise KeysError(f'{path} must be {{"keys": [{{"keyId": …, "publicKey": …}}, …]}}')
+    approved: dict[str, str] = {}
+    for number, entry in enumerate(entries, start=1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("publicKey"), str):
+            raise KeysError(f"{path}: key {number} has no publicKey")
+        try:
+            raw = base64.b64decode(entry["publicKey"], validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise KeysError(f"{path}: key {number}'s publicKey is not base64") from exc
+        if len(raw) != 32 or key_id(raw) != entry.get("keyId"):
+            raise KeysError(f"{path}: key {number}'s keyId does not belong to its 32-byte Ed25519 public key")
+        approved[entry["keyId"]] = entry["publicKey"]
+    return approved
+
+
+def import_bundle_files(
+    sessions: sessionmaker[Session], paths: Iterable[Path], approved: dict[str, str]
+) -> list[BundleResult]:
+    """Import each file in its own transaction; a refused bundle leaves no row behind."""
+    results = []
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            results.append(BundleResult(str(path), error=f"cannot read it: {exc.strerror}"))
+            continue
+        try:
+            bundle = read_bundle(data, approved)
+            with sessions.begin() as session:
+                outcome = import_bundle(session, bundle, datetime.now(UTC))
+        except BundleError as exc:
+            results.append(BundleResult(str(path), error=str(exc)))
+        except IntegrityError:
+            # Another import stored the same bundle at the same moment; it is there once.
+            results.append(BundleResult(str(path), error="imported concurrently by another process; run again"))
+        else:
+            results.append(BundleResult(str(path), outcome=outcome))
+    return results
+
+
+def import_bundled_reruns(sessions: sessionmaker[Session], root: Path) -> list[BundleResult]:
+    """Load the bundled rerun dataset (checksummed folder with its own runner keys)."""
+    verify_checksums(root)
+    approved = load_approved_keys(root / BUNDLED_KEYS_FILE)
+    return import_bundle_files(sessions, sorted((root / "bundles").glob("*.json")), approved)

@@ -1,0 +1,125 @@
+"""The parts of a rerun bundle's payload that the importer relies on, validated.
+
+The runner (``kernelindex.rerun``) writes the payload; nothing in it is trusted before the
+signature checks out, and even then every field the registry stores is validated here,
+so a malformed bundle gets a message naming the field instead of a half-written import.
+Fields the importer does not store (clocks, ceilings' raw samples, …) are kept verbatim
+in the stored bundle and not modelled.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic.alias_generators import to_camel
+
+PositiveNs = Annotated[int, Field(strict=True, gt=0, le=10**15)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Sha256Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+Label = Annotated[str, StringConstraints(min_length=1, max_length=300)]
+
+
+class Part(BaseModel):
+    """camelCase in JSON; fields the importer does not use are ignored (they stay in the bundle)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_name=False, extra="ignore", frozen=True)
+
+
+class SuiteRef(Part):
+    slug: Annotated[str, StringConstraints(pattern=r"^[a-z0-9-]{1,200}$")]
+    cases_sha256: Sha256Hex
+    case_count: Annotated[int, Field(strict=True, gt=0)]
+
+
+class ImplementationRef(Part):
+    name: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9.-]{0,120}[a-z0-9])?$")]
+    project: Label
+    revision: Label
+    language: Label
+    runtime: Label
+    license: Label
+    source_available: bool
+    source_path: Label
+    source_sha256: Sha256Hex
+    description: Annotated[str, StringConstraints(max_length=2000)]
+    install_recipe: Annotated[str, StringConstraints(min_length=1, max_length=2000)]
+
+
+class Gpu(Part):
+    vendor: Label
+    name: Label
+    architecture: Label
+    uuid: Label | None = None
+
+
+class Software(Part):
+    python: Label
+    torch: Label
+    triton: Label | None = None
+
+
+class EnvironmentRecord(Part):
+    gpu: Gpu
+    driver_version: Label | None
+    cuda_version: Label | None
+    software: Software
+    hostname: Label
+
+
+class Timing(Part):
+    median_ns: PositiveNs
+    min_ns: PositiveNs
+    max_ns: PositiveNs
+    p10_ns: PositiveNs
+    p90_ns: PositiveNs
+    iqr_ns: Annotated[int, Field(strict=True, ge=0)]
+    samples_ns: list[list[PositiveNs]] = Field(min_length=1)
+
+
+class Roofline(Part):
+    bytes: Annotated[int, Field(strict=True, gt=0)]
+    flops: Annotated[int, Field(strict=True, gt=0)]
+    bound_ns: PositiveFloat
+    limiter: Literal["memory", "compute"]
+    assumption: Annotated[str, StringConstraints(max_length=2000)]
+
+
+class CaseRecord(Part):
+    index: Annotated[int, Field(strict=True, ge=0)]
+    axes: dict[str, int]
+    status: Literal["passed", "failed", "error"]
+    message: str | None = None
+    correctness: list[dict[str, Any]] | None
+    timing: Timing | None
+    roofline: Roofline | None
+
+
+class SuiteFigure(Part):
+    latency_ns: PositiveNs | None
+    bound_ns: PositiveFloat | None
+    cases_passed: int
+    suite_case_count: int
+    complete: bool
+
+
+class Payload(Part):
+    bundle_id: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{32}$")]
+    session_id: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{32}$")]
+    runner_version: Label
+    started_at: AwareDatetime
+    finished_at: AwareDatetime
+    workload: SuiteRef
+    implementation: ImplementationRef
+    protocol: dict[str, Any]
+    environment: EnvironmentRecord
+    ceilings: dict[str, Any]
+    status: Literal["passed", "failed", "error"]
+    message: str | None = None
+    suite: SuiteFigure
+    cases: list[CaseRecord] = Field(min_length=1)
+
+    @property
+    def observed_at(self) -> datetime:
+        return self.finished_at

@@ -1,0 +1,307 @@
+"""Reading a signed rerun bundle and mapping it to manifests (no database here).
+
+``read_bundle`` trusts nothing until the signature checks out against an approved runner
+key, then validates the payload and checks that its figures follow from its own raw
+samples. ``map_bundle`` turns it into the manifests the registry stores: the published
+rerun protocol, the environment as found, the implementation, one suite-scoped run and
+one case-scoped run per case. Whether the bundle fits the registry (the workload exists
+and has the same cases) is the store's check, which knows the workload.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from kernelindex.ingest.batch import SourceInfo
+from kernelindex.ingest.rerun_payload import CaseRecord, Payload
+from kernelindex.manifests import BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment, Implementation
+from kernelindex.rerun import protocol as rerun_protocol
+from kernelindex.rerun.bundle import BundleError, verify_bundle
+from kernelindex.rerun.cases import Case, cases_sha256
+from kernelindex.rerun.stats import suite_latency_ns, summarize_case
+
+API_VERSION = "kernelindex.dev/v1alpha1"
+MAX_BUNDLE_BYTES = 16 * 1024 * 1024
+
+RERUN_SOURCE = SourceInfo(
+    slug="kernelindex-reruns",
+    name="KernelIndex controlled reruns",
+    url="/protocols/kernelindex-rerun-v1",
+    description=(
+        "Measurements made by KernelIndex's own runner on a GPU it controls, under the published "
+        "KernelIndex rerun protocol: open implementations, correctness against a float64 reference, "
+        "CUDA-event timing with a cold L2, every raw sample kept, each bundle signed with the runner's "
+        "Ed25519 key."
+    ),
+    licence="Measurements: CC-BY-4.0. Implementations measured: Apache-2.0 (source in the registry).",
+)
+
+# Two controlled reruns agree when their suite figures differ by at most this fraction of the
+# smaller one: the protocol's noise bound (stated on the protocol page).
+AGREEMENT_BOUND = 0.05
+
+
+@dataclass(frozen=True)
+class VerifiedBundle:
+    payload: Payload
+    key_id: str
+    text: str
+    file_sha256: str
+
+
+@dataclass(frozen=True)
+class CaseRun:
+    record: CaseRecord
+    manifest: BenchmarkRun
+
+
+@dataclass(frozen=True)
+class MappedBundle:
+    bundle: VerifiedBundle
+    protocol: BenchmarkProtocol
+    environment: ExecutionEnvironment
+    implementation: Implementation
+    suite_run: BenchmarkRun
+    case_runs: list[CaseRun]
+    bound_ns: int
+
+
+def read_bundle(data: bytes, approved_keys: dict[str, str]) -> VerifiedBundle:
+    """The bundle's validated payload if its signature is by an approved key; ``BundleError`` if not."""
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise BundleError(f"the bundle is {len(data)} bytes, over the {MAX_BUNDLE_BYTES}-byte limit")
+    try:
+        text = data.decode("utf-8")
+        document = json.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BundleError(f"the bundle is not UTF-8 JSON: {exc}") from exc
+    raw_payload = verify_bundle(document, approved_keys)
+    try:
+        payload = Payload.model_validate(raw_payload)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        raise BundleError(f"the signed payload is malformed at {where}: {problem['msg']}") from exc
+    _check_figures(payload)
+    return VerifiedBundle(payload, document["signature"]["keyId"], text, hashlib.sha256(data).hexdigest())
+
+
+def _check_figures(payload: Payload) -> None:
+    """Every stored figure must follow from the bundle's own raw samples and case list."""
+    if payload.protocol != rerun_protocol.protocol_spec():
+        raise BundleError(
+            f"bundle {payload.bundle_id} was measured under a protocol other than "
+            f"{rerun_protocol.PROTOCOL_NAME} v{rerun_protocol.PROTOCOL_VERSION} as published here"
+        )
+    if payload.status != "passed" or not payload.suite.complete or payload.suite.latency_ns is None:
+        reason = payload.message or "not every case of the suite was measured and passed"
+        raise BundleError(
+            f"bundle {payload.bundle_id} ({payload.implementation.name}) is not a complete passing measurement: "
+            f"{reason[:300]}. Only complete, correct measurements become runs."
+        )
+    cases = [Case(index=case.index, axes=case.axes) for case in payload.cases]
+    if cases_sha256(cases) != payload.workload.cases_sha256 or len(cases) != payload.workload.case_count:
+        raise BundleError(f"bundle {payload.bundle_id}: its cases do not match the suite digest it claims")
+    for case in payload.cases:
+        if case.status != "passed" or case.timing is None or case.roofline is None:
+            raise BundleError(f"bundle {payload.bundle_id}: case {case.index} has no passing, timed result")
+        recomputed = summarize_case(case.timing.samples_ns)
+        for field in ("median_ns", "min_ns", "max_ns", "p10_ns", "p90_ns", "iqr_ns"):
+            if recomputed[_camel(field)] != getattr(case.timing, field):
+                raise BundleError(
+                    f"bundle {payload.bundle_id}: case {case.index}'s {_camel(field)} does not follow from its samples"
+                )
+    medians = [case.timing.median_ns for case in payload.cases if case.timing is not None]
+    if suite_latency_ns(medians) != payload.suite.latency_ns:
+        raise BundleError(f"bundle {payload.bundle_id}: the suite figure is not the geometric mean of its cases")
+
+
+def _camel(snake: str) -> str:
+    head, *rest = snake.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+# --- Manifests ----------------------------------------------------------------------
+
+
+def protocol_manifest() -> BenchmarkProtocol:
+    spec = rerun_protocol.protocol_spec()
+    correctness = spec["correctness"]
+    return BenchmarkProtocol.model_validate(
+        {
+            "apiVersion": API_VERSION,
+            "kind": "BenchmarkProtocol",
+            "metadata": {
+                "name": f"{rerun_protocol.PROTOCOL_NAME}-v{rerun_protocol.PROTOCOL_VERSION}",
+                "title": f"KernelIndex rerun protocol v{rerun_protocol.PROTOCOL_VERSION}",
+            },
+            "spec": {
+                "harness": {"name": "KernelIndex rerun runner", "version": rerun_protocol.PROTOCOL_VERSION},
+                "correctness": {
+                    "reference": f"KernelIndex reference implementation, {correctness['referenceDtype']}",
+                    "comparator": "elementwise |out - ref| <= atol + rtol * |ref|, matched-element ratio",
+                    "tolerance": {
+                        "atol": correctness["atol"],
+                        "rtol": correctness["rtol"],
+                        "matchedRatio": correctness["matchedRatio"],
+                    },
+                },
+                "measurement": {
+                    "timer": spec["timer"],
+                    "primaryStatistic": spec["primaryStatistic"],
+                    "warmupIterations": spec["warmupIterations"],
+                    "timedIterations": spec["timedIterations"],
+                    "trials": spec["trials"],
+                    "l2Flush": True,
+                },
+                "comparability": {"family": "kernelindex_rerun", "notes": spec["notes"]},
+            },
+        }
+    )
+
+
+def environment_manifest(payload: Payload) -> ExecutionEnvironment:
+    env = payload.environment
+    product = env.gpu.name if env.gpu.name.lower().startswith(env.gpu.vendor.lower()) else f"NVIDIA {env.gpu.name}"
+    libraries = {"torch": env.software.torch, "python": env.software.python}
+    if env.software.triton:
+        libraries["triton"] = env.software.triton
+    if env.cuda_version:
+        libraries["cuda"] = env.cuda_version
+    software: dict[str, Any] = {"libraries": libraries}
+    if env.driver_version:
+        software["driver"] = env.driver_version
+    # One name per GPU and software stack: reruns on the same stack share a comparison group.
+    stack = "-".join(f"{key}{value}" for key, value in sorted(libraries.items()))
+    name = _name(f"rerun-{product}-{stack}-driver{env.driver_version or 'unknown'}")
+    title = f"{product} · PyTorch {env.software.torch}" + (f" · CUDA {env.cuda_version}" if env.cuda_version else "")
+    return ExecutionEnvironment.model_validate(
+        {
+            "apiVersion": API_VERSION,
+            "kind": "ExecutionEnvironment",
+            "metadata": {"name": name, "title": title},
+            "spec": {
+                "hardware": {"vendor": env.gpu.vendor, "product": product, "architecture": env.gpu.architecture},
+                "software": software,
+            },
+        }
+    )
+
+
+def implementation_manifest(payload: Payload) -> Implementation:
+    impl = payload.implementation
+    return Implementation.model_validate(
+        {
+            "apiVersion": API_VERSION,
+            "kind": "Implementation",
+            "metadata": {
+                "name": _name(f"{impl.name}-{impl.source_sha256[:12]}"),
+                "title": f"{impl.name} ({impl.runtime})",
+                "labels": {"sourcePath": impl.source_path, "sourceSha256": impl.source_sha256},
+            },
+            "spec": {
+                # One project per way of writing the kernel, so a leaderboard lists each apart.
+                "project": {"name": f"KernelIndex {impl.runtime}"},
+                "revision": impl.revision,
+                "runtime": impl.runtime,
+                "language": impl.language,
+                "license": impl.license,
+                "source": {"available": impl.source_available},
+                "install": {"recipe": impl.install_recipe},
+            },
+        }
+    )
+
+
+def map_bundle(bundle: VerifiedBundle, workload_digest: str) -> MappedBundle:
+    payload = bundle.payload
+    protocol, environment = protocol_manifest(), environment_manifest(payload)
+    implementation = implementation_manifest(payload)
+    digests = {
+        "protocolDigest": protocol.digest,
+        "workloadDigest": workload_digest,
+        "environmentDigest": environment.digest,
+        "implementationDigest": implementation.digest,
+    }
+    bound = payload.suite.bound_ns
+    assert payload.suite.latency_ns is not None  # read_bundle admits complete measurements only
+    metrics: dict[str, Any] = {
+        "runner_key_id": bundle.key_id,
+        "session_id": payload.session_id,
+        "cases_passed": payload.suite.cases_passed,
+        "case_count": payload.suite.suite_case_count,
+    }
+    if bound is not None:
+        metrics["bound_ns"] = round(bound)
+        metrics["percent_of_bound"] = round(100 * bound / payload.suite.latency_ns, 3)
+    base = f"rerun-{payload.bundle_id[:12]}"
+    title = f"{payload.implementation.name} · {payload.workload.slug} · {environment.spec.hardware.product}"
+    suite_run = _run_manifest(base, title, payload, digests, {"median": payload.suite.latency_ns}, metrics, None)
+    case_runs = []
+    for case in payload.cases:
+        assert case.timing is not None and case.roofline is not None
+        timing = {
+            "median": case.timing.median_ns,
+            "min": case.timing.min_ns,
+            "p10": case.timing.p10_ns,
+            "p90": case.timing.p90_ns,
+            "max": case.timing.max_ns,
+        }
+        case_metrics = {"bound_ns": round(case.roofline.bound_ns), "limiter": case.roofline.limiter}
+        manifest = _run_manifest(
+            f"{base}-case-{case.index}",
+            f"{title} · case {case.index}",
+            payload,
+            digests,
+            timing,
+            case_metrics,
+            case.index,
+        )
+        case_runs.append(CaseRun(case, manifest))
+    bound_ns = round(bound) if bound is not None else 0
+    return MappedBundle(bundle, protocol, environment, implementation, suite_run, case_runs, bound_ns)
+
+
+def _run_manifest(
+    name: str,
+    title: str,
+    payload: Payload,
+    digests: dict[str, str],
+    latency: dict[str, int],
+    metrics: dict[str, Any],
+    case_index: int | None,
+) -> BenchmarkRun:
+    spec: dict[str, Any] = {
+        "status": "passed",
+        "timing": {"latencyNs": latency, "primaryStatistic": "median"},
+        "observedAt": payload.observed_at,
+        "sourceNative": {
+            "source": RERUN_SOURCE.slug,
+            "benchmark": payload.workload.slug,
+            "externalId": payload.bundle_id,
+            "metrics": metrics,
+        },
+        **digests,
+    }
+    if case_index is not None:
+        spec["caseIndex"] = case_index
+    return BenchmarkRun.model_validate(
+        {
+            "apiVersion": API_VERSION,
+            "kind": "BenchmarkRun",
+            "metadata": {"name": name, "title": title[:300]},
+            "spec": spec,
+        }
+    )
+
+
+def _name(text: str) -> str:
+    """A manifest name from free text: lower case, dots and dashes, at most 200 characters."""
+    slug = re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-.")
+    return slug[:200].rstrip("-.")

@@ -1,0 +1,90 @@
+"""Signed rerun bundles made up for the import tests: real runner code builds and signs them,
+with synthetic samples (these are test inputs, not measurements)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from kernelindex.rerun import payload as runner_payload
+from kernelindex.rerun.bundle import key_id, public_key_b64, public_key_raw, sign_payload
+from kernelindex.rerun.cases import load_suite
+from kernelindex.rerun.implementations import REGISTRY
+
+ADAIN = "l1-039-adaptive-instance-normalization-2d-backward"
+CONV = "l1-040-conv2d-residual-block"
+CEILINGS = {
+    "copyBytesPerSecond": {"value": 4.2e12, "unit": "bytes/s", "method": "test copy"},
+    "fp32FmaFlops": {"value": 6.0e13, "unit": "FLOP/s", "method": "test FMA"},
+}
+PASSED = [{"name": "out", "passed": True, "matchedRatio": 1.0, "maxErrorOverTolerance": 0.01}]
+
+
+def environment(host: str, gpu_uuid: str) -> dict[str, Any]:
+    clocks = {"via": "nvidia-smi", "clocks.sm": 1980, "clocks.max.sm": 1980, "clocks.mem": 3201}
+    return {
+        "gpu": {"vendor": "nvidia", "name": "NVIDIA H200", "architecture": "sm_90", "uuid": gpu_uuid},
+        "driverVersion": "580.159.04",
+        "cudaVersion": "13.0",
+        "software": {"python": "3.12.3", "torch": "2.11.0+cu130", "triton": "3.6.0"},
+        "hostname": host,
+        "clocksAtStart": clocks,
+        "clocksAtEnd": clocks,
+    }
+
+
+def make_payload(
+    slug: str = ADAIN,
+    implementation: str = "kernelindex-039-triton",
+    *,
+    base_ns: int = 50_000,
+    host: str = "runner-a",
+    gpu_uuid: str = "GPU-aaaa",
+    session_id: str = "a" * 32,
+) -> dict[str, Any]:
+    suite = load_suite(slug)
+    cases = [
+        runner_payload.case_record(
+            slug,
+            case,
+            CEILINGS,
+            correctness=PASSED,
+            samples_ns=[[base_ns + 100 * case.index + 7 * i + trial for i in range(50)] for trial in range(3)],
+        )
+        for case in suite.cases
+    ]
+    return runner_payload.build_payload(
+        suite=suite.record(),
+        implementation=REGISTRY[implementation].record(),
+        environment=environment(host, gpu_uuid),
+        ceilings=CEILINGS,
+        cases=cases,
+        started_at="2026-12-02T10:00:00.000Z",
+        finished_at="2026-12-02T10:05:00.000Z",
+        session_id=session_id,
+    )
+
+
+def signed(payload: dict[str, Any], key: Ed25519PrivateKey) -> bytes:
+    return json.dumps(sign_payload(payload, key)).encode()
+
+
+def approved(*keys: Ed25519PrivateKey) -> dict[str, str]:
+    return {key_id(public_key_raw(k.public_key())): public_key_b64(k) for k in keys}
+
+
+def write_keys_file(path: Path, *keys: Ed25519PrivateKey) -> Path:
+    entries = [{"keyId": kid, "publicKey": pub, "label": "test runner"} for kid, pub in approved(*keys).items()]
+    path.write_text(json.dumps({"keys": entries}), encoding="utf-8")
+    return path
+
+
+def resign_with_tampering(data: bytes, key: Ed25519PrivateKey, change: Any) -> bytes:
+    """Change the payload with ``change(payload)`` and sign it again: a bundle whose signature is
+    good but whose content is wrong, which only the figure checks can catch."""
+    payload = json.loads(data)["payload"]
+    change(payload)
+    return signed(payload, key)

@@ -1,0 +1,238 @@
+"""Importing signed rerun bundles: signatures, digests and figures are checked, a refused
+bundle leaves nothing behind, and evidence becomes verified, then replicated."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from kernelindex.db.rerun_tables import RerunBundle, RerunCase, RerunResult
+from kernelindex.db.tables import ManifestVersion, Run
+from kernelindex.ingest.rerun_import import KeysError, import_bundle_files, load_approved_keys
+from kernelindex.ingest.reruns import read_bundle
+from kernelindex.manifests import BenchmarkRun
+from kernelindex.rerun.bundle import BundleError
+from kernelindex.store.reruns import import_bundle
+from tests.conftest import StoreUnderTest
+from tests.rerun_bundles import ADAIN, CONV, approved, make_payload, resign_with_tampering, signed, write_keys_file
+
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def key() -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.generate()
+
+
+@pytest.fixture
+def other_key() -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.generate()
+
+
+def _import(store: StoreUnderTest, data: bytes, keys: dict[str, str]) -> Any:
+    bundle = read_bundle(data, keys)
+    with store.sessions.begin() as session:
+        return import_bundle(session, bundle, NOW)
+
+
+def _rerun_rows(session: Session) -> dict[str, int]:
+    return {
+        table.__tablename__: session.scalar(select(func.count()).select_from(table)) or 0
+        for table in (RerunBundle, RerunResult, RerunCase)
+    } | {"run": session.scalar(select(func.count()).select_from(Run).where(Run.evidence != "reported")) or 0}
+
+
+def test_a_bundle_becomes_a_verified_suite_run_and_sixteen_case_runs(loaded_db: StoreUnderTest, key) -> None:
+    data = signed(make_payload(base_ns=50_000), key)
+    outcome = _import(loaded_db, data, approved(key))
+    assert not outcome.already_imported
+    with loaded_db.sessions() as session:
+        run = session.scalar(select(Run).where(Run.name == outcome.run_name))
+        assert run is not None
+        assert run.evidence == "verified" and run.status == "passed" and run.primary_statistic == "median"
+        assert run.workload.name == ADAIN
+        assert run.environment.gpu_slug == "h200" and run.environment.architecture == "sm_90"
+        assert run.protocol.name == "kernelindex-rerun-v1"
+        sol_keys = set(session.scalars(select(Run.comparison_key).where(Run.evidence == "reported")))
+        assert run.comparison_key not in sol_keys
+        cases = session.scalars(select(RerunCase).order_by(RerunCase.position)).all()
+        assert [case.position for case in cases] == list(range(16))
+        # The run's manifest and every case manifest are valid and digest-addressable.
+        manifest = BenchmarkRun.model_validate_json(run.manifest_json)
+        assert manifest.digest == run.digest
+        assert manifest.spec.workload_digest == run.workload.digest
+        for case in cases:
+            case_manifest = BenchmarkRun.model_validate_json(case.manifest_json)
+            assert case_manifest.digest == case.digest and case_manifest.spec.case_index == case.position
+            assert session.scalar(select(ManifestVersion.name).where(ManifestVersion.digest == case.digest))
+        # The suite figure is the geometric mean of the case medians, as the runner computed it.
+        assert run.latency_ns == json.loads(data)["payload"]["suite"]["latencyNs"]
+        stored = session.scalar(select(RerunBundle))
+        assert stored is not None and stored.bundle_json == data.decode()
+
+
+def test_importing_the_same_bundle_again_writes_nothing(loaded_db: StoreUnderTest, key) -> None:
+    data = signed(make_payload(), key)
+    first = _import(loaded_db, data, approved(key))
+    with loaded_db.sessions() as session:
+        before = _rerun_rows(session)
+    again = _import(loaded_db, data, approved(key))
+    assert again.already_imported and again.run_name == first.run_name
+    with loaded_db.sessions() as session:
+        assert _rerun_rows(session) == before
+
+
+def test_an_independent_agreeing_rerun_makes_both_replicated(loaded_db: StoreUnderTest, key, other_key) -> None:
+    keys = approved(key, other_key)
+    first = _import(loaded_db, signed(make_payload(base_ns=50_000), key), keys)
+    # Same runner key again (another session): not independent, stays verified.
+    same = _import(loaded_db, signed(make_payload(base_ns=50_500, session_id="b" * 32), key), keys)
+    # Another key, another machine, 30% slower: disagrees, stays verified.
+    slow = _import(
+        loaded_db, signed(make_payload(base_ns=65_000, gpu_uuid="GPU-bbbb", session_id="c" * 32), other_key), keys
+    )
+    with loaded_db.sessions() as session:
+        evidence = dict(session.execute(select(Run.name, Run.evidence).where(Run.evidence != "reported")).all())
+    assert evidence == {first.run_name: "verified", same.run_name: "verified", slow.run_name: "verified"}
+    # Another key, another machine, within the 5% noise bound: replicates the two it agrees with.
+    agree = _import(
+        loaded_db, signed(make_payload(base_ns=51_000, gpu_uuid="GPU-bbbb", session_id="d" * 32), other_key), keys
+    )
+    with loaded_db.sessions() as session:
+        evidence = dict(session.execute(select(Run.name, Run.evidence).where(Run.evidence != "reported")).all())
+    assert evidence == {
+        first.run_name: "replicated",
+        same.run_name: "replicated",
+        agree.run_name: "replicated",
+        slow.run_name: "verified",
+    }
+
+
+def test_a_rerun_on_the_same_gpu_is_not_independent(loaded_db: StoreUnderTest, key, other_key) -> None:
+    keys = approved(key, other_key)
+    _import(loaded_db, signed(make_payload(base_ns=50_000), key), keys)
+    _import(loaded_db, signed(make_payload(base_ns=50_000, session_id="b" * 32), other_key), keys)
+    with loaded_db.sessions() as session:
+        assert set(session.scalars(select(Run.evidence).where(Run.evidence != "reported"))) == {"verified"}
+
+
+def _tamper_sample(payload: dict[str, Any]) -> None:
+    payload["cases"][3]["timing"]["samplesNs"][0][0] += 1_000_000
+
+
+def _fake_median(payload: dict[str, Any]) -> None:
+    payload["cases"][0]["timing"]["medianNs"] //= 2
+
+
+def _fake_suite(payload: dict[str, Any]) -> None:
+    payload["suite"]["latencyNs"] //= 2
+
+
+def _other_cases(payload: dict[str, Any]) -> None:
+    payload["cases"][0]["axes"]["N"] = 9
+
+
+def _other_protocol(payload: dict[str, Any]) -> None:
+    payload["protocol"]["timedIterations"] = 5
+
+
+def _unknown_workload(payload: dict[str, Any]) -> None:
+    payload["workload"]["slug"] = "l1-999-nothing"
+
+
+def _failed(payload: dict[str, Any]) -> None:
+    payload["status"] = "failed"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_fake_median, "medianNs does not follow from its samples"),
+        (_fake_suite, "not the geometric mean"),
+        (_other_cases, "do not match the suite digest"),
+        (_other_protocol, "protocol other than"),
+        (_failed, "not a complete passing measurement"),
+    ],
+)
+def test_a_signed_bundle_whose_figures_do_not_add_up_is_refused(
+    key, change: Callable[[dict[str, Any]], None], message: str
+) -> None:
+    data = resign_with_tampering(signed(make_payload(), key), key, change)
+    with pytest.raises(BundleError, match=message):
+        read_bundle(data, approved(key))
+
+
+def test_a_suite_other_than_the_registrys_is_refused_whole(loaded_db: StoreUnderTest, key) -> None:
+    payload = make_payload()
+    with loaded_db.sessions.begin() as session:
+        # The registry's workload changes one case (as an upstream change would): same slug, another suite.
+        run_workload = session.scalar(select(Run).where(Run.evidence == "reported").limit(1))
+        assert run_workload is not None
+        from kernelindex.db.tables import Workload
+
+        workload = session.scalar(select(Workload).where(Workload.name == ADAIN))
+        assert workload is not None
+        workload.cases[0].axes = {**workload.cases[0].axes, "N": 9}
+    with pytest.raises(BundleError, match="differs from the registry's"):
+        _import(loaded_db, signed(payload, key), approved(key))
+    with loaded_db.sessions() as session:
+        assert _rerun_rows(session) == {"rerun_bundle": 0, "rerun_result": 0, "rerun_case": 0, "run": 0}
+
+
+def test_tampered_unknown_key_and_bad_files_are_refused_and_leave_nothing(
+    loaded_db: StoreUnderTest, key, other_key, tmp_path: Path
+) -> None:
+    good = signed(make_payload(), key)
+    tampered = json.loads(good)
+    _tamper_sample(tampered["payload"])
+    files = {
+        "tampered.json": (json.dumps(tampered).encode(), "bad signature"),
+        "unknown-key.json": (signed(make_payload(session_id="b" * 32), other_key), "not an approved rerun key"),
+        "not-json.json": (b"{nope", "not UTF-8 JSON"),
+        "unknown-workload.json": (
+            resign_with_tampering(good, key, _unknown_workload),
+            "not in this registry",
+        ),
+    }
+    for name, (data, _) in files.items():
+        (tmp_path / name).write_bytes(data)
+    results = import_bundle_files(loaded_db.sessions, [tmp_path / name for name in files], approved(key))
+    for result, (_, message) in zip(results, files.values(), strict=True):
+        assert result.outcome is None and result.error is not None and message in result.error
+    with loaded_db.sessions() as session:
+        assert _rerun_rows(session) == {"rerun_bundle": 0, "rerun_result": 0, "rerun_case": 0, "run": 0}
+
+
+def test_approved_keys_file_is_checked(tmp_path: Path, key) -> None:
+    path = write_keys_file(tmp_path / "keys.json", key)
+    assert load_approved_keys(path) == approved(key)
+    document = json.loads(path.read_text())
+    document["keys"][0]["keyId"] = "ed25519:0000000000000000"
+    path.write_text(json.dumps(document))
+    with pytest.raises(KeysError, match="does not belong"):
+        load_approved_keys(path)
+    path.write_text("[]")
+    with pytest.raises(KeysError, match="must be"):
+        load_approved_keys(path)
+    with pytest.raises(KeysError, match="cannot read"):
+        load_approved_keys(tmp_path / "missing.json")
+
+
+def test_both_workloads_and_a_second_implementation_share_one_environment(loaded_db: StoreUnderTest, key) -> None:
+    keys = approved(key)
+    a = _import(loaded_db, signed(make_payload(ADAIN, "kernelindex-039-eager"), key), keys)
+    b = _import(loaded_db, signed(make_payload(CONV, "kernelindex-040-triton", session_id="b" * 32), key), keys)
+    with loaded_db.sessions() as session:
+        runs = {run.name: run for run in session.scalars(select(Run).where(Run.name.in_([a.run_name, b.run_name])))}
+        assert runs[a.run_name].environment_id == runs[b.run_name].environment_id
+        assert runs[a.run_name].implementation.project == "KernelIndex PyTorch eager"
+        assert runs[b.run_name].implementation.source_available
+        assert runs[b.run_name].implementation.license == "Apache-2.0"
