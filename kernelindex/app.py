@@ -30,6 +30,7 @@ from kernelindex.web import (
     home,
     manifests,
     records,
+    reruns,
     runs,
     search,
     workloads,
@@ -114,6 +115,7 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
         workloads,
         cite,
         runs,
+        reruns,
         catalog,
     ):
         app.include_router(module.router)

@@ -39,13 +39,18 @@ def manifest(request: Request, digest: str, session: SessionDep) -> Response:
     if version is None:
         raise NotFound(f"No manifest has the digest {digest}.")
     page = RECORD_PAGES.get(version.kind)
+    manifest = json.loads(version.manifest_json)
+    record_url = page.format(version.name) if page else None
+    if version.kind == "BenchmarkRun" and "caseIndex" in manifest["spec"]:
+        # A case-scoped run of a controlled rerun is shown on its suite run's page.
+        record_url = f"/runs/{version.name.rpartition('-case-')[0]}#rerun"
     context = ManifestPage(
         digest=digest,
         kind=version.kind,
         name=version.name,
         current=version.superseded_at is None,
-        record_url=page.format(version.name) if page else None,
-        manifest=json.loads(version.manifest_json),
+        record_url=record_url,
+        manifest=manifest,
     )
     if request.url.path.endswith(".json"):
         # The JSON form is the manifest itself, as digested: what a mirror stores.

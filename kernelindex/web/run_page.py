@@ -17,6 +17,7 @@ from kernelindex.web.errors import BadRequest
 from kernelindex.web.format import latency, ratio
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.pages import PageContext
+from kernelindex.web.rerun_part import RerunPart
 
 EVIDENCE_SENTENCES = {
     "reported": "Reported by source; not independently reproduced.",
@@ -203,6 +204,7 @@ class RunPage(PageContext):
     attestation_form: FormState
     report_reasons: dict[str, str]
     report_form: FormState
+    rerun: RerunPart | None = None
 
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -249,6 +251,7 @@ def build_run_page(
     signed_in: bool,
     attestation_form: FormState | None = None,
     report_form: FormState | None = None,
+    rerun: RerunPart | None = None,
 ) -> RunPage:
     view = to_view(run)
     spec = json.loads(run.manifest_json)["spec"]
@@ -267,7 +270,12 @@ def build_run_page(
         )
     if run.upstream_withdrawn:
         banners.append(f"Disqualified by the source: {run.upstream_withdrawn_reason}. Shown, not ranked.")
-    if run.held_for_review:
+    if run.held_for_review and rerun is not None:
+        banners.append(
+            f"Held for review: this suite latency is below its roofline bound on this GPU ({rerun.bound}, the "
+            "geometric mean of the per-case bounds), which no correct kernel should reach. Shown, not ranked."
+        )
+    elif run.held_for_review:
         banners.append(
             "Held for review: this suite latency is below the workload's speed-of-light bound "
             f"({latency(round((run.workload.sol_aggregate_ms or 0) * 1_000_000))}, the geometric mean of the "
@@ -312,15 +320,11 @@ def build_run_page(
                 value=view.source_name or "–",
                 url=f"/sources/{view.source_slug}" if view.source_slug else None,
             ),
-            Fact(label="external id", value=f"submission/{view.external_id}" if view.external_id else "–", mono=True),
+            Fact(label="external id", value=_external_id(view.external_id, rerun), mono=True),
             Fact(label="comparison key", value=run.comparison_key, mono=True),
             Fact(label="run digest", value=run.digest, mono=True),
         ],
-        correctness=(
-            "Marked passed by the source; the correctness policy was not published."
-            if run.status == "passed"
-            else f"Status {run.status}."
-        ),
+        correctness=_correctness(run.status, protocol_spec, rerun),
         workload=[
             Fact(label="suite", value=f"{run.workload.case_count} cases · {run.primary_statistic} latency"),
             Fact(label="comparator", value=protocol_spec["correctness"]["comparator"], mono=True),
@@ -356,7 +360,7 @@ def build_run_page(
                 else []
             ),
         ],
-        artifacts=[],
+        artifacts=_artifacts(rerun),
         manifests=[
             _block("run", run),
             _block("protocol", run.protocol),
@@ -375,4 +379,38 @@ def build_run_page(
         attestation_form=attestation_form or FormState(),
         report_reasons=REPORT_REASONS,
         report_form=report_form or FormState(),
+        rerun=rerun,
     )
+
+
+def _external_id(external_id: str | None, rerun: RerunPart | None) -> str:
+    if external_id is None:
+        return "–"
+    return f"bundle/{external_id}" if rerun is not None else f"submission/{external_id}"
+
+
+def _correctness(status: str, protocol_spec: dict[str, Any], rerun: RerunPart | None) -> str:
+    if rerun is None:
+        return (
+            "Marked passed by the source; the correctness policy was not published."
+            if status == "passed"
+            else f"Status {status}."
+        )
+    tolerance = protocol_spec["correctness"]["tolerance"]
+    return (
+        f"Checked by the KernelIndex runner on every case: each output against a float64 reference computed on "
+        f"the same GPU from the same inputs; an element matches when |out − ref| ≤ {tolerance['atol']} + "
+        f"{tolerance['rtol']} × |ref|, and an output passes when at least {tolerance['matchedRatio']:.1%} of its "
+        f"elements match. {rerun.cases_passed}/{rerun.case_count} cases passed."
+    )
+
+
+def _artifacts(rerun: RerunPart | None) -> list[Fact]:
+    if rerun is None:
+        return []
+    return [
+        Fact(label="signed bundle", value=f"{rerun.bundle_id}.json", url=rerun.bundle_url, mono=True),
+        Fact(label="bundle sha256", value=rerun.bundle_sha256, mono=True),
+        Fact(label="implementation source", value=rerun.source_path, url=rerun.source_url, mono=True),
+        Fact(label="source sha256 (as measured)", value=rerun.source_sha256, mono=True),
+    ]

@@ -11,11 +11,13 @@ from kernelindex.accounts.csrf import check_csrf
 from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.db.tables import ManifestVersion, Run
 from kernelindex.store.attestations import SubmissionError, add_attestation, add_report, attestations_of_run
+from kernelindex.store.reruns import rerun_of_run
 from kernelindex.store.runs import run_by_name, runs_in_group
 from kernelindex.web.accounts import current_user
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import NotFound
 from kernelindex.web.pages import page_route, render_page
+from kernelindex.web.rerun_part import rerun_part
 from kernelindex.web.run_page import FormState, build_run_page, parse_accessed
 
 router = APIRouter()
@@ -55,6 +57,7 @@ def render_run(
         signed_in=current_user(request, session) is not None,
         attestation_form=attestation_form,
         report_form=report_form,
+        rerun=rerun_part(result, run.protocol.name) if (result := rerun_of_run(session, run.id)) else None,
     )
     return render_page(request, context, status_code=status_code)
 

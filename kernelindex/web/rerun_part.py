@@ -1,0 +1,203 @@
+"""The controlled-rerun section of a run page: per-case figures, a chart of the samples,
+the signature that vouches for them, the ceilings behind the bounds, and the source.
+
+Built from the stored bundle, so the page shows exactly what the runner signed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from kernelindex.db.rerun_tables import RerunResult
+from kernelindex.rerun.implementations import REGISTRY
+from kernelindex.web.format import latency
+
+CHART_WIDTH, CHART_HEIGHT = 640, 220
+LEFT, RIGHT, TOP, BOTTOM = 64, 16, 12, 28
+
+
+class RerunCaseRow(BaseModel):
+    index: int
+    axes: str
+    median: str
+    median_ns: int
+    spread: str
+    range: str
+    bound: str
+    bound_ns: int
+    percent_of_bound: str
+    limiter: str
+    max_error_over_tolerance: str
+    manifest_url: str
+
+
+class CaseMark(BaseModel):
+    """One case in the samples chart: whiskers min–max, box p10–p90, median tick, bound dash."""
+
+    x: float
+    min_y: float
+    max_y: float
+    p10_y: float
+    p90_y: float
+    median_y: float
+    bound_y: float
+    label: str
+
+
+class Tick(BaseModel):
+    position: float
+    label: str
+
+
+class SamplesChart(BaseModel):
+    width: int = CHART_WIDTH
+    height: int = CHART_HEIGHT
+    box_width: float
+    cases: list[CaseMark]
+    y_ticks: list[Tick]
+
+
+class Ceiling(BaseModel):
+    name: str
+    value: str
+    method: str
+
+
+class RerunPart(BaseModel):
+    bundle_id: str
+    bundle_url: str
+    bundle_sha256: str
+    key_id: str
+    signature: str
+    session_id: str
+    runner_version: str
+    started_at: datetime
+    finished_at: datetime
+    gpu_uuid: str | None
+    clocks: str
+    cases_passed: int
+    case_count: int
+    bound: str
+    percent_of_bound: str
+    source_url: str
+    source_path: str
+    source_sha256: str
+    source_current: bool
+    protocol_url: str
+    cases: list[RerunCaseRow]
+    chart: SamplesChart
+    ceilings: list[Ceiling]
+
+
+def rerun_part(result: RerunResult, protocol_name: str) -> RerunPart:
+    bundle = result.bundle
+    document = json.loads(bundle.bundle_json)
+    payload = document["payload"]
+    implementation = payload["implementation"]
+    measured_sha = implementation["sourceSha256"]
+    installed = REGISTRY.get(implementation["name"])
+    rows = []
+    for case, stored in zip(payload["cases"], result.cases, strict=True):
+        timing, worst = case["timing"], max(c.get("maxErrorOverTolerance") or 0 for c in case["correctness"])
+        rows.append(
+            RerunCaseRow(
+                index=case["index"],
+                axes=" ".join(f"{k}={v}" for k, v in case["axes"].items()),
+                median=latency(timing["medianNs"]),
+                median_ns=timing["medianNs"],
+                spread=f"{latency(timing['p10Ns'])} – {latency(timing['p90Ns'])}",
+                range=f"{latency(timing['minNs'])} – {latency(timing['maxNs'])}",
+                bound=latency(max(1, stored.bound_ns)),
+                bound_ns=stored.bound_ns,
+                percent_of_bound=_percent(stored.bound_ns, timing["medianNs"]),
+                limiter=case["roofline"]["limiter"],
+                max_error_over_tolerance=f"{worst:.3g}",
+                manifest_url=f"/manifests/{stored.digest}",
+            )
+        )
+    environment = payload["environment"]
+    start, end = environment.get("clocksAtStart") or {}, environment.get("clocksAtEnd") or {}
+    return RerunPart(
+        bundle_id=bundle.bundle_id,
+        bundle_url=f"/reruns/bundles/{bundle.bundle_id}.json",
+        bundle_sha256=bundle.file_sha256,
+        key_id=bundle.key_id,
+        signature=document["signature"]["value"],
+        session_id=payload["sessionId"],
+        runner_version=payload["runnerVersion"],
+        started_at=bundle.started_at,
+        finished_at=bundle.finished_at,
+        gpu_uuid=environment["gpu"].get("uuid"),
+        clocks=(
+            f"SM {start.get('clocks.sm', '?')} MHz (max {start.get('clocks.max.sm', '?')}), memory "
+            f"{start.get('clocks.mem', '?')} MHz at start; SM {end.get('clocks.sm', '?')} MHz at end"
+        ),
+        cases_passed=result.cases_passed,
+        case_count=result.case_count,
+        bound=latency(max(1, result.bound_ns)),
+        percent_of_bound=_percent(result.bound_ns, result.run.latency_ns),
+        source_url=f"/reruns/sources/{implementation['name']}.py",
+        source_path=implementation["sourcePath"],
+        source_sha256=measured_sha,
+        source_current=installed is not None and installed.source_sha256() == measured_sha,
+        protocol_url=f"/protocols/{protocol_name}",
+        cases=rows,
+        chart=samples_chart(payload["cases"], [stored.bound_ns for stored in result.cases]),
+        ceilings=[
+            Ceiling(name=name, value=_rate(record), method=record.get("method", record.get("error", "")))
+            for name, record in payload["ceilings"].items()
+        ],
+    )
+
+
+def _percent(bound_ns: int, measured_ns: int) -> str:
+    return f"{100 * bound_ns / measured_ns:.1f}%" if bound_ns > 0 and measured_ns > 0 else "–"
+
+
+def _rate(record: dict[str, Any]) -> str:
+    value, unit = record.get("value"), record.get("unit", "")
+    if not isinstance(value, (int, float)):
+        return "not measured"
+    if unit == "bytes/s":
+        return f"{value / 1e12:.2f} TB/s"
+    return f"{value / 1e12:.1f} TFLOP/s" if unit == "FLOP/s" else f"{value:.3g} {unit}"
+
+
+def samples_chart(cases: list[dict[str, Any]], bounds_ns: list[int]) -> SamplesChart:
+    """Every case's samples on one log-scale axis, with its roofline bound beside them."""
+    values = [v for case in cases for v in (case["timing"]["minNs"], case["timing"]["maxNs"])]
+    values += [b for b in bounds_ns if b > 0]
+    low = math.floor(math.log10(min(values)) * 2) / 2
+    high = math.ceil(math.log10(max(values)) * 2) / 2
+    if high - low < 0.5:
+        high = low + 0.5
+    step = (CHART_WIDTH - LEFT - RIGHT) / len(cases)
+
+    def y(ns: float) -> float:
+        return round(TOP + (high - math.log10(max(ns, 1))) / (high - low) * (CHART_HEIGHT - TOP - BOTTOM), 1)
+
+    marks = [
+        CaseMark(
+            x=round(LEFT + step * (i + 0.5), 1),
+            min_y=y(case["timing"]["minNs"]),
+            max_y=y(case["timing"]["maxNs"]),
+            p10_y=y(case["timing"]["p10Ns"]),
+            p90_y=y(case["timing"]["p90Ns"]),
+            median_y=y(case["timing"]["medianNs"]),
+            bound_y=y(bound) if bound > 0 else y(10**low),
+            label=str(case["index"]),
+        )
+        for i, (case, bound) in enumerate(zip(cases, bounds_ns, strict=True))
+    ]
+    ticks = [Tick(position=y(10**value), label=latency(round(10**value))) for value in _steps(low, high)]
+    return SamplesChart(box_width=round(min(step * 0.5, 16), 1), cases=marks, y_ticks=ticks)
+
+
+def _steps(low: float, high: float) -> list[float]:
+    count = round((high - low) / 0.5)
+    return [low + 0.5 * i for i in range(count + 1)]
