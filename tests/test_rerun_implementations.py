@@ -128,3 +128,55 @@ def test_a_wrong_output_fails_the_tolerance_and_nan_never_passes() -> None:
     assert not shape["passed"] and "shape" in shape["message"]
     assert not check_outputs(["output"], (good, good), [ref])[0]["passed"]
     assert not check_outputs(["output"], (good.double(),), [ref])[0]["passed"]
+
+
+COMPILE_SCRIPT = textwrap.dedent(
+    """
+    import json, pathlib, subprocess, tempfile
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from kernelindex.rerun import fma
+    from kernelindex.rerun.implementations import adain_bwd_triton as a, conv_res_triton as c
+
+    P = "*fp32"
+    conv = dict(x_ptr=P, wi_ptr=P, bi_ptr=P, wo_ptr=P, bo_ptr=P, out_ptr=P, H="i32", W="i32", zero="i32")
+    stats = dict(go_ptr=P, x_ptr=P, mean_ptr=P, std_ptr=P, part_ptr=P, HW="i32", S="i32")
+    apply = dict(go_ptr=P, x_ptr=P, w_ptr=P, mean_ptr=P, std_ptr=P, part_ptr=P, gi_ptr=P, C="i32", HW="i32",
+                 S="i32", inv_hw="fp32")
+    jobs = [(c._fused.fn, conv, dict(HID=32, BH=cfg.kwargs["BH"], BW=cfg.kwargs["BW"]), cfg.num_warps)
+            for cfg in c._fused.configs]
+    jobs += [(a._stats.fn, stats, dict(CHUNK=a.CHUNK, BLOCK=cfg.kwargs["BLOCK"]), cfg.num_warps)
+             for cfg in a._stats.configs]
+    jobs += [(a._apply.fn, apply, dict(CHUNK=a.CHUNK, S_POW2=512, BLOCK=cfg.kwargs["BLOCK"]), cfg.num_warps)
+             for cfg in a._apply.configs]
+    jobs.append((a._channels, dict(part_ptr=P, gw_ptr=P, gb_ptr=P, N="i32", C="i32", S="i32"), dict(S_POW2=512), 4))
+    jobs.append((fma._fma_kernel, dict(out_ptr=P, a="fp32", b="fp32"),
+                 dict(ITERS=fma.ITERS, UNROLL=fma.UNROLL, BLOCK=fma.BLOCK), 4))
+    cuobjdump = pathlib.Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    usage = []
+    for fn, sig, consts, warps in jobs:
+        src = ASTSource(fn=fn, signature={**sig, **{k: "constexpr" for k in consts}}, constexprs=consts)
+        kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(kernel.asm["cubin"])
+            f.flush()
+            out = subprocess.run([str(cuobjdump), "--dump-resource-usage", f.name], capture_output=True, text=True)
+        usage.append([fn.__name__, [line.strip() for line in out.stdout.splitlines() if "REG:" in line]])
+    print(json.dumps(usage))
+    """
+)
+
+
+def test_triton_kernels_compile_for_sm90_without_spilling() -> None:
+    """Triton compiles for a Hopper target without a GPU (its own ptxas); no kernel may use local memory."""
+    done = subprocess.run(
+        [sys.executable, "-c", COMPILE_SCRIPT], cwd=REPO, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONWARNINGS="error"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    usage = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(usage) == 2 + 2 + 2 + 1 + 1
+    for name, lines in usage:
+        assert lines, name
+        assert all(" STACK:0 " in line for line in lines), (name, lines)
