@@ -40,7 +40,7 @@ def make_payload(
     slug: str = ADAIN,
     implementation: str = "kernelindex-039-triton",
     *,
-    base_ns: int = 50_000,
+    base_ns: int = 120_000,
     host: str = "runner-a",
     gpu_uuid: str = "GPU-aaaa",
     session_id: str = "a" * 32,

@@ -51,7 +51,7 @@ def _rerun_rows(session: Session) -> dict[str, int]:
 
 
 def test_a_bundle_becomes_a_verified_suite_run_and_sixteen_case_runs(loaded_db: StoreUnderTest, key) -> None:
-    data = signed(make_payload(base_ns=50_000), key)
+    data = signed(make_payload(base_ns=120_000), key)
     outcome = _import(loaded_db, data, approved(key))
     assert not outcome.already_imported
     with loaded_db.sessions() as session:
@@ -92,19 +92,19 @@ def test_importing_the_same_bundle_again_writes_nothing(loaded_db: StoreUnderTes
 
 def test_an_independent_agreeing_rerun_makes_both_replicated(loaded_db: StoreUnderTest, key, other_key) -> None:
     keys = approved(key, other_key)
-    first = _import(loaded_db, signed(make_payload(base_ns=50_000), key), keys)
+    first = _import(loaded_db, signed(make_payload(base_ns=120_000), key), keys)
     # Same runner key again (another session): not independent, stays verified.
-    same = _import(loaded_db, signed(make_payload(base_ns=50_500, session_id="b" * 32), key), keys)
+    same = _import(loaded_db, signed(make_payload(base_ns=121_000, session_id="b" * 32), key), keys)
     # Another key, another machine, 30% slower: disagrees, stays verified.
     slow = _import(
-        loaded_db, signed(make_payload(base_ns=65_000, gpu_uuid="GPU-bbbb", session_id="c" * 32), other_key), keys
+        loaded_db, signed(make_payload(base_ns=160_000, gpu_uuid="GPU-bbbb", session_id="c" * 32), other_key), keys
     )
     with loaded_db.sessions() as session:
         evidence = dict(session.execute(select(Run.name, Run.evidence).where(Run.evidence != "reported")).all())
     assert evidence == {first.run_name: "verified", same.run_name: "verified", slow.run_name: "verified"}
     # Another key, another machine, within the 5% noise bound: replicates the two it agrees with.
     agree = _import(
-        loaded_db, signed(make_payload(base_ns=51_000, gpu_uuid="GPU-bbbb", session_id="d" * 32), other_key), keys
+        loaded_db, signed(make_payload(base_ns=123_000, gpu_uuid="GPU-bbbb", session_id="d" * 32), other_key), keys
     )
     with loaded_db.sessions() as session:
         evidence = dict(session.execute(select(Run.name, Run.evidence).where(Run.evidence != "reported")).all())
@@ -118,8 +118,8 @@ def test_an_independent_agreeing_rerun_makes_both_replicated(loaded_db: StoreUnd
 
 def test_a_rerun_on_the_same_gpu_is_not_independent(loaded_db: StoreUnderTest, key, other_key) -> None:
     keys = approved(key, other_key)
-    _import(loaded_db, signed(make_payload(base_ns=50_000), key), keys)
-    _import(loaded_db, signed(make_payload(base_ns=50_000, session_id="b" * 32), other_key), keys)
+    _import(loaded_db, signed(make_payload(base_ns=120_000), key), keys)
+    _import(loaded_db, signed(make_payload(base_ns=120_000, session_id="b" * 32), other_key), keys)
     with loaded_db.sessions() as session:
         assert set(session.scalars(select(Run.evidence).where(Run.evidence != "reported"))) == {"verified"}
 

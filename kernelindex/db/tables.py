@@ -217,6 +217,6 @@ class IngestionReport(Base):
     drift: Mapped[list[Any]]
 
 
+from kernelindex.db import rerun_tables  # noqa: E402, F401  (controlled reruns; a module import, as they import this one)
 from kernelindex.db.account_tables import ApiKey, AppSecret, AuditEntry, RateLimitCounter  # noqa: E402, F401
-from kernelindex.db.rerun_tables import RerunBundle, RerunCase, RerunResult  # noqa: E402, F401  (controlled reruns)
 from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord  # noqa: E402, F401  (the search index)

@@ -71,6 +71,8 @@ def import_bundle(session: Session, bundle: VerifiedBundle, now: datetime) -> Im
         )
     mapped = map_bundle(bundle, workload.digest)
     source = ensure_source(session, RERUN_SOURCE)
+    if source.last_observed_at is None or source.last_observed_at < payload.finished_at:
+        source.last_observed_at = payload.finished_at
     run = _write_suite_run(session, mapped, workload, source.id, now)
     stored = RerunBundle(
         bundle_id=payload.bundle_id,
@@ -212,6 +214,30 @@ def derive_rerun_evidence(session: Session, group_key: str) -> None:
 def agrees(a_ns: int, b_ns: int) -> bool:
     """Two suite figures agree when they differ by at most the noise bound of the smaller."""
     return abs(a_ns - b_ns) <= AGREEMENT_BOUND * min(a_ns, b_ns)
+
+
+@dataclass(frozen=True)
+class RerunBounds:
+    """Per-case roofline bounds of a workload from its newest rerun, and the GPU they are for."""
+
+    gpu: str
+    by_position: dict[int, int]
+
+
+def newest_rerun_bounds(session: Session, workload_id: int) -> RerunBounds | None:
+    newest = session.execute(
+        select(RerunResult.id, Environment.gpu_product)
+        .join(Run, Run.id == RerunResult.run_id)
+        .join(Environment, Environment.id == Run.environment_id)
+        .join(RerunBundle, RerunBundle.id == RerunResult.bundle_id)
+        .where(Run.workload_id == workload_id)
+        .order_by(RerunBundle.finished_at.desc(), RerunResult.id.desc())
+        .limit(1)
+    ).first()
+    if newest is None:
+        return None
+    rows = session.execute(select(RerunCase.position, RerunCase.bound_ns).where(RerunCase.result_id == newest.id))
+    return RerunBounds(gpu=newest.gpu_product, by_position={position: bound for position, bound in rows})
 
 
 def bundle_text(session: Session, bundle_id: str) -> str | None:

@@ -14,6 +14,7 @@ from kernelindex.db.tables import Source, Workload
 from kernelindex.gpus import TRACKED_GPUS
 from kernelindex.ranking import RankedRun, ineligibility_reasons, rank_group, record_history
 from kernelindex.slugs import slugify
+from kernelindex.store.reruns import RerunBounds
 from kernelindex.store.runs import RunView
 from kernelindex.web import params
 from kernelindex.web.chart import HistoryChart, history_chart
@@ -118,6 +119,9 @@ class CaseRow(Part):
     sol_latency: str
     baseline_latency_ms: float | None
     sol_latency_ms: float | None
+    # The roofline bound on the GPU of KernelIndex's reruns, beside the source's T_SOL.
+    rerun_bound: str | None = None
+    rerun_bound_ns: int | None = None
 
 
 class SourceRow(Part):
@@ -179,6 +183,7 @@ class LeaderboardPage(PageContext):
     variable_axes: list[str]
     input_dtype: str
     cases: list[CaseRow]
+    rerun_bound_gpu: str | None = None
     sources: list[SourceRow]
 
 
@@ -213,6 +218,10 @@ def _group_label(view: RunView) -> str:
     return f"{view.gpu_product} · stack {view.stack}" if view.stack else view.gpu_product
 
 
+def _bound(bounds: RerunBounds | None, position: int) -> int | None:
+    return bounds.by_position.get(position) if bounds else None
+
+
 def build_leaderboard(
     workload: Workload,
     views: Sequence[RunView],
@@ -221,6 +230,7 @@ def build_leaderboard(
     sort: str | None,
     implementation_filter: str | None,
     page_value: str | None,
+    rerun_bounds: RerunBounds | None = None,
 ) -> LeaderboardPage:
     """The context of ``/workloads/{slug}``; raises ``BadRequest`` for unusable parameters."""
     sort = params.choice("sort", sort, SORTS, "rank")
@@ -438,9 +448,12 @@ def build_leaderboard(
                 sol_latency=_ms_text(case.get("solLatencyMs")),
                 baseline_latency_ms=case.get("baselineLatencyMs"),
                 sol_latency_ms=case.get("solLatencyMs"),
+                rerun_bound=latency(bound) if (bound := _bound(rerun_bounds, index)) else None,
+                rerun_bound_ns=bound,
             )
             for index, case in enumerate(manifest["cases"])
         ],
+        rerun_bound_gpu=rerun_bounds.gpu if rerun_bounds else None,
         sources=[
             SourceRow(slug=s.slug, name=s.name, url=s.url, last_observed_at=workload.last_seen_at or s.last_observed_at)
             for s in sources

@@ -11,17 +11,16 @@ import math
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
-
 from kernelindex.db.rerun_tables import RerunResult
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.web.format import latency
+from kernelindex.web.leaderboard import Part
 
 CHART_WIDTH, CHART_HEIGHT = 640, 220
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 12, 28
 
 
-class RerunCaseRow(BaseModel):
+class RerunCaseRow(Part):
     index: int
     axes: str
     median: str
@@ -36,7 +35,7 @@ class RerunCaseRow(BaseModel):
     manifest_url: str
 
 
-class CaseMark(BaseModel):
+class CaseMark(Part):
     """One case in the samples chart: whiskers min–max, box p10–p90, median tick, bound dash."""
 
     x: float
@@ -49,12 +48,12 @@ class CaseMark(BaseModel):
     label: str
 
 
-class Tick(BaseModel):
+class Tick(Part):
     position: float
     label: str
 
 
-class SamplesChart(BaseModel):
+class SamplesChart(Part):
     width: int = CHART_WIDTH
     height: int = CHART_HEIGHT
     box_width: float
@@ -62,13 +61,13 @@ class SamplesChart(BaseModel):
     y_ticks: list[Tick]
 
 
-class Ceiling(BaseModel):
+class Ceiling(Part):
     name: str
     value: str
     method: str
 
 
-class RerunPart(BaseModel):
+class RerunPart(Part):
     bundle_id: str
     bundle_url: str
     bundle_sha256: str

@@ -74,7 +74,7 @@ def rerun_rules() -> list[Fact]:
             "min–max as its spread; every raw sample is kept in the bundle. The suite figure is the geometric mean "
             "of the per-case medians, the statistic family of SOL-ExecBench's suite figure.",
         ),
-        Fact(label="speed-of-light bound", value=ASSUMPTION),
+        Fact(label="speed-of-light bound", value=f"A roofline bound per case. {ASSUMPTION}"),
         Fact(
             label="ceilings",
             value=f"Measured in the same session on the same GPU, each the median of {p.CEILING_REPEATS} repeats "

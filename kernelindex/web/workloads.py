@@ -9,8 +9,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from sqlalchemy import select
 
-from kernelindex.db.tables import Source, Workload
+from kernelindex.db.tables import Run, Source, Workload
 from kernelindex.store.catalog import WORKLOAD_SORTS, WorkloadFilters, facet_values, list_workloads
+from kernelindex.store.reruns import newest_rerun_bounds
 from kernelindex.store.runs import runs_of_workload
 from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
@@ -35,9 +36,21 @@ def leaderboard(
     workload = session.scalar(select(Workload).where(Workload.name == slug))
     if workload is None:
         raise NotFound(f"No workload has the slug {slug!r}. Slugs look like l1-040-conv2d-residual-block.")
-    sources = list(session.scalars(select(Source).where(Source.id == workload.source_id)))
+    measured_by = select(Run.source_id).where(Run.workload_id == workload.id).distinct()
+    sources = list(
+        session.scalars(
+            select(Source).where((Source.id == workload.source_id) | Source.id.in_(measured_by)).order_by(Source.id)
+        )
+    )
     context = build_leaderboard(
-        workload, runs_of_workload(session, workload.id), sources, group, sort, implementation, page
+        workload,
+        runs_of_workload(session, workload.id),
+        sources,
+        group,
+        sort,
+        implementation,
+        page,
+        rerun_bounds=newest_rerun_bounds(session, workload.id),
     )
     return render_page(request, context)
 

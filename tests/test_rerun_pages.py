@@ -1,0 +1,155 @@
+"""Controlled reruns in the browser's view: the H200 group on the leaderboard with its badges,
+the run page's per-case table, chart, signature and source, the protocol page, the signed
+bundle and the measured source, and the bounds beside the source's T_SOL."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from datetime import UTC, datetime
+
+import pytest
+import rfc8785
+from bs4 import BeautifulSoup
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from fastapi.testclient import TestClient
+
+from kernelindex.app import create_app
+from kernelindex.ingest.reruns import read_bundle
+from kernelindex.rerun.implementations import REGISTRY
+from kernelindex.settings import Settings
+from kernelindex.store.reruns import import_bundle
+from kernelindex.verify import verify_document
+from tests.rerun_bundles import ADAIN, approved, make_payload, signed
+
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def reruns(loaded_db):
+    """Two independent agreeing reruns of the Triton kernel, one of eager, and one held for review."""
+    first, second = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+    keys = approved(first, second)
+    bundles = [
+        signed(make_payload(base_ns=120_000), first),
+        signed(make_payload(base_ns=121_000, gpu_uuid="GPU-bbbb", session_id="b" * 32), second),
+        signed(make_payload(implementation="kernelindex-039-eager", base_ns=400_000, session_id="c" * 32), first),
+        signed(make_payload(implementation="kernelindex-039-compile", base_ns=20_000, session_id="d" * 32), first),
+    ]
+    names = []
+    for data in bundles:
+        with loaded_db.sessions.begin() as session:
+            names.append(import_bundle(session, read_bundle(data, keys), NOW).run_name)
+    return names, bundles
+
+
+@pytest.fixture
+def client(loaded_db):
+    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
+        yield client
+
+
+def html(client: TestClient, path: str) -> BeautifulSoup:
+    response = client.get(path)
+    assert response.status_code == 200, response.text
+    return BeautifulSoup(response.text, "html.parser")
+
+
+def test_the_leaderboard_gains_an_h200_group_with_evidence_badges(client, reruns) -> None:
+    names, _ = reruns
+    page = html(client, f"/workloads/{ADAIN}")
+    records = page.select_one("#records").get_text(" ", strip=True)
+    assert "NVIDIA H200" in records and "KernelIndex rerun protocol v1" in records
+    assert "Not measured on NVIDIA H200" not in records
+    twin = client.get(f"/workloads/{ADAIN}.json").json()
+    h200 = next(group for group in twin["groups"] if "H200" in group["label"])
+    board = client.get(f"/workloads/{ADAIN}.json", params={"group": h200["key"].removeprefix("sha256:")[:16]}).json()
+    ranked = {row["name"]: row for row in board["ranked"]}
+    assert [ranked[name]["evidence"] for name in names[:3]] == ["replicated", "replicated", "verified"]
+    assert ranked[names[0]]["rank"] == 1 and ranked[names[2]]["rank"] == 3
+    held = {row["name"]: row for row in board["ineligible"]}
+    assert "faster than" in " ".join(held[names[3]]["reasons"])
+    shown = html(client, f"/workloads/{ADAIN}?group={h200['key'].removeprefix('sha256:')[:16]}")
+    badges = [badge.get_text(strip=True) for badge in shown.select("#leaderboard .badge")]
+    assert "Independently replicated" in badges and "KernelIndex verified" in badges
+
+
+def test_the_cases_table_shows_the_h200_bound_beside_t_sol(client, reruns) -> None:
+    page = html(client, f"/workloads/{ADAIN}")
+    table = page.select_one("table.cases")
+    headers = [th.get_text(strip=True) for th in table.select("thead th")]
+    assert headers[-2:] == ["TSOL", "NVIDIA H200 bound"]
+    first = [td.get_text(strip=True) for td in table.select("tbody tr")[0].select("td")]
+    # Case 0: 8 x 32 x 480 x 640 float32; 12 bytes an element must move at the test's 4.2 TB/s.
+    assert first[-1] == "224.7 µs"
+    sources = page.select_one("#sources").get_text(" ", strip=True)
+    assert "KernelIndex controlled reruns" in sources
+
+
+def test_the_run_page_shows_cases_chart_signature_and_source(client, reruns) -> None:
+    names, bundles = reruns
+    page = html(client, f"/runs/{names[0]}")
+    section = page.select_one("#rerun")
+    rows = section.select("table tbody tr")
+    assert len(rows) == 16
+    cells = [td.get_text(strip=True) for td in rows[0].select("td")]
+    # Case 0: samples 120,000 + 7 i + trial ns (median 120,172.5); 943,720,832 bytes at the test copy rate of 4.2 TB/s.
+    case = client.get(f"/runs/{names[0]}.json").json()["rerun"]["cases"][0]
+    assert case["medianNs"] == 120_172 and case["boundNs"] == 224_695
+    assert cells[0] == "0" and cells[2] == "120.2 µs" and cells[5] == "224.7 µs" and cells[6] == "187.0%"
+    assert len(section.select("svg .box")) == 16 and len(section.select("svg .bound")) == 16
+    signature = json.loads(bundles[0])["signature"]
+    text = section.get_text(" ", strip=True)
+    assert signature["keyId"] in text and signature["value"] in text
+    assert page.select_one("#measurement .badge").get_text(strip=True) == "Independently replicated"
+    assert "16/16 cases passed" in page.select_one("#correctness").get_text()
+    links = {a["href"] for a in page.select("#artifacts a, #rerun a")}
+    assert "/reruns/sources/kernelindex-039-triton.py" in links and "/protocols/kernelindex-rerun-v1" in links
+    held = html(client, f"/runs/{names[3]}").select_one(".banner").get_text()
+    assert "below its roofline bound on this GPU" in held
+
+
+def test_the_signed_bundle_is_served_as_imported_and_verifies_without_kernelindex(client, reruns) -> None:
+    names, bundles = reruns
+    run = client.get(f"/runs/{names[0]}.json").json()
+    response = client.get(f"/reruns/bundles/{run['rerun']['bundleId']}.json")
+    assert response.status_code == 200 and response.content == bundles[0]
+    assert "immutable" in response.headers["cache-control"]
+    document = response.json()
+    public = Ed25519PublicKey.from_public_bytes(base64.b64decode(document["signature"]["publicKey"]))
+    public.verify(base64.b64decode(document["signature"]["value"]), rfc8785.dumps(document["payload"]))
+    assert hashlib.sha256(response.content).hexdigest() == run["rerun"]["bundleSha256"]
+    assert client.get("/reruns/bundles/" + "0" * 32 + ".json").status_code == 404
+    assert client.get("/reruns/bundles/nope.json").status_code == 404
+
+
+def test_case_manifests_are_served_by_digest_and_verify(client, reruns) -> None:
+    names, _ = reruns
+    run = client.get(f"/runs/{names[0]}.json").json()
+    case = run["rerun"]["cases"][5]
+    manifest = client.get(case["manifestUrl"] + ".json").json()
+    assert manifest["spec"]["caseIndex"] == 5
+    assert all(check.ok for check in verify_document(manifest, expected_digest=case["manifestUrl"].split("/")[-1]))
+    page = html(client, case["manifestUrl"])
+    assert page.find("a", string="the record")["href"] == f"/runs/{names[0]}#rerun"
+
+
+def test_the_protocol_page_states_every_rule(client, reruns) -> None:
+    page = html(client, "/protocols/kernelindex-rerun-v1")
+    rules = page.select_one("#rules").get_text(" ", strip=True)
+    for words in ("CUDA events", "10 warm-up", "50 timed iterations", "3 trials", "flushed", "float64", "0.001",
+                  "99.9%", "geometric mean", "roofline", "Ed25519", "within 5%"):  # fmt: skip
+        assert words in rules, words
+    assert client.get("/protocols/kernelindex-rerun-v1.json").json()["runCount"] == 4
+    assert client.get("/protocols/sol-execbench-leaderboard-v1-1").status_code == 200
+    assert client.get("/protocols/nothing").status_code == 404
+
+
+def test_the_measured_source_is_served_with_its_digest(client) -> None:
+    response = client.get("/reruns/sources/kernelindex-040-triton.py")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    assert response.headers["x-source-sha256"] == REGISTRY["kernelindex-040-triton"].source_sha256()
+    assert hashlib.sha256(response.content).hexdigest() == response.headers["x-source-sha256"]
+    assert client.get("/reruns/sources/..%2Fsettings.py").status_code == 404
+    assert client.get("/reruns/sources/nothing.py").status_code == 404
