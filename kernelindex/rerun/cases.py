@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import rfc8785
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_FIXTURES = REPO_ROOT / "fixtures" / "sol-execbench" / "api" / "kernels"
 
@@ -68,6 +66,8 @@ class Suite:
 
 def cases_sha256(cases: tuple[Case, ...] | list[Case]) -> str:
     """sha256 (hex) of the RFC 8785 canonical JSON of [{"index", "axes"}, ...] in suite order."""
+    import rfc8785  # here, not at import: `--help` works where it is not installed yet
+
     listing = [{"index": c.index, "axes": c.axes} for c in cases]
     return hashlib.sha256(rfc8785.dumps(listing)).hexdigest()
 

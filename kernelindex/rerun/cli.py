@@ -9,19 +9,21 @@ from pathlib import Path
 from typing import Any
 
 from kernelindex.rerun import RUNNER_VERSION
-from kernelindex.rerun.bundle import (
-    BundleError,
-    KeyFileError,
-    generate_key,
-    key_id,
-    load_private_key,
-    public_key_b64,
-    public_key_raw,
-    read_bundle,
-    verify_bundle,
-)
-from kernelindex.rerun.cases import WORKLOADS
+from kernelindex.rerun.cases import WORKLOADS, SuiteError
 from kernelindex.rerun.implementations import REGISTRY
+
+NEEDED = {
+    "keygen": ["cryptography"],
+    "verify": ["cryptography", "rfc8785"],
+    "measure": ["cryptography", "rfc8785", "torch", "triton"],
+}
+
+
+def missing_packages(command: str) -> list[str]:
+    """The packages `command` needs that cannot be imported here (checked before any GPU work)."""
+    import importlib.util
+
+    return [name for name in NEEDED[command] if importlib.util.find_spec(name) is None]
 
 
 def _cases(text: str) -> list[int]:
@@ -104,6 +106,26 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    missing = missing_packages(args.command)
+    if missing:
+        print(
+            f"error: {args.command} needs {', '.join(missing)}, not importable by {sys.executable}; on a machine "
+            "without a package index carry them as wheels (kernelindex/rerun/README.md says how)",
+            file=sys.stderr,
+        )
+        return 2
+    from kernelindex.rerun.bundle import (
+        BundleError,
+        KeyFileError,
+        generate_key,
+        key_id,
+        load_private_key,
+        public_key_b64,
+        public_key_raw,
+        read_bundle,
+        verify_bundle,
+    )
+
     if args.command == "keygen":
         try:
             key = generate_key(args.keyfile, raw=args.raw)
@@ -132,14 +154,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from kernelindex.rerun.measure import run_session
 
-    summary = run_session(
-        args.workload or sorted(WORKLOADS),
-        args.implementation,
-        args.cases,
-        args.fixtures,
-        key,
-        args.out,
-        device=args.device,
-    )
+    try:
+        summary = run_session(
+            args.workload or sorted(WORKLOADS),
+            args.implementation,
+            args.cases,
+            args.fixtures,
+            key,
+            args.out,
+            device=args.device,
+        )
+    except (SuiteError, ValueError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     _print_summary(summary)
     return 0 if all(b["status"] == "passed" for b in summary["bundles"]) else 1

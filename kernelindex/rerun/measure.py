@@ -8,6 +8,7 @@ as such in its bundle and the others go on. One signed bundle per (workload, imp
 from __future__ import annotations
 
 import gc
+import json
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,6 +27,18 @@ from kernelindex.rerun.inputs import make_inputs
 from kernelindex.rerun.payload import build_payload, case_record, new_id, utc_now
 from kernelindex.rerun.references import REFERENCES
 from kernelindex.rerun.timing import flush_buffer, rotated_inputs, time_case
+
+
+def _log(line: str) -> None:
+    print(line, flush=True)
+
+
+def _case_line(name: str, record: dict[str, Any]) -> str:
+    if record["timing"]:
+        t = record["timing"]
+        us = {k: t[k] / 1000 for k in ("medianNs", "p10Ns", "p90Ns")}
+        return f"  {name}: passed, median {us['medianNs']:.1f} us (p10 {us['p10Ns']:.1f}, p90 {us['p90Ns']:.1f})"
+    return f"  {name}: {record['status']}: {(record['message'] or '')[:300]}"
 
 
 def _message(exc: BaseException) -> str:
@@ -57,12 +70,14 @@ def run_session(
     out_dir: Path,
     *,
     device: str = "cuda",
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] = _log,
 ) -> dict[str, Any]:
     """Measure, sign and write bundles under `out_dir`; returns a summary for the CLI table."""
     if not torch.cuda.is_available():
         raise RuntimeError("no CUDA device: timing uses CUDA events and needs a GPU")
     dev = torch.device(device)
+    if dev.type != "cuda":
+        raise ValueError(f"--device must be a CUDA device (timing uses CUDA events), not {device!r}")
     if dev.index is None:
         dev = torch.device("cuda", torch.cuda.current_device())
     torch.cuda.set_device(dev)
@@ -105,6 +120,8 @@ def run_session(
                 out_dir=out_dir,
                 log=log,
             )
+    summary_path = out_dir / f"session-{session_id[:12]}.json"
+    summary_path.write_text(json.dumps(summary, indent=1, allow_nan=False) + "\n", encoding="utf-8")
     return summary
 
 
@@ -131,7 +148,7 @@ def measure_workload(
     session_id: str,
     private_key: Any,
     out_dir: Path,
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] = _log,
     timer: Callable[..., list[list[int]]] = time_case,
     clocks: Callable[[], dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
@@ -178,6 +195,7 @@ def measure_workload(
                     timer,
                 )
             )
+            log(_case_line(impl.name, records[impl.name][-1]))
         del inputs, refs, sets
         _free(device)
     finished = utc_now()
