@@ -97,6 +97,8 @@ def test_triton_kernels_match_the_reference_under_the_interpreter() -> None:
     jobs = [
         (ADAIN, "kernelindex-039-triton", OUTPUTS[ADAIN], {"N": 2, "C": 3, "H": 5, "W": 7}),
         (ADAIN, "kernelindex-039-triton", OUTPUTS[ADAIN], {"N": 1, "C": 2, "H": 3, "W": 1}),
+        # H*W = 16770 > CHUNK: three chunks per plane, partial sums reduced across chunks and over N
+        (ADAIN, "kernelindex-039-triton", OUTPUTS[ADAIN], {"N": 2, "C": 2, "H": 129, "W": 130}),
         (CONV, "kernelindex-040-triton", OUTPUTS[CONV], CONV_CONST | {"batch_size": 1, "height": 9, "width": 33}),
     ]
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONWARNINGS="error")
@@ -108,7 +110,7 @@ def test_triton_kernels_match_the_reference_under_the_interpreter() -> None:
     results = json.loads(done.stdout.strip().splitlines()[-1])
     for job, checks in zip(jobs, results, strict=True):
         assert all(c["passed"] for c in checks), (job, checks)
-        assert all(c["maxAbsError"] < 1e-5 for c in checks), (job, checks)
+        assert all(c["relativeL2Error"] < 1e-6 for c in checks), (job, checks)
 
 
 def test_a_wrong_output_fails_the_tolerance_and_nan_never_passes() -> None:
