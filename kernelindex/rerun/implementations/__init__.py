@@ -1,8 +1,9 @@
 """The open implementations the runner measures, with their metadata.
 
-Each implementation is a module with `run(*inputs) -> tuple(outputs)`, inputs and outputs in the
-workload's definition order. The registry names them and says where their source is; `load` imports a
-module only when it is measured, so the metadata is readable without torch or triton.
+Each implementation is one self-contained module with `run(*inputs) -> tuple(outputs)`, inputs and
+outputs in the workload's definition order: the sha256 of that file covers all of its own code. The
+registry names them and says where their source is; `load` imports a module only when it is measured,
+so the metadata is readable without torch or triton.
 """
 
 from __future__ import annotations
