@@ -206,3 +206,14 @@ def test_cli_help_keygen_and_verify(tmp_path: Path) -> None:
     bad_cases = _run(["-m", "kernelindex.rerun", "measure", "--key", "k", "--out", "o", "--cases", "x"])
     assert bad_cases.returncode == 2 and "--cases" in bad_cases.stderr
     assert json.loads((tmp_path / "b.json").read_text())["format"] == "kernelindex-rerun-bundle/v1"
+
+
+def test_cli_names_missing_packages_before_any_work(tmp_path: Path, monkeypatch, capsys) -> None:
+    from kernelindex.rerun import cli
+
+    monkeypatch.setitem(cli.NEEDED, "measure", ["torch", "kernelindex_no_such_package"])
+    code = cli.main(["measure", "--key", str(tmp_path / "k"), "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert "kernelindex_no_such_package" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert cli.missing_packages("verify") == []
