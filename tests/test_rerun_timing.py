@@ -1,0 +1,75 @@
+"""The timing loop and the ceilings' arithmetic on the CPU, with a stand-in for CUDA events.
+
+The stand-in only checks the bookkeeping (which inputs each call gets, how many samples, what is flushed
+and when, the rate arithmetic); real CUDA-event timing runs only on a GPU.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from kernelindex.rerun import ceilings, protocol, timing
+
+
+class _Event:
+    """Records a host clock instead of a device timestamp."""
+
+    def __init__(self, enable_timing: bool = False) -> None:
+        assert enable_timing
+        self.at: float | None = None
+
+    def record(self) -> None:
+        self.at = time.perf_counter()
+
+    def synchronize(self) -> None:
+        pass
+
+    def elapsed_time(self, end: _Event) -> float:
+        assert self.at is not None and end.at is not None
+        return (end.at - self.at) * 1e3 + 1e-3  # milliseconds, never zero
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch) -> list[str]:
+    calls: list[str] = []
+    monkeypatch.setattr(torch.cuda, "Event", _Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: calls.append("sync"))
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: calls.append(f"spin {cycles}"), raising=False)
+    return calls
+
+
+def test_timing_rotates_inputs_flushes_and_keeps_every_sample(fake_cuda: list[str]) -> None:
+    inputs = [torch.arange(4.0) + 1, torch.ones(3)]
+    sets = timing.rotated_inputs(inputs, sets=3)
+    assert sets[0][0] is inputs[0] and sets[1][0] is not inputs[0] and torch.equal(sets[2][0], inputs[0])
+    flush = timing.flush_buffer(64, "cpu")
+    assert flush.numel() * 4 == protocol.L2_FLUSH_FACTOR * 64
+    seen: list[int] = []
+
+    def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        assert float(flush.abs().sum()) == 0  # written (zeroed) by the timer just before this call
+        flush.fill_(1.0)
+        seen.append(next(i for i, s in enumerate(sets) if s[0] is a))
+        return a.sum() + b.sum()
+
+    samples = timing.time_case(fn, sets, flush, warmup=2, iterations=5, trials=2)
+
+    assert [len(t) for t in samples] == [5, 5]
+    assert all(isinstance(s, int) and s > 0 for t in samples for s in t)
+    assert seen == [i % 3 for i in range(14)]  # (2 warm-ups + 5 timed) x 2 trials, cycling the sets
+    assert fake_cuda.count("sync") == 2
+    assert fake_cuda.count(f"spin {protocol.PRE_LAUNCH_SPIN_CYCLES}") == 10
+
+
+def test_ceilings_rate_arithmetic(fake_cuda: list[str], monkeypatch) -> None:
+    monkeypatch.setattr(protocol, "COPY_BYTES", 4096)
+    monkeypatch.setattr(protocol, "MATMUL_SIZE", 16)
+    copy = ceilings.copy_rate(torch.device("cpu"))
+    assert copy["unit"] == "bytes/s" and len(copy["samplesNs"]) == protocol.CEILING_REPEATS
+    assert copy["value"] == pytest.approx(2 * 4096 / (copy["medianNs"] * 1e-9), rel=1e-3)
+    mm = ceilings.matmul_rate(torch.device("cpu"), torch.float32)
+    assert mm["unit"] == "FLOP/s" and "TF32 off" in mm["method"]
+    assert mm["value"] == pytest.approx(2 * 16**3 / (mm["medianNs"] * 1e-9), rel=1e-3)
