@@ -73,3 +73,47 @@ def test_ceilings_rate_arithmetic(fake_cuda: list[str], monkeypatch) -> None:
     mm = ceilings.matmul_rate(torch.device("cpu"), torch.float32)
     assert mm["unit"] == "FLOP/s" and "TF32 off" in mm["method"]
     assert mm["value"] == pytest.approx(2 * 16**3 / (mm["medianNs"] * 1e-9), rel=1e-3)
+
+
+def test_environment_reads_the_device_and_nvidia_smi(monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from kernelindex.rerun import environment
+
+    line = "NVIDIA H200, GPU-1234, 580.159.04, P0, 1980, 1980, 3201, 3201, 120.5, 700.00, 35, Enabled, Default"
+    parsed = environment.parse_smi_line(line)
+    assert parsed["clocks.sm"] == 1980 and parsed["power.draw"] == 120.5 and parsed["pstate"] == "P0"
+    with pytest.raises(ValueError):
+        environment.parse_smi_line("1, 2")
+
+    props = SimpleNamespace(
+        name="NVIDIA H200", major=9, minor=0, multi_processor_count=132, total_memory=150_754_820_096,
+        L2_cache_size=62_914_560,
+    )  # fmt: skip
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: props)
+    monkeypatch.setattr(environment, "smi_query", lambda index: {"via": "nvidia-smi", **parsed})
+    env = environment.environment(torch.device("cuda", 0))
+    assert env["gpu"]["architecture"] == "sm_90" and env["gpu"]["smCount"] == 132
+    assert env["gpu"]["l2CacheBytes"] == 62_914_560 and env["gpu"]["uuid"] == "GPU-1234"
+    assert env["gpu"]["propertiesClockKHz"] is None  # absent from this torch's properties: recorded as such
+    assert env["driverVersion"] == "580.159.04" and env["clocksAtStart"]["clocks.max.sm"] == 1980
+    assert env["software"]["torch"] == torch.__version__ and env["hostname"]
+
+
+def test_environment_without_nvidia_smi_or_nvml_says_why(monkeypatch) -> None:
+    import builtins
+    import shutil
+
+    from kernelindex.rerun import environment
+
+    real_import = builtins.__import__
+
+    def no_pynvml(name, *args, **kwargs):
+        if name == "pynvml":
+            raise ImportError("no pynvml here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(builtins, "__import__", no_pynvml)
+    found = environment.smi_query(0)
+    assert found["via"] == "none" and "nvidia-smi not found" in found["error"] and "pynvml" in found["error"]
