@@ -85,13 +85,18 @@ def test_environment_reads_the_device_and_nvidia_smi(monkeypatch) -> None:
     assert parsed["clocks.sm"] == 1980 and parsed["power.draw"] == 120.5 and parsed["pstate"] == "P0"
     with pytest.raises(ValueError):
         environment.parse_smi_line("1, 2")
+    other = {**parsed, "uuid": "GPU-9999"}
+    assert environment.pick_smi_row([other, parsed], 0, "1234") is parsed  # by UUID first
+    assert environment.pick_smi_row([other, parsed], 1, None) is parsed  # else by position
+    with pytest.raises(ValueError):
+        environment.pick_smi_row([parsed], 3, "77")
 
     props = SimpleNamespace(
         name="NVIDIA H200", major=9, minor=0, multi_processor_count=132, total_memory=150_754_820_096,
         L2_cache_size=62_914_560,
     )  # fmt: skip
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: props)
-    monkeypatch.setattr(environment, "smi_query", lambda index: {"via": "nvidia-smi", **parsed})
+    monkeypatch.setattr(environment, "smi_query", lambda index, uuid: {"via": "nvidia-smi", **parsed})
     env = environment.environment(torch.device("cuda", 0))
     assert env["gpu"]["architecture"] == "sm_90" and env["gpu"]["smCount"] == 132
     assert env["gpu"]["l2CacheBytes"] == 62_914_560 and env["gpu"]["uuid"] == "GPU-1234"

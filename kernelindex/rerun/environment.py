@@ -47,20 +47,33 @@ def parse_smi_line(line: str, fields: list[str] = SMI_FIELDS) -> dict[str, int |
     return {f: _number(v) for f, v in zip(fields, values, strict=True)}
 
 
-def smi_query(index: int) -> dict[str, Any]:
+def pick_smi_row(rows: list[dict[str, Any]], index: int, uuid: str | None) -> dict[str, Any]:
+    """The nvidia-smi row of the CUDA device: by UUID when torch gives one, else by position."""
+    if uuid:
+        want = uuid.lower().removeprefix("gpu-")
+        for row in rows:
+            if str(row.get("uuid", "")).lower().removeprefix("gpu-") == want:
+                return row
+    if 0 <= index < len(rows):
+        return rows[index]
+    raise ValueError(f"nvidia-smi lists {len(rows)} GPU(s); none matches CUDA device {index}")
+
+
+def smi_query(index: int, uuid: str | None = None) -> dict[str, Any]:
     """Current and maximum clocks and the rest of SMI_FIELDS from nvidia-smi, else from NVML (pynvml)."""
     smi = shutil.which("nvidia-smi")
     if smi:
         try:
             done = subprocess.run(
-                [smi, f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits", "-i", str(index)],
+                [smi, f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits"],
                 capture_output=True,
                 text=True,
                 timeout=30,
                 check=True,
             )
-            return {"via": "nvidia-smi", **parse_smi_line(done.stdout.strip().splitlines()[0])}
-        except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
+            rows = [parse_smi_line(line) for line in done.stdout.strip().splitlines() if line.strip()]
+            return {"via": "nvidia-smi", **pick_smi_row(rows, index, uuid)}
+        except (OSError, subprocess.SubprocessError, ValueError) as exc:
             smi_error = f"nvidia-smi failed: {exc}"
     else:
         smi_error = "nvidia-smi not found"
@@ -88,7 +101,8 @@ def environment(device: torch.device) -> dict[str, Any]:
     """The environment record of a bundle (`clocksAtStart` is read now; the runner adds `clocksAtEnd`)."""
     index = device.index if device.index is not None else torch.cuda.current_device()
     props = torch.cuda.get_device_properties(index)
-    smi = smi_query(index)
+    uuid = str(getattr(props, "uuid", "") or "") or None
+    smi = smi_query(index, uuid)
     try:
         import triton
 
@@ -110,7 +124,7 @@ def environment(device: torch.device) -> dict[str, Any]:
             "propertiesClockKHz": getattr(props, "clock_rate", None),
             "propertiesMemoryClockKHz": getattr(props, "memory_clock_rate", None),
             "memoryBusWidthBits": getattr(props, "memory_bus_width", None),
-            "uuid": str(smi.get("uuid", "")) or None,
+            "uuid": str(smi.get("uuid", "")) or uuid,
         },
         "driverVersion": str(smi["driver_version"]) if "driver_version" in smi else None,
         "cudaVersion": torch.version.cuda,

@@ -199,7 +199,7 @@ def measure_workload(
         del inputs, refs, sets
         _free(device)
     finished = utc_now()
-    env_end = dict(env, clocksAtEnd=clocks() if clocks else smi_query(device.index or 0))
+    env_end = dict(env, clocksAtEnd=clocks() if clocks else smi_query(device.index or 0, env["gpu"].get("uuid")))
     written = []
     for impl in impls:
         payload = build_payload(
