@@ -48,20 +48,27 @@ def test_timing_rotates_inputs_flushes_and_keeps_every_sample(fake_cuda: list[st
     flush = timing.flush_buffer(64, "cpu")
     assert flush.numel() * 4 == protocol.L2_FLUSH_FACTOR * 64
     seen: list[int] = []
+    returned: list[torch.Tensor] = []
 
-    def fn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    def fn(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         assert float(flush.abs().sum()) == 0  # written (zeroed) by the timer just before this call
         flush.fill_(1.0)
         seen.append(next(i for i, s in enumerate(sets) if s[0] is a))
-        return a.sum() + b.sum()
+        returned.append(a * 2)
+        return returned[-1], torch.arange(3)
 
     samples = timing.time_case(fn, sets, flush, warmup=2, iterations=5, trials=2)
 
     assert [len(t) for t in samples] == [5, 5]
     assert all(isinstance(s, int) and s > 0 for t in samples for s in t)
     assert seen == [i % 3 for i in range(14)]  # (2 warm-ups + 5 timed) x 2 trials, cycling the sets
+    assert all(bool(out.isnan().all()) for out in returned)  # every output poisoned once timed
+    assert torch.equal(sets[1][0], inputs[0])  # the inputs themselves are never touched
     assert fake_cuda.count("sync") == 2
     assert fake_cuda.count(f"spin {protocol.PRE_LAUNCH_SPIN_CYCLES}") == 10
+    aliasing = [torch.ones(2), torch.ones(2)]
+    timing.time_case(lambda a, b: (a, b[:1]), [aliasing], flush, warmup=1, iterations=1, trials=1)
+    assert bool((aliasing[0] == 1).all()) and bool((aliasing[1] == 1).all())  # an output that is an input
 
 
 def test_ceilings_rate_arithmetic(fake_cuda: list[str], monkeypatch) -> None:

@@ -26,7 +26,7 @@ from kernelindex.rerun.implementations import REGISTRY, Implementation, for_work
 from kernelindex.rerun.inputs import make_inputs
 from kernelindex.rerun.payload import build_payload, case_record, new_id, utc_now
 from kernelindex.rerun.references import REFERENCES
-from kernelindex.rerun.timing import flush_buffer, rotated_inputs, time_case
+from kernelindex.rerun.timing import flush_buffer, poison, rotated_inputs, time_case
 
 
 def _log(line: str) -> None:
@@ -249,6 +249,7 @@ def _measure_one(
         outs = fn(*sets[0])
         _sync(device)
         checks = check_outputs(output_names, outs, refs)
+        poison(outs, sets[0])
         del outs
     except Exception as exc:
         _free(device)

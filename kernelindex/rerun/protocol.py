@@ -73,6 +73,8 @@ def protocol_spec() -> dict[str, Any]:
         "l2Flush": {"bufferFactorOfL2": L2_FLUSH_FACTOR, "where": "before every iteration, outside the timed region"},
         "rotationSets": ROTATION_SETS,
         "preLaunchSpinCycles": PRE_LAUNCH_SPIN_CYCLES,
+        "firstCall": "the correctness check, untimed; compilation and autotuning happen there",
+        "outputs": "filled with NaN after every call, outside the timed region, so no later call inherits them",
         "primaryStatistic": PRIMARY_STATISTIC,
         "suiteStatistic": SUITE_STATISTIC,
         "correctness": {

@@ -20,6 +20,18 @@ def rotated_inputs(inputs: Sequence[torch.Tensor], sets: int = protocol.ROTATION
     return [list(inputs)] + [[t.clone() for t in inputs] for _ in range(sets - 1)]
 
 
+def poison(outputs: Any, inputs: Sequence[torch.Tensor] = ()) -> None:
+    """Fill an implementation's float outputs with NaN before they are freed, so that memory the caching
+    allocator hands to the next implementation never holds correct results: an implementation that
+    leaves elements unwritten fails its correctness check instead of inheriting them. An output that
+    shares storage with an input is left alone."""
+    kept = {t.untyped_storage().data_ptr() for t in inputs}
+    tensors = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
+    for t in tensors:
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.untyped_storage().data_ptr() not in kept:
+            t.fill_(float("nan"))
+
+
 def _spin() -> Callable[[], None]:
     sleep = getattr(torch.cuda, "_sleep", None)
     if protocol.PRE_LAUNCH_SPIN_CYCLES <= 0 or sleep is None:
@@ -39,8 +51,9 @@ def time_case(
     """Raw samples in integer nanoseconds, one list per trial.
 
     Per iteration: write the flush buffer, spin the GPU briefly (so the host queues the launches ahead of
-    the clock), record the start event, call `fn` on the next input set, record the end event. The flush
-    and spin sit outside the events. Events are read after each trial's final synchronize.
+    the clock), record the start event, call `fn` on the next input set, record the end event, then
+    poison the outputs. The flush, spin and poison sit outside the events. Events are read after each
+    trial's final synchronize.
     """
     spin = _spin()
     k = 0
@@ -48,7 +61,8 @@ def time_case(
     for _ in range(trials):
         for _ in range(warmup):
             flush.zero_()
-            fn(*input_sets[k % len(input_sets)])
+            inputs = input_sets[k % len(input_sets)]
+            poison(fn(*inputs), inputs)
             k += 1
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]
@@ -58,8 +72,9 @@ def time_case(
             flush.zero_()
             spin()
             starts[i].record()
-            fn(*inputs)
+            outputs = fn(*inputs)
             ends[i].record()
+            poison(outputs, inputs)
         torch.cuda.synchronize()
         samples.append([max(1, round(s.elapsed_time(e) * 1e6)) for s, e in zip(starts, ends, strict=True)])
     return samples
