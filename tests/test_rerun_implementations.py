@@ -97,7 +97,9 @@ def test_triton_kernels_match_the_reference_under_the_interpreter() -> None:
     jobs = [
         (ADAIN, "kernelindex-039-triton", OUTPUTS[ADAIN], {"N": 2, "C": 3, "H": 5, "W": 7}),
         (ADAIN, "kernelindex-039-triton", OUTPUTS[ADAIN], {"N": 1, "C": 2, "H": 3, "W": 1}),
-        # H*W = 16770 > CHUNK: three chunks per plane, partial sums reduced across chunks and over N
+        (ADAIN, "kernelindex-039-triton", OUTPUTS[ADAIN], {"N": 2, "C": 2, "H": 64, "W": 128}),  # = PLANE_MAX
+        # H*W = 16770 > CHUNK (and > PLANE_MAX): three chunks per plane, partial sums reduced across chunks
+        # and over N; the shapes above take the one-pass path
         (ADAIN, "kernelindex-039-triton", OUTPUTS[ADAIN], {"N": 2, "C": 2, "H": 129, "W": 130}),
         (CONV, "kernelindex-040-triton", OUTPUTS[CONV], CONV_CONST | {"batch_size": 1, "height": 9, "width": 33}),
     ]
@@ -152,7 +154,11 @@ COMPILE_SCRIPT = textwrap.dedent(
              for cfg in a._stats.configs]
     jobs += [(a._apply.fn, apply, dict(CHUNK=a.CHUNK, S_POW2=512, BLOCK=cfg.kwargs["BLOCK"]), cfg.num_warps)
              for cfg in a._apply.configs]
-    jobs.append((a._channels, dict(part_ptr=P, gw_ptr=P, gb_ptr=P, N="i32", C="i32", S="i32"), dict(S_POW2=512), 4))
+    plane = dict(go_ptr=P, x_ptr=P, w_ptr=P, mean_ptr=P, std_ptr=P, part_ptr=P, gi_ptr=P, C="i32", HW="i32",
+                 inv_hw="fp32")
+    jobs.append((a._plane, plane, dict(BLOCK=a.PLANE_MAX), 8))
+    channels = dict(part_ptr=P, gw_ptr=P, gb_ptr=P, N="i32", C="i32", S="i32")
+    jobs += [(a._channels, channels, dict(S_POW2=512), 4), (a._channels, channels, dict(S_POW2=1), 4)]
     jobs.append((fma._fma_kernel, dict(out_ptr=P, a="fp32", b="fp32"),
                  dict(ITERS=fma.ITERS, UNROLL=fma.UNROLL, BLOCK=fma.BLOCK), 4))
     cuobjdump = pathlib.Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
@@ -178,7 +184,7 @@ def test_triton_kernels_compile_for_sm90_without_spilling() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     usage = json.loads(done.stdout.strip().splitlines()[-1])
-    assert len(usage) == 2 + 2 + 2 + 1 + 1
+    assert len(usage) == 2 + 2 + 2 + 1 + 2 + 1
     for name, lines in usage:
         assert lines, name
         assert all(" STACK:0 " in line for line in lines), (name, lines)
