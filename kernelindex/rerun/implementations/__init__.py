@@ -78,7 +78,8 @@ _ALL = [
     ),
     Implementation(
         "kernelindex-039-triton", ADAIN, "adain_bwd_triton", "Triton", "Triton",
-        "Hand-written Triton: per-(n, c) partial sums in one pass, grad_input in a second.", "torch triton",
+        "Hand-written Triton: per-(n, c) partial sums in one pass, grad_input in a second; "
+        "planes of up to 8192 elements in a single pass.", "torch triton",
     ),
     Implementation(
         "kernelindex-040-eager", CONV, "conv_res_eager", "Python", "PyTorch eager",
