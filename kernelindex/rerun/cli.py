@@ -152,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyFileError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.key.stat().st_mode & 0o077:
+        print(f"warning: {args.key} is readable by others; a signing key should be mode 0600", file=sys.stderr)
     from kernelindex.rerun.measure import run_session
 
     try:
