@@ -184,7 +184,7 @@ def test_triton_kernels_compile_for_sm90_without_spilling() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     usage = json.loads(done.stdout.strip().splitlines()[-1])
-    assert len(usage) == 2 + 2 + 2 + 1 + 2 + 1
+    assert len(usage) == 3 + 2 + 2 + 1 + 2 + 1
     for name, lines in usage:
         assert lines, name
         assert all(" STACK:0 " in line for line in lines), (name, lines)
