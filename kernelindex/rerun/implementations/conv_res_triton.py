@@ -35,8 +35,8 @@ HIDDEN = 32
 
 
 @_autotune(
-    # one output pixel per thread: with two, ptxas spills (seen in the sm_90 resource report)
-    # (two-warp tiles keep more of the chip busy on the suite's small images)
+    # One output pixel per thread (with two, ptxas spills: seen in the sm_90 resource report); the
+    # two-warp tile keeps more of the chip busy on the suite's small images.
     configs=[
         triton.Config({"BH": 4, "BW": 32}, num_warps=4),
         triton.Config({"BH": 8, "BW": 32}, num_warps=8),
