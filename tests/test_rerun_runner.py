@@ -219,3 +219,28 @@ def test_cli_names_missing_packages_before_any_work(tmp_path: Path, monkeypatch,
     assert "kernelindex_no_such_package" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
     assert cli.missing_packages("verify") == []
+
+
+def test_cli_summary_table_prints_figures_ceilings_and_failures(capsys) -> None:
+    from kernelindex.rerun import cli
+
+    suite = {"casesPassed": 16, "casesMeasured": 16, "latencyNs": 1_234_567, "boundNs": 61_900.5}
+    failed = {"casesPassed": 15, "casesMeasured": 16, "latencyNs": None, "boundNs": None}
+    summary = {
+        "ceilings": {
+            "copyBytesPerSecond": {"value": 4.3e12, "unit": "bytes/s", "method": "copy"},
+            "fp32FmaFlops": {"error": "RuntimeError: no triton"},
+        },
+        "bundles": [
+            {"implementation": "kernelindex-039-eager", "suite": suite, "status": "passed", "message": None,
+             "path": "out/a.json"},
+            {"implementation": "kernelindex-039-triton", "status": "failed", "message": "case 3: correctness",
+             "suite": failed, "path": "out/b.json"},
+        ],
+    }  # fmt: skip
+    cli._print_summary(summary)
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("kernelindex-039-eager"))
+    assert row.split() == ["kernelindex-039-eager", "16/16", "1.235", "ms", "61.9", "us", "passed"]
+    assert "61.9 us" in out and "4.30 TB/s" in out and "no triton" in out
+    assert "kernelindex-039-triton failed: case 3: correctness" in out and "wrote out/b.json" in out
