@@ -42,6 +42,8 @@ RERUN_SOURCE = SourceInfo(
     licence="Measurements: CC-BY-4.0. Implementations measured: Apache-2.0 (source in the registry).",
 )
 
+RERUN_PROTOCOL_NAME = f"{rerun_protocol.PROTOCOL_NAME}-v{rerun_protocol.PROTOCOL_VERSION}"
+
 # Two controlled reruns agree when their suite figures differ by at most this fraction of the
 # smaller one: the protocol's noise bound (stated on the protocol page).
 AGREEMENT_BOUND = 0.05
@@ -138,7 +140,7 @@ def protocol_manifest() -> BenchmarkProtocol:
             "apiVersion": API_VERSION,
             "kind": "BenchmarkProtocol",
             "metadata": {
-                "name": f"{rerun_protocol.PROTOCOL_NAME}-v{rerun_protocol.PROTOCOL_VERSION}",
+                "name": RERUN_PROTOCOL_NAME,
                 "title": f"KernelIndex rerun protocol v{rerun_protocol.PROTOCOL_VERSION}",
             },
             "spec": {

@@ -12,6 +12,7 @@ from pydantic.alias_generators import to_camel
 
 from kernelindex.db.tables import Source, Workload
 from kernelindex.gpus import TRACKED_GPUS
+from kernelindex.ingest.reruns import RERUN_PROTOCOL_NAME
 from kernelindex.ranking import RankedRun, ineligibility_reasons, rank_group, record_history
 from kernelindex.slugs import slugify
 from kernelindex.store.reruns import RerunBounds
@@ -62,6 +63,8 @@ class GroupTab(Part):
     gpu: str
     stack: str | None
     protocol: str
+    protocol_url: str
+    comparison: str
     run_count: int
     eligible_count: int
     best_latency_ns: int | None
@@ -271,6 +274,12 @@ def build_leaderboard(
                 gpu=members[0].gpu_product,
                 stack=members[0].stack,
                 protocol=members[0].protocol_title,
+                protocol_url=f"/protocols/{members[0].protocol_name}",
+                comparison=(
+                    "Controlled rerun comparison"
+                    if members[0].protocol_name == RERUN_PROTOCOL_NAME
+                    else "Source-native comparison"
+                ),
                 run_count=len(members),
                 eligible_count=len(ranks[key]),
                 best_latency_ns=best.run.latency_ns if best else None,

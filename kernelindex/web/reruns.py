@@ -11,7 +11,7 @@ from fastapi.responses import Response
 from sqlalchemy import func, select
 
 from kernelindex.db.tables import Protocol, Run
-from kernelindex.ingest.reruns import AGREEMENT_BOUND
+from kernelindex.ingest.reruns import AGREEMENT_BOUND, RERUN_PROTOCOL_NAME
 from kernelindex.rerun import protocol as rerun_protocol
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.rerun.roofline import ASSUMPTION
@@ -23,7 +23,6 @@ from kernelindex.web.pages import PageContext, cached_response, page_route, rend
 from kernelindex.web.run_page import Fact
 
 router = APIRouter()
-RERUN_PROTOCOL = f"{rerun_protocol.PROTOCOL_NAME}-v{rerun_protocol.PROTOCOL_VERSION}"
 
 
 class ProtocolPage(PageContext):
@@ -130,7 +129,7 @@ def protocol_page(request: Request, name: str, session: SessionDep) -> Response:
         title=protocol.title,
         digest=protocol.digest,
         facts=facts,
-        rules=rerun_rules() if name == RERUN_PROTOCOL else [],
+        rules=rerun_rules() if name == RERUN_PROTOCOL_NAME else [],
         run_count=run_count,
         manifest=manifest,
     )

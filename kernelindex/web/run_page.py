@@ -340,7 +340,11 @@ def build_run_page(
         ],
         source_metrics=[Fact(label=key, value=json.dumps(value), mono=True) for key, value in metrics.items()],
         protocol=[
-            Fact(label="harness", value=f"{protocol_spec['harness']['name']} {protocol_spec['harness']['version']}"),
+            Fact(
+                label="harness",
+                value=f"{protocol_spec['harness']['name']} {protocol_spec['harness']['version']}",
+                url=f"/protocols/{run.protocol.name}",
+            ),
             Fact(label="timer", value=protocol_spec["measurement"]["timer"], mono=True),
             Fact(label="primaryStatistic", value=protocol_spec["measurement"]["primaryStatistic"], mono=True),
             Fact(label="correctnessReference", value=protocol_spec["correctness"]["reference"]),
