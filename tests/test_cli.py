@@ -218,9 +218,12 @@ def test_serve_migrates_loads_the_bundled_snapshot_and_serves(tmp_path):
         assert response.status_code == 200
         assert response.json()["workloadCount"] == 235
         assert httpx.get(f"http://127.0.0.1:{port}/runs/sol-submission-16893.json").status_code == 200
+        gpu = httpx.get(f"http://127.0.0.1:{port}/gpus/h200.json").json()
+        assert gpu["gpu"]["measuredWorkloads"] == 2, gpu
     finally:
         process.send_signal(signal.SIGINT)
         output = process.communicate(timeout=20)[0]
     assert "loading the bundled SOL-ExecBench snapshot" in output
+    assert "Loading the bundled controlled reruns" in output and "refused" not in output
     assert "succeeded" in output
     assert PROJECT_ROOT.exists()
