@@ -71,6 +71,11 @@ def test_the_leaderboard_gains_an_h200_group_with_evidence_badges(client, reruns
     held = {row["name"]: row for row in board["ineligible"]}
     assert "faster than" in " ".join(held[names[3]]["reasons"])
     shown = html(client, f"/workloads/{ADAIN}?group={h200['key'].removeprefix('sha256:')[:16]}")
+    assert "Controlled rerun comparison" in shown.select_one("#leaderboard").get_text()
+    headers = [th.get_text(strip=True) for th in shown.select("table.ranked thead th")]
+    assert "% of bound" in headers and "% SOL" not in headers
+    share = client.get(f"/runs/{names[0]}.json").json()["rerun"]["percentOfBound"]
+    assert ranked[names[0]]["percentOfSol"] == f"{float(share.removesuffix('%')):.0f}%"
     badges = [badge.get_text(strip=True) for badge in shown.select("#leaderboard .badge")]
     assert "Independently replicated" in badges and "KernelIndex verified" in badges
 

@@ -64,7 +64,7 @@ class GroupTab(Part):
     stack: str | None
     protocol: str
     protocol_url: str
-    comparison: str
+    controlled_rerun: bool
     run_count: int
     eligible_count: int
     best_latency_ns: int | None
@@ -205,7 +205,12 @@ def _row(view: RunView, ranked: RankedRun | None) -> RunRow:
         latency=latency(view.latency_ns),
         statistic=view.primary_statistic,
         sol_score=view.sol_score,
-        percent_of_sol=percent_of_sol(view.sol_score),
+        # A controlled rerun has no source SOL score: the share of its GPU's roofline bound stands in.
+        percent_of_sol=(
+            f"{view.metrics['percent_of_bound']:.0f}%"
+            if view.sol_score is None and "percent_of_bound" in view.metrics
+            else percent_of_sol(view.sol_score)
+        ),
         vs_best=ranked.vs_best if ranked else None,
         vs_best_text=ratio(ranked.vs_best) if ranked else "–",
         evidence=view.evidence,
@@ -275,11 +280,7 @@ def build_leaderboard(
                 stack=members[0].stack,
                 protocol=members[0].protocol_title,
                 protocol_url=f"/protocols/{members[0].protocol_name}",
-                comparison=(
-                    "Controlled rerun comparison"
-                    if members[0].protocol_name == RERUN_PROTOCOL_NAME
-                    else "Source-native comparison"
-                ),
+                controlled_rerun=members[0].protocol_name == RERUN_PROTOCOL_NAME,
                 run_count=len(members),
                 eligible_count=len(ranks[key]),
                 best_latency_ns=best.run.latency_ns if best else None,
