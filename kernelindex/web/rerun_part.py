@@ -13,6 +13,7 @@ from typing import Any
 
 from kernelindex.db.rerun_tables import RerunResult
 from kernelindex.rerun.implementations import REGISTRY
+from kernelindex.web.chart import ChartTick
 from kernelindex.web.format import latency
 from kernelindex.web.leaderboard import Part
 
@@ -48,17 +49,12 @@ class CaseMark(Part):
     label: str
 
 
-class Tick(Part):
-    position: float
-    label: str
-
-
 class SamplesChart(Part):
     width: int = CHART_WIDTH
     height: int = CHART_HEIGHT
     box_width: float
     cases: list[CaseMark]
-    y_ticks: list[Tick]
+    y_ticks: list[ChartTick]
 
 
 class Ceiling(Part):
@@ -193,7 +189,7 @@ def samples_chart(cases: list[dict[str, Any]], bounds_ns: list[int]) -> SamplesC
         )
         for i, (case, bound) in enumerate(zip(cases, bounds_ns, strict=True))
     ]
-    ticks = [Tick(position=y(10**value), label=latency(round(10**value))) for value in _steps(low, high)]
+    ticks = [ChartTick(position=y(10**value), label=latency(round(10**value))) for value in _steps(low, high)]
     return SamplesChart(box_width=round(min(step * 0.5, 16), 1), cases=marks, y_ticks=ticks)
 
 
