@@ -6,6 +6,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import httpx
@@ -14,6 +15,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from kernelindex.settings import Settings
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+    from sqlalchemy.orm import Session, sessionmaker
 
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
@@ -127,6 +132,26 @@ def print_report(summary: object) -> None:
         err.print("Upstream fields not in the mapping (schema drift): " + ", ".join(summary.drift))
 
 
+@contextmanager
+def _exclusive(engine: Engine, sessions: sessionmaker[Session]) -> Iterator[None]:
+    """Hold the ingest lock (exit 3 with a message if another writer has it), and close
+    the reports of ingests that died before finishing."""
+    from datetime import UTC, datetime
+
+    from kernelindex.ingest.lock import IngestLocked, ingest_lock
+    from kernelindex.store.ingest import close_interrupted_reports
+
+    try:
+        with ingest_lock(engine):
+            with sessions.begin() as session:
+                if interrupted := close_interrupted_reports(session, datetime.now(UTC)):
+                    err.print(f"[yellow]{interrupted} earlier ingest(s) had stopped before finishing.[/]")
+            yield
+    except IngestLocked as exc:
+        err.print(f"[red]Not started:[/] {exc}")
+        sys.exit(3)
+
+
 @main.group()
 def ingest() -> None:
     """Pull records from an upstream source into the store."""
@@ -152,11 +177,10 @@ def ingest_sol_execbench(base_url: str | None, snapshot: Path | None, database_u
     settings = _settings(database_url)
     _run_or_exit(lambda: migrate.upgrade(settings.database_url), "could not migrate the store")
     engine = make_engine(settings.database_url)
+    sessions = make_sessionmaker(engine)
     try:
-        with _progress("SOL-ExecBench") as progress:
-            summary = ingest_source(
-                make_sessionmaker(engine), settings, base_url=base_url, snapshot=snapshot, progress=progress
-            )
+        with _exclusive(engine, sessions), _progress("SOL-ExecBench") as progress:
+            summary = ingest_source(sessions, settings, base_url=base_url, snapshot=snapshot, progress=progress)
     except SnapshotError as exc:
         err.print(f"[red]Snapshot refused:[/] {exc}")
         sys.exit(1)
@@ -277,7 +301,7 @@ def serve(host: str, port: int, database_url: str | None) -> None:
         empty = store_is_empty(session)
     if empty:
         err.print("The store is empty: loading the bundled SOL-ExecBench snapshot…")
-        with _progress("Loading snapshot") as progress:
+        with _exclusive(engine, sessions), _progress("Loading snapshot") as progress:
             summary = ingest_source(sessions, settings, snapshot=BUNDLED_SNAPSHOT, progress=progress)
         print_report(summary)
     engine.dispose()
