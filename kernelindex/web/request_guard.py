@@ -65,25 +65,10 @@ async def _refuse(scope: Scope, send: Send, status: int, title: str, detail: str
 
 
 MAX_BODY_BYTES = 64 * 1024
-# A control character escaped in JSON (\u0000 and friends), not preceded by an escaping backslash.
-JSON_CONTROL = re.compile(rb"(?<!\\)(?:\\\\)*\\u00(?:0[0-8bBcCeEfF]|1[0-9a-fA-F]|7[fF])")
-
-
-def body_has_control_characters(content_type: str, body: bytes) -> bool:
-    """Whether a form or JSON body carries a control character in a value (tabs and line
-    breaks are text; NUL, escape and the like are not, and PostgreSQL refuses NUL)."""
-    if content_type.startswith("application/x-www-form-urlencoded"):
-        return CONTROL.search(unquote_to_bytes(body.replace(b"+", b" "))) is not None
-    if content_type.startswith("multipart/form-data"):
-        return CONTROL.search(body) is not None
-    if "json" in content_type:
-        return JSON_CONTROL.search(body) is not None
-    return False
 
 
 class BodyLimit:
-    """Read the request body before the app does: refuse one over ``MAX_BODY_BYTES`` (413),
-    declared or streamed, and a form or JSON body with control characters in it (400)."""
+    """Refuse request bodies over ``MAX_BODY_BYTES`` (413), declared or streamed."""
 
     def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES):
         self.app = app
@@ -93,33 +78,25 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        too_large = (413, "Request too large", f"Requests are limited to {self.max_bytes} bytes.")
-        headers = dict(scope.get("headers", []))
-        declared = headers.get(b"content-length")
+        declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await _refuse(scope, send, *too_large)
+            await _refuse(scope, send, 413, "Request too large", f"Requests are limited to {self.max_bytes} bytes.")
             return
-        messages: list[Message] = []
-        body = b""
-        while True:
+        received = 0
+
+        async def counted() -> Message:
+            nonlocal received
             message = await receive()
-            messages.append(message)
-            if message["type"] != "http.request":
-                break
-            body += message.get("body", b"")
-            if len(body) > self.max_bytes:
-                await _refuse(scope, send, *too_large)
-                return
-            if not message.get("more_body"):
-                break
-        content_type = headers.get(b"content-type", b"").decode("latin-1").lower()
-        if body_has_control_characters(content_type, body):
-            detail = "The request carries control characters (such as NUL) in its content, which no field accepts."
-            await _refuse(scope, send, 400, "Bad request", detail)
-            return
-        pending = iter(messages)
+            received += len(message.get("body", b""))
+            if received > self.max_bytes:
+                raise TooLarge()
+            return message
 
-        async def replay() -> Message:
-            return next(pending, None) or await receive()
+        try:
+            await self.app(scope, counted, send)
+        except TooLarge:
+            await _refuse(scope, send, 413, "Request too large", f"Requests are limited to {self.max_bytes} bytes.")
 
-        await self.app(scope, replay, send)
+
+class TooLarge(Exception):
+    pass
