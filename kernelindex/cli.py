@@ -6,14 +6,20 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import httpx
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from sqlalchemy.exc import SQLAlchemyError
 
 from kernelindex.settings import Settings
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+    from sqlalchemy.orm import Session, sessionmaker
 
 err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
@@ -127,6 +133,26 @@ def print_report(summary: object) -> None:
         err.print("Upstream fields not in the mapping (schema drift): " + ", ".join(summary.drift))
 
 
+@contextmanager
+def _exclusive(engine: Engine, sessions: sessionmaker[Session]) -> Iterator[None]:
+    """Hold the ingest lock (exit 3 with a message if another writer has it), and close
+    the reports of ingests that died before finishing."""
+    from datetime import UTC, datetime
+
+    from kernelindex.ingest.lock import IngestLocked, ingest_lock
+    from kernelindex.store.ingest import close_interrupted_reports
+
+    try:
+        with ingest_lock(engine):
+            with sessions.begin() as session:
+                if interrupted := close_interrupted_reports(session, datetime.now(UTC)):
+                    err.print(f"[yellow]{interrupted} earlier ingest(s) had stopped before finishing.[/]")
+            yield
+    except IngestLocked as exc:
+        err.print(f"[red]Not started:[/] {exc}")
+        sys.exit(3)
+
+
 @main.group()
 def ingest() -> None:
     """Pull records from an upstream source into the store."""
@@ -152,11 +178,10 @@ def ingest_sol_execbench(base_url: str | None, snapshot: Path | None, database_u
     settings = _settings(database_url)
     _run_or_exit(lambda: migrate.upgrade(settings.database_url), "could not migrate the store")
     engine = make_engine(settings.database_url)
+    sessions = make_sessionmaker(engine)
     try:
-        with _progress("SOL-ExecBench") as progress:
-            summary = ingest_source(
-                make_sessionmaker(engine), settings, base_url=base_url, snapshot=snapshot, progress=progress
-            )
+        with _exclusive(engine, sessions), _progress("SOL-ExecBench") as progress:
+            summary = ingest_source(sessions, settings, base_url=base_url, snapshot=snapshot, progress=progress)
     except SnapshotError as exc:
         err.print(f"[red]Snapshot refused:[/] {exc}")
         sys.exit(1)
@@ -164,6 +189,71 @@ def ingest_sol_execbench(base_url: str | None, snapshot: Path | None, database_u
         engine.dispose()
     print_report(summary)
     sys.exit(0 if summary.status == "succeeded" else 1)
+
+
+# --- export / import ------------------------------------------------------------------
+
+
+@main.command("export")
+@click.argument("file", type=click.Path(dir_okay=False, writable=True, path_type=Path))
+@database_url_option
+def export_store(file: Path, database_url: str | None) -> None:
+    """Back up the whole store to FILE (gzipped JSON Lines with a checksum)."""
+    from alembic.runtime.migration import MigrationContext
+
+    from kernelindex.db import migrate
+    from kernelindex.db.engine import make_engine
+    from kernelindex.store.backup import write_backup
+
+    settings = _settings(database_url)
+    engine = make_engine(settings.database_url)
+    try:
+        with engine.connect() as connection:
+            revision = MigrationContext.configure(connection).get_current_revision()
+        if revision != migrate.head_revision():
+            err.print(
+                f"[red]Not exported:[/] the store is at migration {revision}, this KernelIndex at "
+                f"{migrate.head_revision()}; run `kernelindex db upgrade` first."
+            )
+            sys.exit(1)
+        summary = write_backup(engine, file, migrate.head_revision())
+    except (OSError, SQLAlchemyError) as exc:
+        err.print(f"[red]Not exported:[/] {exc}")
+        sys.exit(1)
+    finally:
+        engine.dispose()
+    err.print(f"[green]Exported {summary.rows} rows of {len(summary.tables)} tables to {file}.[/]")
+
+
+@main.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--replace", is_flag=True, help="Empty a store that holds anything before loading FILE.")
+@database_url_option
+def import_store(file: Path, replace: bool, database_url: str | None) -> None:
+    """Restore a backup made by `kernelindex export`: checked whole first, then written all or nothing."""
+    from kernelindex.db import migrate
+    from kernelindex.db.engine import make_engine
+    from kernelindex.ingest.lock import IngestLocked, ingest_lock
+    from kernelindex.store.backup import BackupError, restore_backup
+
+    settings = _settings(database_url)
+    _run_or_exit(lambda: migrate.upgrade(settings.database_url), "could not migrate the store")
+    engine = make_engine(settings.database_url)
+    try:
+        with ingest_lock(engine):
+            summary = restore_backup(engine, file, migrate.head_revision(), replace=replace)
+    except IngestLocked as exc:
+        err.print(f"[red]Not imported:[/] {exc}")
+        sys.exit(3)
+    except BackupError as exc:
+        err.print(f"[red]Not imported, nothing was written:[/] {exc}")
+        sys.exit(1)
+    except (OSError, SQLAlchemyError) as exc:
+        err.print(f"[red]Not imported, nothing was written:[/] {exc}")
+        sys.exit(1)
+    finally:
+        engine.dispose()
+    err.print(f"[green]Imported {summary.rows} rows of {len(summary.tables)} tables from {file}.[/]")
 
 
 # --- verify -----------------------------------------------------------------------
@@ -339,7 +429,7 @@ def serve(host: str, port: int, database_url: str | None) -> None:
         empty = store_is_empty(session)
     if empty:
         err.print("The store is empty: loading the bundled SOL-ExecBench snapshot…")
-        with _progress("Loading snapshot") as progress:
+        with _exclusive(engine, sessions), _progress("Loading snapshot") as progress:
             summary = ingest_source(sessions, settings, snapshot=BUNDLED_SNAPSHOT, progress=progress)
         print_report(summary)
         err.print("Loading the bundled controlled reruns…")

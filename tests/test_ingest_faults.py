@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 import httpx
 import pytest
@@ -11,8 +13,11 @@ from sqlalchemy.orm import joinedload
 
 from kernelindex.db.tables import IngestionReport, ManifestVersion, Run, Workload
 from kernelindex.ingest.runner import run_ingest
+from kernelindex.ingest.sources import ingest_sol_execbench
+from kernelindex.settings import Settings
 from kernelindex.store import ingest as store_ingest
-from tests.upstream import FakeUpstream
+from tests.servers import serving
+from tests.upstream import FakeUpstream, served
 
 
 def ingest(db, upstream: FakeUpstream, **kwargs):  # type: ignore[no-untyped-def]
@@ -287,3 +292,57 @@ def test_changed_workload_definition_replaces_its_cases_and_keeps_its_history(db
     assert old_cases == 16 and digests == {old_digest, workload.digest}
     # The workload's runs refer to it by digest, so they got new digests too, each with its history.
     assert summary.counts["updated"]["run"] == 3
+
+
+# --- A real upstream on 127.0.0.1 misbehaving at the socket's level -----------------------
+
+STALL_S = 1.5
+TIMEOUT_S = 0.3
+
+
+async def stall_before_answering(send, path: bytes) -> bool:  # type: ignore[no-untyped-def]
+    if not path.endswith(b"/kernels/40"):
+        return False
+    await asyncio.sleep(STALL_S)
+    return True
+
+
+async def stall_mid_body(send, path: bytes) -> bool:  # type: ignore[no-untyped-def]
+    if not path.endswith(b"/kernels/40"):
+        return False
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2000")]})
+    await send({"type": "http.response.body", "body": b'{"data": {"id": 40, ', "more_body": True})
+    await asyncio.sleep(STALL_S)
+    return True
+
+
+async def cut_body_short(send, path: bytes) -> bool:  # type: ignore[no-untyped-def]
+    if not path.endswith(b"/kernels/40"):
+        return False
+    # Fewer bytes than announced, then the connection closes: the server dies mid-response.
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2000")]})
+    await send({"type": "http.response.body", "body": b'{"data": {"id": 40, '})
+    return True
+
+
+@pytest.mark.parametrize(
+    ("misbehave", "message"),
+    [
+        pytest.param(stall_before_answering, "timed out 2 times", id="stall-past-timeout"),
+        pytest.param(stall_mid_body, "timed out 2 times", id="stall-mid-body"),
+        pytest.param(cut_body_short, "connection failed", id="truncated-body"),
+    ],
+)
+def test_real_upstream_stalling_or_cut_short_fails_that_kernel_alone(db, misbehave, message):
+    upstream = FakeUpstream()
+    settings = Settings(database_url=db.url, http_timeout_s=TIMEOUT_S, http_retries=1)
+    with serving(served(upstream, misbehave)) as url:
+        started = time.monotonic()
+        summary = ingest_sol_execbench(db.sessions, settings, base_url=f"{url}/api/", sleep=lambda _: None)
+        elapsed = time.monotonic() - started
+    assert summary.status == "partial"
+    assert summary.counts["units"] == {"listed": 3, "ingested": 2, "failed": 1}
+    assert len(summary.errors) == 1 and "/kernels/40" in summary.errors[0] and message in summary.errors[0]
+    assert workload_ids(db) == {"39", "62"}
+    # The timeout bounds the wait: two attempts, not two full stalls.
+    assert elapsed < 2 * STALL_S

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,3 +66,26 @@ class FakeUpstream:
     def adapter(self, page_limit: int = 2, retries: int = 2) -> SolExecBench:
         client = httpx.Client(transport=httpx.MockTransport(self._handle), base_url=BASE_URL)
         return SolExecBench(JsonFetcher(client, retries=retries, sleep=lambda _: None), page_limit=page_limit)
+
+
+Misbehaviour = Callable[[Any, bytes], Awaitable[bool]]
+
+
+def served(upstream: FakeUpstream, misbehave: Misbehaviour | None = None) -> Any:
+    """``upstream`` as an ASGI app, to run under a real HTTP server. ``misbehave(send, path)``
+    may answer a request itself at the socket's level (stall, cut the body short) and
+    returns whether it did."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        assert scope["type"] == "http"
+        path = scope["path"].encode()
+        if misbehave is not None and await misbehave(send, path):
+            return
+        query = scope["query_string"].decode()
+        response = upstream._handle(httpx.Request("GET", f"http://upstream.test{scope['path']}?{query}"))
+        body = response.read()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return app

@@ -68,6 +68,9 @@ def create_api_key(session: Session, user: User, label: str, scopes: list[str]) 
     label = label.strip()
     if not 1 <= len(label) <= 100:
         raise AccountError("Give the key a label of 1 to 100 characters, so you can tell your keys apart.")
+    # NUL above all: PostgreSQL refuses it in text, so it would fail the write, not the form.
+    if any(ord(character) < 32 or character == "\x7f" for character in label):
+        raise AccountError("The label contains control characters; type it again without them.")
     prefix = secrets.token_hex(6)
     secret = f"{KEY_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     key = ApiKey(

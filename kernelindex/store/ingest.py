@@ -243,3 +243,20 @@ def start_report(session: Session, source: Source, origin: str, now: datetime) -
     session.add(report)
     session.flush()
     return report
+
+
+INTERRUPTED = "this ingest stopped before it finished (killed or crashed); the next run picked up its work"
+
+
+def close_interrupted_reports(session: Session, now: datetime) -> int:
+    """Mark reports still ``running`` as ``interrupted``; returns how many.
+
+    Only call this while holding the ingest lock: then no ingest is running, so a report
+    still ``running`` belongs to one that died (killed, or its machine lost power).
+    """
+    reports = session.scalars(select(IngestionReport).where(IngestionReport.status == "running")).all()
+    for report in reports:
+        report.status = "interrupted"
+        report.finished_at = now
+        report.errors = [*report.errors, INTERRUPTED]
+    return len(reports)

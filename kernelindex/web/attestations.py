@@ -14,6 +14,7 @@ from pydantic.alias_generators import to_camel
 from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.store import accounts
 from kernelindex.store.attestations import SubmissionError, add_attestation, attestation_by_name
+from kernelindex.web.api import Problem
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound, problem
 from kernelindex.web.pages import PageContext, page_route, render_page
@@ -81,6 +82,20 @@ class CreatedAttestation(BaseModel):
     tags=["attestations"],
     summary="Add an attestation to a run (API key with the attest scope, as a Bearer token)",
     operation_id="createAttestation",
+    # The body is read by hand (to answer a missing key before parsing it), so it is declared here.
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": NewAttestation.model_json_schema(by_alias=True)}},
+        }
+    },
+    responses={
+        "4XX": {
+            "description": "Problem details (RFC 9457): 400 invalid body, 401 no usable key, 404 unknown run, "
+            "413 body over 64 KiB, 429 over the daily limit.",
+            "content": {"application/problem+json": {"schema": Problem.model_json_schema()}},
+        }
+    },
 )
 async def create_attestation(request: Request, name: str, session: SessionDep) -> Response:
     authorization = request.headers.get("authorization", "")

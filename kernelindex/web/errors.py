@@ -7,9 +7,22 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 
 log = logging.getLogger("kernelindex.web")
+
+# How long a client should wait before asking again while the database is in trouble.
+RETRY_AFTER_S = 10
+UNREACHABLE = "The database cannot be reached at the moment. Nothing was lost; try again in a few seconds."
+READ_ONLY = (
+    "The registry is read-only at the moment (maintenance): reading works, but changes cannot be saved. "
+    "Nothing was saved; try again later."
+)
+# SQLSTATE 25006, read_only_sql_transaction: PostgreSQL refusing a write (a read-only
+# database, or a hot standby after a failover).
+READ_ONLY_SQLSTATE = "25006"
 
 TITLES = {
     400: "Bad request",
@@ -63,6 +76,19 @@ def error_response(request: Request, status: int, detail: str) -> Response:
     )
 
 
+def database_trouble(exc: SQLAlchemyError) -> str | None:
+    """What to tell a person when ``exc`` means the database is down or refuses writes;
+    None when it is a bug (a constraint, a bad query), which stays a logged 500."""
+    orig = getattr(exc, "orig", None)
+    if getattr(orig, "sqlstate", None) == READ_ONLY_SQLSTATE or "readonly database" in str(orig):
+        return READ_ONLY
+    if isinstance(exc, OperationalError | InterfaceError | DisconnectionError | PoolTimeout):
+        return UNREACHABLE
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return UNREACHABLE
+    return None
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
@@ -81,6 +107,19 @@ def install_error_handlers(app: FastAPI) -> None:
             where = ".".join(str(part) for part in error["loc"] if part not in ("query", "path", "body"))
             parts.append(f"{where}: {error['msg']}" if where else error["msg"])
         return error_response(request, 400, "; ".join(parts))
+
+    @app.exception_handler(SQLAlchemyError)
+    async def database_error(request: Request, exc: SQLAlchemyError) -> Response:
+        detail = database_trouble(exc)
+        if detail is None:
+            return await unexpected(request, exc)
+        # No traceback: this is the database's state, not a bug. Pooled connections are
+        # checked before use (pre-ping), so pages come back by themselves when it does.
+        log.warning("database trouble on %s: %s", request.url.path, str(exc).splitlines()[0])
+        response = error_response(request, 503, detail)
+        response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        response.headers["Cache-Control"] = "no-store"
+        return response
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:

@@ -1,0 +1,282 @@
+"""Backup and restore of a whole store: ``kernelindex export FILE`` / ``kernelindex import FILE``.
+
+A backup is one gzip file of JSON Lines:
+
+1. a header: ``{"format": "kernelindex-backup", "version": 1, "schema": <migration>,
+   "createdAt": …, "tables": {table: rows, …}}``;
+2. one ``{"table": …, "row": {column: value, …}}`` line per row, table by table in an
+   order where every row comes after the rows it refers to, each table in primary-key
+   order; timestamps are ISO 8601 strings in UTC, everything else is plain JSON;
+3. a trailer: ``{"end": "kernelindex-backup", "lines": n, "sha256": …}``, the hex SHA-256
+   of every byte before it (uncompressed).
+
+It holds every table except the rate-limit counters (short-lived) and the generated
+session secret (a backup file should not let its reader forge sessions); so accounts
+travel, as Argon2id password hashes and SHA-256 hashes of API keys, because attestations,
+reports and the audit log name their authors. Manifests are copied as stored text, so
+every digest survives byte for byte.
+
+An import checks the whole file before writing anything: gzip intact, header and trailer
+present, checksum, row counts, every column known, and every manifest's digest
+recomputed. Then it writes everything in one transaction: all or nothing.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import tempfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from sqlalchemy import Connection, Engine, Table, delete, func, select, text
+
+import kernelindex.db.tables  # noqa: F401  (puts every table on Base.metadata)
+from kernelindex.db.base import Base, UtcDateTime
+from kernelindex.manifests.digest import manifest_digest
+
+FORMAT = "kernelindex-backup"
+VERSION = 1
+LEFT_OUT = frozenset({"rate_limit_counter", "app_secret"})
+# Tables whose rows carry a manifest and the digest it must have.
+MANIFEST_TABLES = frozenset(
+    {"workload", "implementation", "protocol", "environment", "run", "attestation", "manifest_version"}
+)
+INSERT_BATCH = 1000
+
+
+class BackupError(Exception):
+    """The file is not a complete, untampered backup this store can take."""
+
+
+@dataclass(frozen=True)
+class BackupSummary:
+    schema: str
+    tables: dict[str, int]
+
+    @property
+    def rows(self) -> int:
+        return sum(self.tables.values())
+
+
+def backed_up_tables() -> list[Table]:
+    """The tables a backup holds, parents before children."""
+    return [table for table in Base.metadata.sorted_tables if table.name not in LEFT_OUT]
+
+
+def _encode(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _decode(table: Table, row: dict[str, Any]) -> dict[str, Any]:
+    unknown = set(row) - set(table.columns.keys())
+    if unknown:
+        raise BackupError(f"{table.name} has no column {', '.join(sorted(unknown))}")
+    decoded = dict(row)
+    for column in table.columns:
+        value = row.get(column.name)
+        if isinstance(column.type, UtcDateTime) and value is not None:
+            try:
+                decoded[column.name] = datetime.fromisoformat(value).astimezone(UTC)
+            except (TypeError, ValueError):
+                raise BackupError(f"{table.name}.{column.name} is not a timestamp: {value!r}") from None
+    return decoded
+
+
+# --- Export ------------------------------------------------------------------------------
+
+
+@contextmanager
+def _snapshot(engine: Engine) -> Iterator[Connection]:
+    """A connection reading one consistent state of the store, whatever writes meanwhile."""
+    if engine.dialect.name == "postgresql":
+        with engine.connect().execution_options(isolation_level="REPEATABLE READ") as connection:
+            connection.execute(text("SET TRANSACTION READ ONLY"))
+            yield connection
+        return
+    # pysqlite issues no BEGIN before a SELECT, so each query would see its own state; an
+    # explicit BEGIN makes one read transaction, a WAL snapshot that writers do not disturb.
+    with engine.connect() as connection:
+        connection.exec_driver_sql("BEGIN")
+        try:
+            yield connection
+        finally:
+            connection.rollback()
+
+
+def write_backup(engine: Engine, path: Path, schema: str) -> BackupSummary:
+    """Write a backup of the store behind ``engine`` to ``path`` (replaced atomically)."""
+    tables = backed_up_tables()
+    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-", suffix=".tmp")
+    temporary = Path(name)
+    try:
+        with _snapshot(engine) as connection, os.fdopen(handle, "wb") as raw:
+            counts = {t.name: connection.scalar(select(func.count()).select_from(t)) or 0 for t in tables}
+            checksum = hashlib.sha256()
+            lines = 0
+            # mtime 0 and no file name: the same store gives the same compressed bytes.
+            with gzip.GzipFile(fileobj=raw, mode="wb", filename="", mtime=0) as out:
+
+                def emit(value: dict[str, Any]) -> None:
+                    nonlocal lines
+                    data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+                    checksum.update(data)
+                    out.write(data)
+                    lines += 1
+
+                created = datetime.now(UTC).isoformat()
+                emit({"format": FORMAT, "version": VERSION, "schema": schema, "createdAt": created, "tables": counts})
+                for table in tables:
+                    statement = select(table).order_by(*table.primary_key.columns)
+                    for row in connection.execute(statement.execution_options(yield_per=INSERT_BATCH)):
+                        emit({"table": table.name, "row": {k: _encode(v) for k, v in row._mapping.items()}})
+                trailer = {"end": FORMAT, "lines": lines, "sha256": checksum.hexdigest()}
+                out.write(json.dumps(trailer).encode() + b"\n")
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return BackupSummary(schema=schema, tables=counts)
+
+
+# --- Import ------------------------------------------------------------------------------
+
+
+def _lines(path: Path) -> Iterator[bytes]:
+    try:
+        with gzip.open(path, "rb") as stream:
+            yield from _read_lines(stream)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise BackupError(f"{path.name} is truncated or is not a gzip file ({exc})") from None
+
+
+def _read_lines(stream: IO[bytes]) -> Iterator[bytes]:
+    for line in stream:
+        if not line.endswith(b"\n"):
+            raise BackupError("the last line is cut short: the file is truncated")
+        yield line
+
+
+def _json(line: bytes, number: int) -> dict[str, Any]:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        raise BackupError(f"line {number} is not JSON") from None
+    if not isinstance(value, dict):
+        raise BackupError(f"line {number} is not a JSON object")
+    return value
+
+
+def check_backup(path: Path, schema: str) -> BackupSummary:
+    """Read the whole file and raise ``BackupError`` unless it is complete and untampered."""
+    checksum = hashlib.sha256()
+    header: dict[str, Any] | None = None
+    trailer: dict[str, Any] | None = None
+    seen: dict[str, int] = {}
+    tables = {table.name: table for table in backed_up_tables()}
+    lines = 0
+    for number, line in enumerate(_lines(path), start=1):
+        if trailer is not None:
+            raise BackupError(f"line {number} comes after the end of the backup")
+        value = _json(line, number)
+        if number == 1:
+            header = value
+            if header.get("format") != FORMAT or header.get("version") != VERSION:
+                raise BackupError(f"{path.name} is not a KernelIndex backup of format version {VERSION}")
+            if header.get("schema") != schema:
+                raise BackupError(
+                    f"the backup was written at schema {header.get('schema')!r}, this KernelIndex is at {schema!r}: "
+                    "import it with the version that wrote it, then upgrade"
+                )
+        elif "end" in value:
+            trailer = value
+            continue
+        else:
+            _check_row(value, number, tables)
+            seen[value["table"]] = seen.get(value["table"], 0) + 1
+        checksum.update(line)
+        lines += 1
+    if header is None:
+        raise BackupError(f"{path.name} is empty")
+    if trailer is None:
+        raise BackupError(f"{path.name} has no end line: the file is truncated")
+    if trailer.get("lines") != lines or trailer.get("sha256") != checksum.hexdigest():
+        raise BackupError("the checksum does not match: the file was changed or damaged after it was written")
+    declared = header.get("tables")
+    expected = {name: count for name, count in declared.items() if count} if isinstance(declared, dict) else None
+    if expected != seen or not set(seen) <= set(tables):
+        raise BackupError(f"the rows do not match the header's counts ({declared} declared, {seen} found)")
+    return BackupSummary(schema=schema, tables={name: seen.get(name, 0) for name in tables})
+
+
+def _check_row(value: dict[str, Any], number: int, tables: dict[str, Table]) -> None:
+    table = tables.get(value.get("table"))  # type: ignore[arg-type]
+    row = value.get("row")
+    if table is None or not isinstance(row, dict):
+        raise BackupError(f"line {number} is not a row of a table this store has")
+    _decode(table, row)
+    if table.name in MANIFEST_TABLES:
+        try:
+            digest = manifest_digest(json.loads(row["manifest_json"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BackupError(f"line {number}: {table.name} row without a readable manifest ({exc})") from None
+        if digest != row.get("digest"):
+            raise BackupError(f"line {number}: {table.name} {row.get('name')!r} does not match its digest")
+
+
+def store_row_count(connection: Connection) -> int:
+    return sum(connection.scalar(select(func.count()).select_from(t)) or 0 for t in backed_up_tables())
+
+
+def restore_backup(engine: Engine, path: Path, schema: str, replace: bool = False) -> BackupSummary:
+    """Check ``path`` whole, then load it into the store in one transaction.
+
+    Refuses (``BackupError``) a store that holds anything unless ``replace``, which empties
+    it first in the same transaction.
+    """
+    summary = check_backup(path, schema)
+    tables = {table.name: table for table in backed_up_tables()}
+    with engine.begin() as connection:
+        if not replace and (rows := store_row_count(connection)):
+            raise BackupError(f"the store is not empty ({rows} rows); import into an empty one, or pass --replace")
+        for table in reversed(backed_up_tables()):
+            connection.execute(delete(table))
+        pending: list[dict[str, Any]] = []
+        current: Table | None = None
+        for number, line in enumerate(_lines(path), start=1):
+            value = json.loads(line)
+            if number == 1 or "end" in value:
+                continue
+            table = tables[value["table"]]
+            if table is not current or len(pending) >= INSERT_BATCH:
+                if pending and current is not None:
+                    connection.execute(current.insert(), pending)
+                current, pending = table, []
+            pending.append(_decode(table, value["row"]))
+        if pending and current is not None:
+            connection.execute(current.insert(), pending)
+        if connection.dialect.name == "postgresql":
+            _advance_sequences(connection)
+    return summary
+
+
+def _advance_sequences(connection: Connection) -> None:
+    """Rows came with their ids: move each id sequence past them, or the next insert collides."""
+    for table in backed_up_tables():
+        if "id" not in table.columns or not table.c.id.primary_key:
+            continue
+        connection.execute(
+            text(
+                f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
+                f'COALESCE(MAX(id), 1), MAX(id) IS NOT NULL) FROM "{table.name}"'
+            )
+        )

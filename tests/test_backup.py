@@ -1,0 +1,245 @@
+"""``kernelindex export`` / ``kernelindex import``: the whole store round-trips SQLite →
+PostgreSQL → SQLite with every row and digest identical; a truncated, damaged or tampered
+file, or one that fails while loading, writes nothing."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import func, select
+
+from kernelindex.cli import main
+from kernelindex.db import migrate
+from kernelindex.db.engine import make_engine, make_sessionmaker
+from kernelindex.db.tables import Attestation, ManifestVersion, Run, User
+from kernelindex.ingest.runner import run_ingest
+from kernelindex.store import accounts, attestations, moderation
+from tests.catalogue import catalogue_fingerprint
+from tests.upstream import FakeUpstream
+
+PASSWORD = "correct horse battery"
+
+
+def cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, " ".join(result.output.split())
+
+
+def export(url: str, path: Path) -> list[bytes]:
+    code, output = cli("export", str(path), "--database-url", url)
+    assert code == 0, output
+    return gzip.decompress(path.read_bytes()).splitlines(keepends=True)
+
+
+def body(lines: list[bytes]) -> list[bytes]:
+    """The rows of a backup: all but the header (it has the time of writing) and the trailer."""
+    return lines[1:-1]
+
+
+def community(url: str) -> None:
+    """Everything a store holds beyond an ingest: accounts, API keys, attestations (one
+    hidden), reports (one resolved), a withdrawal, the audit log, and record history."""
+    engine = make_engine(url)
+    sessions = make_sessionmaker(engine)
+    upstream = FakeUpstream()
+    upstream.submission(40)["sol_score"] = 0.5  # a new digest for one run; the old one stays in its history
+    run_ingest(upstream.adapter(), sessions, origin="fake upstream")
+    with sessions.begin() as session:
+        ada = accounts.create_user(session, "ada", PASSWORD)
+        grace = accounts.create_user(session, "grace", PASSWORD, maintainer=True)
+        accounts.create_api_key(session, ada, "laptop", ["attest"])
+        runs = session.scalars(select(Run).order_by(Run.id).limit(3)).all()
+        kept = attestations.add_attestation(session, ada, runs[0], {"type": "reproduced", "body": "Same on my B200."})
+        hidden = attestations.add_attestation(
+            session, ada, runs[1], {"type": "environment_note", "body": "Spam <b>here</b>."}
+        )
+        report = attestations.add_report(session, runs[2], "wrong_result", "Numbers look off.", None)
+        attestations.add_report(session, runs[0], "other", 'Ünïcode ✓ and "quotes".', ada)
+        session.flush()
+        moderation.hide_attestation(session, grace, hidden.name, "spam")
+        moderation.resolve_report(session, grace, report.id, "checked", dismissed=False)
+        moderation.withdraw_run(session, grace, runs[2].name, "duplicate upload")
+        assert kept.name
+    engine.dispose()
+
+
+@pytest.fixture
+def source_url(sqlite_loaded_template: Path, tmp_path: Path) -> str:
+    path = tmp_path / "source.db"
+    shutil.copy(sqlite_loaded_template, path)
+    url = f"sqlite:///{path}"
+    community(url)
+    return url
+
+
+def count(url: str, table: Any) -> int:
+    engine = make_engine(url)
+    try:
+        with make_sessionmaker(engine)() as session:
+            return session.scalar(select(func.count()).select_from(table)) or 0
+    finally:
+        engine.dispose()
+
+
+def test_round_trip_sqlite_to_postgresql_and_back_keeps_every_row_and_digest(source_url, postgres, tmp_path):
+    original = export(source_url, tmp_path / "sqlite.ki.gz")
+    header = json.loads(original[0])
+    assert header["tables"]["attestation"] == 2 and header["tables"]["report"] == 2
+    assert header["tables"]["user_account"] == 2 and header["tables"]["api_key"] == 1
+    assert count(source_url, ManifestVersion) > count(source_url, Run)  # history is there
+
+    pg_url = postgres.create("restored")
+    code, output = cli("import", str(tmp_path / "sqlite.ki.gz"), "--database-url", pg_url)
+    assert code == 0, output
+    assert f"Imported {sum(header['tables'].values())} rows" in output
+    from_pg = export(pg_url, tmp_path / "postgresql.ki.gz")
+    assert body(from_pg) == body(original)
+
+    back_url = f"sqlite:///{tmp_path / 'back.db'}"
+    code, output = cli("import", str(tmp_path / "postgresql.ki.gz"), "--database-url", back_url)
+    assert code == 0, output
+    assert body(export(back_url, tmp_path / "back.ki.gz")) == body(original)
+
+    expected = catalogue_fingerprint(source_url)
+    assert catalogue_fingerprint(pg_url) == expected == catalogue_fingerprint(back_url)
+    # The restored store is a working one: ids carry on after the imported rows, passwords still work.
+    engine = make_engine(pg_url)
+    with make_sessionmaker(engine).begin() as session:
+        assert accounts.authenticate(session, "ada", PASSWORD) is not None
+        newcomer = accounts.create_user(session, "linus", PASSWORD)
+        run = session.scalars(select(Run).order_by(Run.id.desc())).first()
+        attestations.add_attestation(session, newcomer, run, {"type": "reproduced", "body": "Here too."})
+        assert session.scalar(select(func.count()).select_from(User)) == 3
+        assert session.scalar(select(func.count()).select_from(Attestation)) == 3
+    engine.dispose()
+
+
+# --- Refusals: each on both backends, and each leaves the store as it was -------------------
+
+
+def rewrite(path: Path, change: Callable[[list[bytes]], list[bytes]], reseal: bool) -> None:
+    """Change the rows of a backup; ``reseal`` recomputes the trailer as a forger would."""
+    lines = gzip.decompress(path.read_bytes()).splitlines(keepends=True)
+    rows = change(lines[:-1])
+    if reseal:
+        trailer = {
+            "end": "kernelindex-backup",
+            "lines": len(rows),
+            "sha256": hashlib.sha256(b"".join(rows)).hexdigest(),
+        }
+        rows = [*rows, json.dumps(trailer).encode() + b"\n"]
+    else:
+        rows = [*rows, lines[-1]]
+    path.write_bytes(gzip.compress(b"".join(rows)))
+
+
+def edit_first(table: str, edit: Callable[[dict[str, Any]], None]) -> Callable[[list[bytes]], list[bytes]]:
+    def change(lines: list[bytes]) -> list[bytes]:
+        for index, line in enumerate(lines):
+            value = json.loads(line)
+            if value.get("table") == table:
+                edit(value["row"])
+                lines[index] = json.dumps(value).encode() + b"\n"
+                return lines
+        raise AssertionError(f"no {table} row")
+
+    return change
+
+
+def faster(row: dict[str, Any]) -> None:
+    row["latency_ns"] = 1
+
+
+def forged_manifest(row: dict[str, Any]) -> None:
+    manifest = json.loads(row["manifest_json"])
+    manifest["spec"]["measurement"] = {"forged": True}
+    row["manifest_json"] = json.dumps(manifest)
+
+
+def duplicate_last_run(lines: list[bytes]) -> list[bytes]:
+    """A file that passes every check but cannot be loaded: a run's id twice (with its
+    count raised in the header). Loading fails part-way, after thousands of rows."""
+    last_run = max(i for i, line in enumerate(lines) if json.loads(line).get("table") == "run")
+    header = json.loads(lines[0])
+    header["tables"]["run"] += 1
+    return [json.dumps(header).encode() + b"\n", *lines[1 : last_run + 1], lines[last_run], *lines[last_run + 1 :]]
+
+
+def cut_gzip(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) * 2 // 3])
+
+
+CORRUPTIONS: dict[str, tuple[Callable[[Path], None], str]] = {
+    "gzip-cut-short": (cut_gzip, "truncated or is not a gzip file"),
+    "lines-cut-at-the-end": (
+        lambda p: p.write_bytes(gzip.compress(b"".join(gzip.decompress(p.read_bytes()).splitlines(True)[:-50]))),
+        "no end line: the file is truncated",
+    ),
+    "not-gzip": (lambda p: p.write_bytes(b"DROP TABLE run;\n"), "not a gzip file"),
+    "row-changed": (lambda p: rewrite(p, edit_first("run", faster), reseal=False), "checksum does not match"),
+    "manifest-forged-and-resealed": (
+        lambda p: rewrite(p, edit_first("run", forged_manifest), reseal=True),
+        "does not match its digest",
+    ),
+    "unknown-column-resealed": (
+        lambda p: rewrite(p, edit_first("user_account", lambda row: row.update(is_admin=True)), reseal=True),
+        "user_account has no column is_admin",
+    ),
+    "fails-while-loading": (lambda p: rewrite(p, duplicate_last_run, reseal=True), "nothing was written"),
+}
+
+
+@pytest.fixture(scope="module")
+def backup_file(tmp_path_factory: pytest.TempPathFactory, sqlite_loaded_template: Path) -> Path:
+    folder = tmp_path_factory.mktemp("backup")
+    shutil.copy(sqlite_loaded_template, folder / "source.db")
+    community(f"sqlite:///{folder / 'source.db'}")
+    export(f"sqlite:///{folder / 'source.db'}", folder / "good.ki.gz")
+    return folder / "good.ki.gz"
+
+
+@pytest.mark.parametrize("corruption", CORRUPTIONS)
+def test_damaged_or_tampered_backup_is_refused_and_writes_nothing(backup_file, database_url, tmp_path, corruption):
+    damage, message = CORRUPTIONS[corruption]
+    path = tmp_path / "damaged.ki.gz"
+    shutil.copy(backup_file, path)
+    damage(path)
+    code, output = cli("import", str(path), "--database-url", database_url)
+    assert code == 1, output
+    assert "Not imported, nothing was written" in output and message in output
+    assert "Traceback" not in output
+    assert count(database_url, Run) == count(database_url, User) == 0
+
+
+def test_import_refuses_a_non_empty_store_unless_told_and_a_failed_replace_keeps_it(
+    backup_file, database_url, tmp_path
+):
+    migrate.upgrade(database_url)
+    engine = make_engine(database_url)
+    run_ingest(FakeUpstream().adapter(), make_sessionmaker(engine), origin="fake upstream")
+    engine.dispose()
+    before = catalogue_fingerprint(database_url)
+
+    code, output = cli("import", str(backup_file), "--database-url", database_url)
+    assert code == 1 and "the store is not empty" in output and "--replace" in output
+    broken = tmp_path / "broken.ki.gz"
+    shutil.copy(backup_file, broken)
+    rewrite(broken, duplicate_last_run, reseal=True)
+    code, output = cli("import", str(broken), "--replace", "--database-url", database_url)
+    assert code == 1 and "nothing was written" in output
+    assert catalogue_fingerprint(database_url) == before
+
+    code, output = cli("import", str(backup_file), "--replace", "--database-url", database_url)
+    assert code == 0, output
+    assert body(export(database_url, tmp_path / "again.ki.gz")) == body(
+        gzip.decompress(backup_file.read_bytes()).splitlines(keepends=True)
+    )

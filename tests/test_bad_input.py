@@ -1,0 +1,322 @@
+"""A corpus of hostile input in every query parameter, every path parameter and every form
+field of the site: never a 5xx, always a clear message, never reflected as markup.
+
+The parameters and fields are not listed by hand: query and path parameters come from the
+app's routes, form fields from the forms on the pages a visitor, a signed-in account and a
+maintainer see. A new parameter or field is fuzzed without anyone remembering to.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import pytest
+from bs4 import BeautifulSoup
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+from httpx import Response
+from sqlalchemy import select
+
+from kernelindex.app import create_app
+from kernelindex.db.tables import Environment, Implementation, Run, Source, Workload
+from kernelindex.settings import Settings
+from kernelindex.slugs import slugify
+from kernelindex.store import accounts, attestations
+
+PASSWORD = "correct horse battery"
+
+# id → value; bytes are sent as they are (percent-encoded), so they can be invalid UTF-8.
+PAYLOADS: dict[str, str | bytes] = {
+    "xss-script": "<script>alert(1)</script>",
+    "xss-attribute": '"><img src=x onerror=alert(1)>',
+    "xss-javascript-url": "javascript:alert(document.cookie)",
+    "xss-svg": "<svg/onload=alert(1)>",
+    "sql-quote": "' OR '1'='1",
+    "sql-stacked": "1; DROP TABLE run;--",
+    "sql-like": "%_%' --",
+    "sql-backslash": "\\'\\\"",
+    "overlong-ascii": "a" * 5000,
+    "overlong-unicode": "é" * 1500,
+    "overlong-emoji": "😀" * 1000,
+    "invalid-utf8": b"\xff\xfe\xfd",
+    "invalid-utf8-truncated": b"abc\xc3",
+    "invalid-utf8-overlong-slash": b"\xc0\xaf",
+    "utf8-surrogate": b"\xed\xa0\x80",
+    "path-traversal": "../../../../etc/passwd",
+    "path-traversal-encoded": "..%2F..%2F..%2Fetc%2Fpasswd",
+    "path-traversal-windows": "..\\..\\windows\\win.ini",
+    "absolute-path": "/etc/passwd",
+    "huge-number": "9" * 40,
+    "huge-negative": "-" + "9" * 40,
+    "negative": "-1",
+    "zero": "0",
+    "float": "1.5e308",
+    "not-a-number": "NaN",
+    "infinity": "Infinity",
+    "nul": "\x00",
+    "control": "\x1b[31m",
+    "rtl-override": "\u202eevil",
+    "zero-width": "\u200b",
+    "empty": "",
+    "whitespace": "   ",
+    "format-string": "%s%s%s%n{0}{__class__}",
+    "template": "{{ 7*7 }}{% raw %}",
+    "crlf-injection": "x\r\nSet-Cookie: pwned=1",
+    "json": '{"$ne": null}',
+}
+
+
+def encoded(value: str | bytes) -> str:
+    return quote(value.encode() if isinstance(value, str) else value, safe="")
+
+
+def assert_clear(response: Response, payload: str | bytes, where: str) -> None:
+    """Not a 5xx; a 4xx says what is wrong; HTML never carries the payload as markup."""
+    status, kind = response.status_code, response.headers.get("content-type", "")
+    assert status < 500, f"{where}: HTTP {status}"
+    assert "set-cookie" not in response.headers or "pwned" not in response.headers["set-cookie"], where
+    if status >= 400:
+        if "json" in kind:
+            assert response.json()["detail"].strip(), where
+        elif "html" in kind:
+            soup = BeautifulSoup(response.text, "html.parser")
+            messages = soup.select("section.error p, .error-text, [role=alert], #admin-error")
+            assert any(m.get_text(strip=True) for m in messages), f"{where}: HTTP {status} without a message"
+        else:
+            assert response.text.strip(), where
+    if "html" in kind and isinstance(payload, str) and "<" in payload:
+        assert payload not in response.text, f"{where}: the payload came back as markup"
+
+
+# --- The site under test ----------------------------------------------------------------------
+
+
+class Site:
+    def __init__(self, client: TestClient, values: dict[str, list[str]]):
+        self.client = client
+        self.values = values
+
+
+class AllowEverything:
+    """Rate limits off: this test is about what the input does, not how often it comes."""
+
+    def allow(self, limit: Any, subject: str) -> bool:
+        return True
+
+
+@pytest.fixture
+def site(loaded_db) -> Iterator[Site]:  # type: ignore[no-untyped-def]
+    with loaded_db.sessions.begin() as session:
+        ada = accounts.create_user(session, "ada", PASSWORD)
+        accounts.create_user(session, "grace", PASSWORD, maintainer=True)
+        run = session.scalars(select(Run).order_by(Run.id)).first()
+        attestation = attestations.add_attestation(session, ada, run, {"type": "reproduced", "body": "Same here."})
+        attestations.add_report(session, run, "other", "Looks off.", ada)
+        workload = session.scalars(select(Workload).order_by(Workload.id)).first()
+        values = {
+            "ref": [workload.name, run.name],
+            "slug": [
+                workload.name,
+                session.scalars(select(Implementation.project_slug)).first(),
+                session.scalars(select(Environment.gpu_slug)).first(),
+                slugify(
+                    session.scalars(select(Workload.origin_model).where(Workload.origin_model.is_not(None))).first()
+                ),
+                session.scalars(select(Source.slug)).first(),
+            ],
+            "name": [run.name, attestation.name],
+            "digest": [run.digest],
+            "fmt": ["bib", "txt"],
+            "kind": ["BenchmarkRun"],
+            "part": ["1"],
+        }
+    app = create_app(Settings(database_url=loaded_db.url, secret_key="bad input"), sessions=loaded_db.sessions)
+    app.state.rate_limiter = AllowEverything()
+    with TestClient(app, follow_redirects=False) as client:
+        yield Site(client, values)
+
+
+def get_routes(app: Any) -> Iterator[APIRoute]:
+    def walk(routes: Any) -> Iterator[Any]:
+        for route in routes:
+            if hasattr(route, "original_router"):
+                yield from walk(route.original_router.routes)
+            else:
+                yield route
+
+    for route in walk(app.routes):
+        if isinstance(route, APIRoute) and "GET" in route.methods:
+            yield route
+
+
+def query_parameters(dependant: Any) -> set[str]:
+    names = {param.alias for param in dependant.query_params}
+    for dependency in dependant.dependencies:
+        names |= query_parameters(dependency)
+    return names
+
+
+def fill(template: str, values: dict[str, str]) -> str:
+    return re.sub(r"{(\w+)}", lambda match: values[match[1]], template)
+
+
+def working_path(site: Site, route: APIRoute) -> str:
+    """The route's path with path parameters that find something (no 404), so that its query
+    parameters are read; a route needing a query parameter may answer 400 here."""
+    names = [param.name for param in route.dependant.path_params]
+    for combination in itertools.product(*(site.values[name] for name in names)):
+        path = fill(route.path, dict(zip(names, combination, strict=True)))
+        if site.client.get(path).status_code != 404:
+            return path
+    raise AssertionError(f"no known value finds anything at {route.path}")
+
+
+# --- Query and path parameters ---------------------------------------------------------------
+
+
+def test_every_query_and_path_parameter_refuses_hostile_input_clearly(site):
+    tried = 0
+    routes = list(get_routes(site.client.app))
+    for route in routes:
+        path = working_path(site, route)
+        for name in sorted(query_parameters(route.dependant)):
+            for payload in PAYLOADS.values():
+                response = site.client.get(f"{path}?{name}={encoded(payload)}")
+                assert_clear(response, payload, f"GET {route.path}?{name}={payload!r:.40}")
+                tried += 1
+        for name in (param.name for param in route.dependant.path_params):
+            for payload in PAYLOADS.values():
+                values = {other: site.values[other][0] for other in site.values} | {name: encoded(payload)}
+                response = site.client.get(fill(route.path, values))
+                assert_clear(response, payload, f"GET {route.path} with {name}={payload!r:.40}")
+                tried += 1
+    assert tried > 3000
+    print(f"\nbad input: {tried} requests over the query and path parameters of {len(routes)} routes, no 5xx")
+
+
+# --- Form fields ----------------------------------------------------------------------------
+
+DEFAULTS = {
+    "handle": "newcomer",
+    "password": PASSWORD,
+    "confirm": PASSWORD,
+    "body": "Same figure here.",
+    "report_body": "The figure looks wrong.",
+    "label": "laptop",
+}
+
+
+def sign_in(client: TestClient, handle: str) -> None:
+    token = BeautifulSoup(client.get("/signin").text, "html.parser").select_one('input[name="csrf_token"]')["value"]
+    response = client.post("/signin", data={"csrf_token": token, "handle": handle, "password": PASSWORD})
+    assert response.status_code == 303
+
+
+def forms_on(client: TestClient, path: str) -> list[tuple[str, dict[str, str], list[str]]]:
+    """Each POST form on the page: its action, its fields' default values, and the fields to fuzz."""
+    soup = BeautifulSoup(client.get(path).text, "html.parser")
+    found = []
+    for form in soup.select('form[method="post"]'):
+        defaults: dict[str, str] = {}
+        for element in form.select("input[name], textarea[name], select[name]"):
+            name = element["name"]
+            if element.name == "select":
+                option = element.select_one("option[value]:not([value=''])") or element.select_one("option")
+                defaults[name] = option.get("value", "") if option else ""
+            elif element.name == "textarea":
+                defaults[name] = element.get_text() or DEFAULTS.get(name, "A note.")
+            else:
+                defaults[name] = element.get("value") or DEFAULTS.get(name, "")
+        fields = [name for name in defaults if name != "csrf_token"]
+        if fields:
+            found.append((form["action"], defaults, fields))
+    return found
+
+
+def test_every_form_field_refuses_hostile_input_clearly(site):
+    run = site.values["name"][0]
+    attestation = site.values["name"][1]
+    pages = [
+        (None, "/signup"),
+        (None, "/signin"),
+        ("ada", "/account"),
+        ("ada", f"/runs/{run}"),
+        (None, f"/runs/{run}"),
+        ("grace", f"/admin?run={run}&attestation={attestation}"),
+    ]
+    tried, fields_seen = 0, set()
+    for handle, page in pages:
+        site.client.cookies.clear()
+        if handle:
+            sign_in(site.client, handle)
+        for action, defaults, fields in forms_on(site.client, page):
+            for field in fields:
+                # One of each kind: the admin page lists a form per open report and attestation.
+                kind = f"{re.sub(r'/([0-9]+|att-[^/]+)/', '/{id}/', action)} {field}"
+                if kind in fields_seen:
+                    continue
+                fields_seen.add(kind)
+                for payload in PAYLOADS.values():
+                    body = urlencode({k: v for k, v in defaults.items() if k != field}) + f"&{field}={encoded(payload)}"
+                    response = site.client.post(
+                        action, content=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
+                    )
+                    assert_clear(response, payload, f"POST {action} {field}={payload!r:.40}")
+                    tried += 1
+            if handle:  # a successful sign-up or sign-out changes who is signed in
+                site.client.cookies.clear()
+                sign_in(site.client, handle)
+    assert len(fields_seen) >= 19, sorted(fields_seen)
+    print(f"\nbad input: {tried} form submissions over {len(fields_seen)} fields of {len(pages)} pages, no 5xx")
+
+
+# --- The JSON API's request body ------------------------------------------------------------------
+
+ATTESTATION = {"type": "reproduced", "body": "Same figure here.", "bodyFormat": "plain"}
+OPTIONAL = ("evidenceUrl", "measuredLatencyNs", "environmentSummary")
+NUMBERS: dict[str, Any] = {"huge": 10**40, "negative": -1, "float": 1.5e308, "bool": True, "list": [1], "null": None}
+
+
+def json_body(field: str, value: Any) -> bytes:
+    """The attestation with ``field`` set to ``value``; bytes are spliced in raw (invalid UTF-8)."""
+    if isinstance(value, bytes):
+        marker = "\ue000"
+        text = json.dumps({**ATTESTATION, field: marker}, ensure_ascii=False)
+        return text.encode().replace(marker.encode(), value)
+    return json.dumps({**ATTESTATION, field: value}).encode()
+
+
+def test_every_api_body_field_refuses_hostile_input_clearly(site, loaded_db):
+    with loaded_db.sessions.begin() as session:
+        user = accounts.find_user(session, "ada")
+        _, secret = accounts.create_api_key(session, user, "bad input", ["attest"])
+    url = f"/api/v1/runs/{site.values['name'][0]}/attestations"
+    headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+    tried = 0
+    for field in (*ATTESTATION, *OPTIONAL):
+        for payload in (*PAYLOADS.values(), *NUMBERS.values()):
+            response = site.client.post(url, content=json_body(field, payload), headers=headers)
+            assert_clear(
+                response, payload if isinstance(payload, str | bytes) else "", f"POST {url} {field}={payload!r:.40}"
+            )
+            assert response.status_code in (201, 400), f"{field}={payload!r:.40}: {response.status_code}"
+            tried += 1
+    for body in (
+        b"",
+        b"{",
+        b"[]",
+        b"null",
+        b'{"type": "reproduced"}',
+        b"\xff\xfe",
+        json.dumps(ATTESTATION).encode() * 2,
+    ):
+        assert_clear(site.client.post(url, content=body, headers=headers), "", f"POST {url} {body!r:.40}")
+        tried += 1
+    print(
+        f"\nbad input: {tried} JSON bodies over the {len(ATTESTATION) + len(OPTIONAL)} fields of an attestation, no 5xx"
+    )
