@@ -13,7 +13,7 @@ from kernelindex.db.tables import ManifestVersion, Run
 
 # Bookkeeping of how a store got its content, not content: one ingest or two leave different reports.
 NOT_CONTENT = {"ingestion_report", "rate_limit_counter", "app_secret"}
-MANIFEST_TABLES = ("workload", "implementation", "protocol", "environment", "run", "attestation")
+MANIFEST_TABLES = ("workload", "implementation", "protocol", "environment", "run", "attestation", "rerun_case")
 
 
 def catalogue_fingerprint(url: str) -> dict[str, Any]:

@@ -20,7 +20,9 @@ from kernelindex.cli import main
 from kernelindex.db import migrate
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.tables import Attestation, ManifestVersion, Run, User
+from kernelindex.ingest.rerun_import import import_bundled_reruns
 from kernelindex.ingest.runner import run_ingest
+from kernelindex.paths import BUNDLED_RERUNS
 from kernelindex.store import accounts, attestations, moderation
 from tests.catalogue import catalogue_fingerprint
 from tests.upstream import FakeUpstream
@@ -68,6 +70,8 @@ def community(url: str) -> None:
         moderation.resolve_report(session, grace, report.id, "checked", dismissed=False)
         moderation.withdraw_run(session, grace, runs[2].name, "duplicate upload")
         assert kept.name
+    # Controlled reruns: signed bundles, their results and case-scoped runs.
+    assert all(result.error is None for result in import_bundled_reruns(sessions, BUNDLED_RERUNS))
     engine.dispose()
 
 
@@ -94,6 +98,7 @@ def test_round_trip_sqlite_to_postgresql_and_back_keeps_every_row_and_digest(sou
     header = json.loads(original[0])
     assert header["tables"]["attestation"] == 2 and header["tables"]["report"] == 2
     assert header["tables"]["user_account"] == 2 and header["tables"]["api_key"] == 1
+    assert header["tables"]["rerun_bundle"] == 17 and header["tables"]["rerun_case"] == 17 * 16
     assert count(source_url, ManifestVersion) > count(source_url, Run)  # history is there
 
     pg_url = postgres.create("restored")

@@ -47,7 +47,7 @@ VERSION = 1
 LEFT_OUT = frozenset({"rate_limit_counter", "app_secret"})
 # Tables whose rows carry a manifest and the digest it must have.
 MANIFEST_TABLES = frozenset(
-    {"workload", "implementation", "protocol", "environment", "run", "attestation", "manifest_version"}
+    {"workload", "implementation", "protocol", "environment", "run", "attestation", "manifest_version", "rerun_case"}
 )
 INSERT_BATCH = 1000
 
