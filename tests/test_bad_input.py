@@ -23,7 +23,11 @@ from httpx import Response
 from sqlalchemy import select
 
 from kernelindex.app import create_app
-from kernelindex.db.tables import Environment, Implementation, Run, Source, Workload
+from kernelindex.db.rerun_tables import RerunBundle
+from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Source, Workload
+from kernelindex.ingest.rerun_import import import_bundled_reruns
+from kernelindex.paths import BUNDLED_RERUNS
+from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.settings import Settings
 from kernelindex.slugs import slugify
 from kernelindex.store import accounts, attestations
@@ -111,6 +115,7 @@ class AllowEverything:
 
 @pytest.fixture
 def site(loaded_db) -> Iterator[Site]:  # type: ignore[no-untyped-def]
+    assert all(result.error is None for result in import_bundled_reruns(loaded_db.sessions, BUNDLED_RERUNS))
     with loaded_db.sessions.begin() as session:
         ada = accounts.create_user(session, "ada", PASSWORD)
         accounts.create_user(session, "grace", PASSWORD, maintainer=True)
@@ -129,7 +134,8 @@ def site(loaded_db) -> Iterator[Site]:  # type: ignore[no-untyped-def]
                 ),
                 session.scalars(select(Source.slug)).first(),
             ],
-            "name": [run.name, attestation.name],
+            "name": [run.name, attestation.name, session.scalars(select(Protocol.name)).first(), *REGISTRY],
+            "bundle_id": [session.scalars(select(RerunBundle.bundle_id)).first()],
             "digest": [run.digest],
             "fmt": ["bib", "txt"],
             "kind": ["BenchmarkRun"],
