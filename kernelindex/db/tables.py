@@ -217,5 +217,19 @@ class IngestionReport(Base):
     drift: Mapped[list[Any]]
 
 
+class CatalogueState(Base):
+    """One row: a number every committed change of what the public pages show increases.
+
+    Cached responses are kept under the version they were made at, so a worker compares one
+    integer per request to know whether anything it holds may be stale
+    (``kernelindex.store.version``).
+    """
+
+    __tablename__ = "catalogue_state"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    version: Mapped[int] = mapped_column(BigInteger)
+
+
 from kernelindex.db.account_tables import ApiKey, AppSecret, AuditEntry, RateLimitCounter  # noqa: E402, F401
 from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord  # noqa: E402, F401  (the search index)

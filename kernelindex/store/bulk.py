@@ -17,6 +17,7 @@ from sqlalchemy import Table, insert
 from sqlalchemy.orm import Session
 
 from kernelindex.db.base import Base
+from kernelindex.store.version import mark_changed
 
 
 def insert_rows(session: Session, table: type[Base] | Table, rows: Sequence[Mapping[str, Any]]) -> int:
@@ -24,6 +25,7 @@ def insert_rows(session: Session, table: type[Base] | Table, rows: Sequence[Mapp
     if not rows:
         return 0
     target: Table = table if isinstance(table, Table) else table.__table__  # type: ignore[assignment]
+    mark_changed(session)
     connection = session.connection()
     if connection.dialect.name == "postgresql":
         columns = list(rows[0])
