@@ -17,6 +17,7 @@ cache.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from itertools import chain
 from typing import Any
@@ -125,10 +126,8 @@ class VersionReader:
 
     def close_locked(self) -> None:
         if self.raw is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self.raw.close()
-            except Exception:
-                pass
             self.raw = None
 
     def close(self) -> None:
