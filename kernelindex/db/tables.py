@@ -118,6 +118,9 @@ class Run(ManifestRecord, Base):
         UniqueConstraint("source_id", "external_id"),
         # The leaderboard: one workload's comparison group, fastest first.
         Index("ix_run_leaderboard", "workload_id", "comparison_key", "latency_ns"),
+        # The API's run listings, in keyset order (latency or observation time, then name).
+        Index("ix_run_latency_ns_name", "latency_ns", "name"),
+        Index("ix_run_observed_at_name", "observed_at", "name"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -9,6 +9,9 @@ touching the catalogue tables. A worker knows its cache is current by reading th
 integer per request; every transaction that changes what a public page shows (ingest,
 attestations, moderation) increases it in the same transaction, so a reader never sees the
 new data under the old number. Several workers stay correct without talking to each other.
+
+Also two indexes in the API's keyset orders of runs (latency, name) and (observed, name):
+without them, the first page of /api/v1/runs sorts the whole run table.
 """
 
 from collections.abc import Sequence
@@ -30,7 +33,11 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_catalogue_state"),
     )
     op.bulk_insert(table, [{"id": 1, "version": 1}])
+    op.create_index("ix_run_latency_ns_name", "run", ["latency_ns", "name"])
+    op.create_index("ix_run_observed_at_name", "run", ["observed_at", "name"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_run_observed_at_name", table_name="run")
+    op.drop_index("ix_run_latency_ns_name", table_name="run")
     op.drop_table("catalogue_state")
