@@ -44,7 +44,7 @@ def sample(url: str) -> dict[str, str]:
         ).all()
         median_id, largest_id = sizes[len(sizes) // 2].workload_id, sizes[-1].workload_id
         wanted = select(Workload.id, Workload.name).where(Workload.id.in_([median_id, largest_id]))
-        names = dict(session.execute(wanted).tuples())
+        names = {row.id: row.name for row in session.execute(wanted)}
         runs = session.scalars(select(Run.name).where(Run.workload_id == median_id).order_by(Run.id).limit(2)).all()
     engine.dispose()
     return {

@@ -51,7 +51,7 @@ class ResponseCache:
         if scope["type"] != "http" or scope["method"] != "GET":
             await self.app(scope, receive, send)
             return
-        accept = encoding = match = b""
+        match = b""
         for name, value in scope["headers"]:
             if name == b"cookie":
                 if self.cookie in value:
@@ -60,10 +60,6 @@ class ResponseCache:
             elif name == b"authorization":
                 await self.app(scope, receive, send)
                 return
-            elif name == b"accept":
-                accept = value
-            elif name == b"accept-encoding":
-                encoding = value
             elif name == b"if-none-match":
                 match = value
         version = self.reader()
@@ -71,7 +67,8 @@ class ResponseCache:
             await self.app(scope, receive, send)
             return
         day = datetime.now(UTC).date().isoformat().encode()
-        key = (scope.get("raw_path") or scope["path"].encode(), scope["query_string"], accept, encoding, day)
+        # No page varies with Accept or Accept-Encoding (only error responses, never kept, do).
+        key = (scope.get("raw_path") or scope["path"].encode(), scope["query_string"], day)
         entry = self.entries.get(key)
         if entry is not None and entry.version == version:
             self.hits += 1
