@@ -40,11 +40,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(argv: list[str], port: int, env: dict[str, str] | None = None, ready_path: str = "/") -> Iterator[str]:
-    """Run ``argv`` pinned to the server CPU until the block ends; yields its base URL."""
+def server(
+    argv: list[str], port: int, env: dict[str, str] | None = None, ready_path: str = "/", cpus: str = SERVER_CPU
+) -> Iterator[str]:
+    """Run ``argv`` pinned to ``cpus`` (the server CPU) until the block ends; yields its base URL."""
     log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-server-{port}.log", "w")  # noqa: SIM115
     process = subprocess.Popen(
-        ["taskset", "-c", SERVER_CPU, *argv],
+        ["taskset", "-c", cpus, *argv],
         env={**os.environ, **(env or {})},
         stdout=log,
         stderr=subprocess.STDOUT,

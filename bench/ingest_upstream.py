@@ -140,34 +140,16 @@ def main() -> None:
         ]
         argv += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
         # The upstream on the client CPU, the ingest on the server CPU: the ingest is what is timed.
-        import common
-
-        common.SERVER_CPU, saved = CLIENT_CPU, SERVER_CPU
-        try:
-            with server(argv, port, {"BENCH_SUBMISSIONS": str(args.submissions)}, ready_path="/api/kernels") as base:
-                print(f"upstream at {base} with {args.submissions} submissions; {load_average()}", flush=True)
-                start = time.perf_counter()
-                done = subprocess.run(
-                    [
-                        "taskset",
-                        "-c",
-                        saved,
-                        str(Path(sys.executable).parent / "kernelindex"),
-                        "ingest",
-                        "sol-execbench",
-                        "--base-url",
-                        f"{base}/api",
-                        "--database-url",
-                        url,
-                    ],
-                    capture_output=True,
-                    text=True,
-                )
-                seconds = time.perf_counter() - start
-                # Only the ingest has been waited for yet: the upstream is not counted.
-                peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        finally:
-            common.SERVER_CPU = saved
+        env = {"BENCH_SUBMISSIONS": str(args.submissions)}
+        with server(argv, port, env, ready_path="/api/kernels", cpus=CLIENT_CPU) as base:
+            print(f"upstream at {base} with {args.submissions} submissions; {load_average()}", flush=True)
+            cli = str(Path(sys.executable).parent / "kernelindex")
+            command = ["taskset", "-c", SERVER_CPU, cli, "ingest", "sol-execbench", "--base-url", f"{base}/api"]
+            start = time.perf_counter()
+            done = subprocess.run([*command, "--database-url", url], capture_output=True, text=True)
+            seconds = time.perf_counter() - start
+            # Only the ingest has been waited for yet: the upstream is not counted.
+            peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         print(done.stdout[-1500:], done.stderr[-1500:])
         print(f"ingest of {args.submissions} submissions: {seconds:.1f} s, peak RSS {peak_mb:.0f} MB; {load_average()}")
 
