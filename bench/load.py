@@ -73,7 +73,7 @@ def paths(url: str, count: int) -> list[str]:
     for name in runs:
         mix += [f"/runs/{name}", f"/runs/{name}.json", f"/api/v1/runs/{name}"]
     mix += [f"/search?q={q}" for q in ("attention", "fp8 gemm", "layer norm", "softmax", "conv2d residual")]
-    mix += [f"/search/suggest?q={q}" for q in ("att", "gem", "lay", "rms", "moe e")]
+    mix += [f"/search/suggestions.json?q={q}" for q in ("att", "gem", "lay", "rms", "moe e")]
     mix += [
         "/workloads",
         "/workloads?collection=L2",
