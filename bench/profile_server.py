@@ -46,19 +46,23 @@ def main() -> None:
     argv = uvicorn_argv("kernelindex.app:create_app", port, args.loop, factory=True)
     env = {"KERNELINDEX_DATABASE_URL": args.database_url}
     with tempfile.TemporaryDirectory() as folder, server(argv, port, env, ready_path="/robots.txt") as base:
-        pid = subprocess.run(["pgrep", "-f", f"--port {port}"], capture_output=True, text=True).stdout.split()[0]
+        pid = subprocess.run(["pgrep", "-f", f"uvicorn.*port {port}"], capture_output=True, text=True).stdout.split()[0]
         wrk(base + args.path, 2)  # warm
         raw = Path(folder) / "profile.txt"
         spy = [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", pid, "--format", "raw"]
         spy += ["--duration", str(args.seconds - 2), "-o", str(raw)]
-        sampler = threading.Thread(target=subprocess.run, args=(spy,), kwargs={"capture_output": True})
+        done: list[subprocess.CompletedProcess[str]] = []
+        sampler = threading.Thread(target=lambda: done.append(subprocess.run(spy, capture_output=True, text=True)))
         sampler.start()
         rate, notes = wrk(base + args.path, args.seconds)
         sampler.join()
+        if not raw.exists():
+            raise SystemExit(f"py-spy failed: {done[0].stderr if done else ''}")
+        text = raw.read_text()
     own: Counter[str] = Counter()
     under: Counter[str] = Counter()
     total = 0
-    for line in raw.read_text().splitlines():
+    for line in text.splitlines():
         stack, _, count = line.rpartition(" ")
         frames = [frame.split(" (")[0] for frame in stack.split(";")]
         samples = int(count)
