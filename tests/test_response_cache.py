@@ -52,6 +52,15 @@ def test_response_cache_serves_an_unchanged_page_from_memory(site):
     assert again.status_code == 304 and again.content == b""
 
 
+def test_response_cache_leaves_byte_ranges_to_the_app(site):
+    client, cache = site
+    client.get("/exports/catalog.jsonl.gz")
+    hits = cache.hits
+    part = client.get("/exports/catalog.jsonl.gz", headers={"Range": "bytes=0-9"})
+    assert part.status_code == 206 and len(part.content) == 10
+    assert cache.hits == hits
+
+
 def test_response_cache_sees_a_withdrawal_on_the_next_request(site, loaded_db):
     client, _ = site
     before = leaderboard(client)

@@ -10,7 +10,8 @@ is rendered afresh: several workers never disagree and never serve stale data.
 
 Only what is safe to share is kept: ``GET`` requests without the session cookie or an
 ``Authorization`` header, answered ``200`` with ``Cache-Control: public`` and no
-``Set-Cookie``. Conditional requests are answered ``304`` from the kept ETag.
+``Set-Cookie``. ``If-None-Match`` is answered ``304`` from the kept ETag; byte ranges and
+date conditions go to the app, which answers them itself.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from kernelindex.store.version import VersionReader
 
 MAX_ENTRY_BYTES = 2 * 1024 * 1024
+# Requests the app answers itself: credentials, byte ranges, date-based conditions.
+_APP_ANSWERS = frozenset({b"authorization", b"range", b"if-range", b"if-modified-since"})
 # Headers of a 304: the body's own headers are not sent again.
 _BODY_HEADERS = frozenset({b"content-length", b"content-type", b"content-encoding"})
 
@@ -57,7 +60,7 @@ class ResponseCache:
                 if self.cookie in value:
                     await self.app(scope, receive, send)
                     return
-            elif name == b"authorization":
+            elif name in _APP_ANSWERS:
                 await self.app(scope, receive, send)
                 return
             elif name == b"if-none-match":
