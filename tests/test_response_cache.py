@@ -86,6 +86,18 @@ def test_response_cache_sees_an_attestation_on_the_next_request(site, loaded_db)
     assert [a["author"] for a in client.get(path).json()["attestations"]] == ["ada"]
 
 
+def test_an_attestation_leaves_the_leaderboard_cached(site, loaded_db):
+    client, cache = site
+    leaderboard(client)
+    with loaded_db.sessions.begin() as session:
+        user = accounts.create_user(session, "ada", "correct horse battery")
+        run = session.scalar(select(Run).where(Run.name == LEADER))
+        add_attestation(session, user, run, {"type": "reproduced", "body": "Same figure on our B200."})
+    hits = cache.hits
+    leaderboard(client)
+    assert cache.hits == hits + 1
+
+
 def test_response_cache_sees_an_ingested_change_on_the_next_request(site, loaded_db):
     client, _ = site
     leaderboard(client)
@@ -104,6 +116,10 @@ def test_catalogue_version_increases_with_public_writes_only(loaded_db):
         assert current_version(session) == start
     with loaded_db.sessions.begin() as session:
         session.add(User(handle="bob", password_hash="x", is_maintainer=False, created_at=datetime.now(UTC)))
+    with loaded_db.sessions() as session:
+        assert current_version(session) == start  # accounts are shown on no public page
+    with loaded_db.sessions.begin() as session:
+        session.execute(update(Workload).where(Workload.name == WORKLOAD).values(title="Renamed"))
     with loaded_db.sessions() as session:
         assert current_version(session) == start + 1
     with loaded_db.sessions() as session:

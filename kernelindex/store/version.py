@@ -27,27 +27,40 @@ from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction, sessionmake
 
 from kernelindex.db.tables import CatalogueState
 
-# Written often, shown on no public page.
-PRIVATE_TABLES = frozenset({"rate_limit_counter", "api_key", "app_secret", "catalogue_state"})
+# Written often, shown on no public page (the audit log and accounts only on private ones).
+PRIVATE_TABLES = frozenset(
+    {"rate_limit_counter", "api_key", "app_secret", "catalogue_state", "audit_log", "user_account"}
+)
+# Community statements: shown on run pages, attestation pages, manifests and the export only
+# (``ATTESTATION_PATHS``), so writing them leaves the leaderboards, search and lists cached.
+ATTESTATION_TABLES = frozenset({"attestation", "report", "manifest_version"})
+ATTESTATION_PATHS = ("/runs/", "/attestations/", "/manifests/", "/exports/", "/sitemap", "/account", "/admin")
+CATALOGUE, ATTESTATIONS = 1, 2  # the ids of the two counters in ``catalogue_state``
 _CHANGED = "kernelindex.catalogue_changed"
-_READ = "SELECT version FROM catalogue_state WHERE id = 1"
+_READ = "SELECT id, version FROM catalogue_state"
 
 
-def mark_changed(session: Session) -> None:
-    """Make ``session``'s transaction increase the catalogue version when it commits."""
-    session.info[_CHANGED] = True
+def mark_changed(session: Session, counter: int = CATALOGUE) -> None:
+    """Make ``session``'s transaction increase a version (the catalogue's by default) when it commits."""
+    session.info.setdefault(_CHANGED, set()).add(counter)
 
 
-def current_version(session: Session) -> int:
-    return session.scalar(select(CatalogueState.version).where(CatalogueState.id == 1)) or 0
+def current_version(session: Session, counter: int = CATALOGUE) -> int:
+    return session.scalar(select(CatalogueState.version).where(CatalogueState.id == counter)) or 0
+
+
+def _counter(table_name: str | None) -> int | None:
+    if table_name in PRIVATE_TABLES:
+        return None
+    return ATTESTATIONS if table_name in ATTESTATION_TABLES else CATALOGUE
 
 
 @event.listens_for(Session, "after_flush")
 def _after_flush(session: Session, _context: UOWTransaction) -> None:
     for row in chain(session.new, session.dirty, session.deleted):
-        if getattr(row, "__tablename__", None) not in PRIVATE_TABLES:
-            mark_changed(session)
-            return
+        counter = _counter(getattr(row, "__tablename__", None))
+        if counter is not None:
+            mark_changed(session, counter)
 
 
 @event.listens_for(Session, "do_orm_execute")
@@ -55,21 +68,21 @@ def _on_execute(state: ORMExecuteState) -> None:
     if not (state.is_insert or state.is_update or state.is_delete):
         return
     table = getattr(state.statement, "table", None)
-    if getattr(table, "name", None) not in PRIVATE_TABLES:
-        mark_changed(state.session)
+    counter = _counter(getattr(table, "name", None))
+    if counter is not None:
+        mark_changed(state.session, counter)
 
 
 @event.listens_for(Session, "before_commit")
 def _before_commit(session: Session) -> None:
     # Flush first: what is still pending would otherwise be written after this hook.
     session.flush()
-    if not session.info.pop(_CHANGED, False):
-        return
-    bumped = session.execute(
-        update(CatalogueState).where(CatalogueState.id == 1).values(version=CatalogueState.version + 1)
-    )
-    if bumped.rowcount == 0:  # type: ignore[attr-defined]
-        session.execute(insert(CatalogueState).values(id=1, version=2))
+    for counter in sorted(session.info.pop(_CHANGED, ())):
+        bumped = session.execute(
+            update(CatalogueState).where(CatalogueState.id == counter).values(version=CatalogueState.version + 1)
+        )
+        if bumped.rowcount == 0:  # type: ignore[attr-defined]
+            session.execute(insert(CatalogueState).values(id=counter, version=2))
 
 
 @event.listens_for(Session, "after_rollback")
@@ -94,20 +107,22 @@ class VersionReader:
         self.raw: Any = None
         self.lock = threading.Lock()
 
-    def __call__(self) -> int | None:
+    def __call__(self) -> tuple[int, int] | None:
         with self.lock:
             try:
                 if self.connection is not None:
-                    return int(self.connection.exec_driver_sql(_READ).scalar_one())
-                if self.engine is None:
+                    rows = [tuple(row) for row in self.connection.exec_driver_sql(_READ)]
+                elif self.engine is None:
                     return None
-                if self.raw is None:
-                    self.raw = self._open(self.engine)
-                cursor = self.raw.cursor()
-                cursor.execute(_READ)
-                row = cursor.fetchone()
-                cursor.close()
-                return int(row[0]) if row else None
+                else:
+                    if self.raw is None:
+                        self.raw = self._open(self.engine)
+                    cursor = self.raw.cursor()
+                    cursor.execute(_READ)
+                    rows = cursor.fetchall()
+                    cursor.close()
+                found = dict(rows)
+                return int(found.get(CATALOGUE, 0)), int(found.get(ATTESTATIONS, 0))
             except Exception:
                 self.close_locked()
                 return None

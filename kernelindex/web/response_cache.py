@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kernelindex.store.version import VersionReader
+from kernelindex.store.version import ATTESTATION_PATHS, VersionReader
 
 MAX_ENTRY_BYTES = 2 * 1024 * 1024
 # Requests the app answers itself: credentials, byte ranges, date-based conditions.
@@ -33,7 +33,7 @@ _BODY_HEADERS = frozenset({b"content-length", b"content-type", b"content-encodin
 
 @dataclass(frozen=True)
 class Entry:
-    version: int
+    version: tuple[int, ...]
     headers: list[tuple[bytes, bytes]]
     body: bytes
     etag: bytes | None
@@ -65,10 +65,12 @@ class ResponseCache:
                 return
             elif name == b"if-none-match":
                 match = value
-        version = self.reader()
-        if version is None:
+        versions = self.reader()
+        if versions is None:
             await self.app(scope, receive, send)
             return
+        # Pages that show attestations depend on both counters; the others on the catalogue's.
+        version = versions if scope["path"].startswith(ATTESTATION_PATHS) else versions[:1]
         day = datetime.now(UTC).date().isoformat().encode()
         # No page varies with Accept or Accept-Encoding (only error responses, never kept, do).
         key = (scope.get("raw_path") or scope["path"].encode(), scope["query_string"], day)
@@ -90,7 +92,9 @@ class ResponseCache:
         await send({"type": "http.response.start", "status": 200, "headers": entry.headers})
         await send({"type": "http.response.body", "body": entry.body})
 
-    async def _render(self, scope: Scope, receive: Receive, send: Send, key: tuple[bytes, ...], version: int) -> None:
+    async def _render(
+        self, scope: Scope, receive: Receive, send: Send, key: tuple[bytes, ...], version: tuple[int, ...]
+    ) -> None:
         headers: list[tuple[bytes, bytes]] = []
         chunks: list[bytes] = []
         size = 0
@@ -115,7 +119,9 @@ class ResponseCache:
 
         await self.app(scope, receive, capture)
 
-    def _store(self, key: tuple[bytes, ...], version: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    def _store(
+        self, key: tuple[bytes, ...], version: tuple[int, ...], headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> None:
         etag = next((value for name, value in headers if name == b"etag"), None)
         old = self.entries.pop(key, None)
         if old is not None:
