@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import statistics
 import subprocess
@@ -50,6 +51,7 @@ def server(
         env={**os.environ, **(env or {})},
         stdout=log,
         stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: uvicorn's workers are stopped with it
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -66,11 +68,11 @@ def server(
                 time.sleep(0.3)
         yield base
     finally:
-        process.terminate()
+        os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         log.close()
 

@@ -16,7 +16,9 @@ attestation (201) must be stored exactly once, under its name, with the digest t
 returned, and that digest must be the one recomputed from the stored manifest; and the
 accounts must own no attestation that was not accepted.
 
-Prints wrk's throughput, latency percentiles, errors and non-2xx/3xx count, then the
+Each path is first requested a few times (as readers would have before, so each worker's
+response cache holds it); the slowest of these first renders are printed. Then it prints
+wrk's throughput, latency percentiles, errors and non-2xx/3xx count, then the
 attestation check. Writes only accounts, keys and attestations (new handles each run).
 """
 
@@ -166,6 +168,19 @@ def main() -> None:
     env = {"KERNELINDEX_DATABASE_URL": args.database_url}
     # Two workers on both CPUs, beside wrk and the attestation threads: a whole small host under load.
     with tempfile.TemporaryDirectory() as folder, server(argv, port, env, "/robots.txt", cpus="0,1") as base:
+        # Warm: each path once, as the site's readers would have done before; each worker
+        # renders what it is first asked for, so twice per worker's share of connections.
+        timings = []
+        with httpx.Client(base_url=base, timeout=300) as client:
+            for _ in range(args.workers * 2):
+                for path in mix:
+                    start = time.perf_counter()
+                    status = client.get(path).status_code
+                    timings.append((time.perf_counter() - start, path, status))
+        cold = sorted(timings, reverse=True)[:6]
+        print("slowest while warming: " + ", ".join(f"{path} {seconds:.2f} s" for seconds, path, _ in cold))
+        bad = sorted({(path, status) for _, path, status in timings if status >= 400})
+        print(f"non-2xx while warming: {bad or 'none'}; {load_average()}", flush=True)
         script = Path(folder) / "mix.lua"
         script.write_text(LUA % ", ".join(json.dumps(p) for p in mix))
         accepted: list[dict] = []
