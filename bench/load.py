@@ -35,6 +35,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import quote_plus
 
 import httpx
 from sqlalchemy import func, select
@@ -74,8 +75,9 @@ def paths(url: str, count: int) -> list[str]:
         mix += [f"/workloads/{slug}", f"/workloads/{slug}.json", f"/workloads/{slug}/records.atom"]
     for name in runs:
         mix += [f"/runs/{name}", f"/runs/{name}.json", f"/api/v1/runs/{name}"]
-    mix += [f"/search?q={q}" for q in ("attention", "fp8 gemm", "layer norm", "softmax", "conv2d residual")]
-    mix += [f"/search/suggestions.json?q={q}" for q in ("att", "gem", "lay", "rms", "moe e")]
+    # Encoded: a space in a request line is not HTTP (uvicorn answers 400 before the app).
+    mix += [f"/search?q={quote_plus(q)}" for q in ("attention", "fp8 gemm", "layer norm", "softmax", "conv2d residual")]
+    mix += [f"/search/suggestions.json?q={quote_plus(q)}" for q in ("att", "gem", "lay", "rms", "moe e")]
     mix += [
         "/workloads",
         "/workloads?collection=L2",
