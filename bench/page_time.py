@@ -1,10 +1,12 @@
 """Median server time of pages, measured in process (no network, no client overhead).
 
-    .venv/bin/python bench/page_time.py [--database-url URL] [--runs 200] [PATH ...]
+    .venv/bin/python bench/page_time.py [--database-url URL] [--runs 200] [--no-cache] [PATH ...]
 
 Loads the bundled snapshot into a temporary SQLite file unless --database-url names a
 loaded store, then requests each path through the ASGI app and prints the median and
-min–max of the time from request to last body byte.
+min–max of the time from request to last body byte. With the response cache on (the
+default, as served), repeated requests are answered from it after one read of the
+catalogue version; ``--no-cache`` turns it off, so every request renders the page.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import load_average
 
 from kernelindex.app import create_app
 from kernelindex.db import migrate
@@ -35,6 +41,7 @@ DEFAULT_PATHS = [
 
 
 async def measure(settings: Settings, paths: list[str], runs: int) -> None:
+    print(f"response cache {'on' if settings.response_cache_mb else 'off'}; {load_average()}")
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
@@ -56,6 +63,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--database-url")
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--no-cache", action="store_true", help="render every request (response cache off)")
     parser.add_argument("paths", nargs="*", default=DEFAULT_PATHS)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
@@ -66,7 +74,8 @@ def main() -> None:
             engine = make_engine(url)
             ingest_sol_execbench(make_sessionmaker(engine), Settings(database_url=url), snapshot=BUNDLED_SNAPSHOT)
             engine.dispose()
-        asyncio.run(measure(Settings(database_url=url), args.paths, args.runs))
+        settings = Settings(database_url=url, response_cache_mb=0 if args.no_cache else 64)
+        asyncio.run(measure(settings, args.paths, args.runs))
 
 
 if __name__ == "__main__":

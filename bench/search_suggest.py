@@ -1,6 +1,7 @@
 """Time search-as-you-type (PRODUCT.md §10: median ≤ 5 ms server time at 10,000 workloads).
 
     .venv/bin/python bench/search_suggest.py [--workloads 10000] [--queries 300] [--database-url URL]
+    .venv/bin/python bench/search_suggest.py --existing URL [--existing URL]
 
 Builds a synthetic catalogue of ``--workloads`` workloads in a new SQLite file (and, with
 ``--database-url``, in that PostgreSQL database too, which is emptied first by downgrading
@@ -16,6 +17,8 @@ soon after such a load. Then it times, in the process and on a warm connection, 
 as a reader would (a title, project or model name cut after 2 to 12 characters, or after a
 whole word and part of the next) and ``search()`` over whole queries, a tenth of them
 misspelt so that "did you mean" runs. Prints the median and min–max of each, in ms.
+With ``--existing``, nothing is built: it times on catalogues already built (e.g. by
+``synthetic_catalog.py``, whose workloads are made the same way).
 """
 
 from __future__ import annotations
@@ -200,8 +203,11 @@ def describe(label: str, values: list[float]) -> str:
     return f"{label}: median {median:.2f} ms (min {low:.2f}, max {high:.2f}, p95 {p95:.2f}, n={len(values)})"
 
 
-def run(label: str, url: str, count: int, query_count: int) -> None:
-    sessions, seconds = build(url, count)
+def run(label: str, url: str, count: int, query_count: int, existing: bool = False) -> None:
+    if existing:
+        sessions, seconds = make_sessionmaker(make_engine(url)), 0.0
+    else:
+        sessions, seconds = build(url, count)
     rng = random.Random(11)
     with sessions() as session:
         entries = session.scalar(select(func.count()).select_from(SearchEntry))
@@ -210,7 +216,11 @@ def run(label: str, url: str, count: int, query_count: int) -> None:
         suggest_ms = timed(lambda text: suggest(session, text), typed)
         search_ms = timed(lambda text: search(session, text), whole)
         corrected = sum(search(session, text).did_you_mean is not None for text in whole)
-    print(f"{label}: {count} workloads written through the store in {seconds:.1f} s; {entries} entries, {terms} terms")
+    if existing:
+        print(f"{label}: an existing catalogue; {entries} entries, {terms} terms")
+    else:
+        print(f"{label}: {count} workloads written through the store in {seconds:.1f} s", end="")
+        print(f"; {entries} entries, {terms} terms")
     print("  " + describe("suggest()", suggest_ms))
     print("  " + describe("search() ", search_ms) + f"; {corrected} with a 'did you mean'")
 
@@ -220,7 +230,14 @@ def main() -> None:
     parser.add_argument("--workloads", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--database-url", help="a PostgreSQL URL to time too (it is emptied!)")
+    parser.add_argument(
+        "--existing", action="append", default=[], metavar="URL", help="time on this built catalogue (not emptied)"
+    )
     args = parser.parse_args()
+    if args.existing:
+        for url in args.existing:
+            run(url.split(":")[0], url, 0, args.queries, existing=True)
+        return
     with tempfile.TemporaryDirectory() as folder:
         run("SQLite", f"sqlite:///{Path(folder) / 'search.db'}", args.workloads, args.queries)
     if args.database_url:

@@ -18,6 +18,7 @@ from kernelindex.accounts.secrets import session_secret
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.paths import STATIC, TEMPLATES
 from kernelindex.settings import Settings
+from kernelindex.store.version import VersionReader
 from kernelindex.web import (
     accounts,
     admin,
@@ -39,9 +40,11 @@ from kernelindex.web.accounts import signed_in_handle
 from kernelindex.web.errors import install_error_handlers
 from kernelindex.web.format import FILTERS
 from kernelindex.web.request_guard import BodyLimit, RequestGuard
+from kernelindex.web.response_cache import ResponseCache
 from kernelindex.web.security import SecurityHeaders
 
 SESSION_MAX_AGE_S = 14 * 24 * 3600
+SESSION_COOKIE = "kernelindex_session"
 
 
 def make_templates() -> Jinja2Templates:
@@ -65,9 +68,12 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
         engine = make_engine(settings.database_url)
         sessions = make_sessionmaker(engine)
 
+    versions = VersionReader(sessions)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
+        versions.close()
         if engine is not None:
             engine.dispose()
 
@@ -90,11 +96,19 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
     app.add_middleware(
         SessionMiddleware,
         secret_key=secret,
-        session_cookie="kernelindex_session",
+        session_cookie=SESSION_COOKIE,
         max_age=SESSION_MAX_AGE_S,
         same_site="lax",
         https_only=settings.https_only,
     )
+    if settings.response_cache_mb:
+        # Outside the session middleware: a cached page is answered without decoding a cookie.
+        app.add_middleware(
+            ResponseCache,
+            reader=versions,
+            max_bytes=settings.response_cache_mb * 1024 * 1024,
+            session_cookie=SESSION_COOKIE,
+        )
     app.add_middleware(BodyLimit)
     app.add_middleware(RequestGuard)
     # Added last so it wraps everything, including the guard's refusals.

@@ -30,4 +30,7 @@ class Settings(BaseSettings):
     # {"keys": [{"keyId", "publicKey"}]}. Unset, no bundle is accepted: there is no default key.
     runner_keys_file: Path | None = None
     # Where /exports/catalog.jsonl.gz is cached between changes to the catalogue.
+    # Rendered public pages and JSON kept per worker, checked against the catalogue version
+    # on every request (0 turns the cache off).
+    response_cache_mb: int = Field(default=64, ge=0)
     export_dir: Path = Field(default_factory=lambda: Path(tempfile.gettempdir()) / "kernelindex-exports")

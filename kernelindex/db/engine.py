@@ -24,6 +24,10 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         engine = create_engine(url, **kwargs)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
+    # Near the number of requests a worker runs at once (anyio runs 40 threads): with fewer,
+    # requests queue for a connection under load and time out as errors (30 a worker at most).
+    kwargs.setdefault("pool_size", 10)
+    kwargs.setdefault("max_overflow", 20)
     return create_engine(url, pool_pre_ping=True, **kwargs)
 
 

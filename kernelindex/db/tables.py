@@ -118,6 +118,9 @@ class Run(ManifestRecord, Base):
         UniqueConstraint("source_id", "external_id"),
         # The leaderboard: one workload's comparison group, fastest first.
         Index("ix_run_leaderboard", "workload_id", "comparison_key", "latency_ns"),
+        # The API's run listings, in keyset order (latency or observation time, then name).
+        Index("ix_run_latency_ns_name", "latency_ns", "name"),
+        Index("ix_run_observed_at_name", "observed_at", "name"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -215,6 +218,20 @@ class IngestionReport(Base):
     counts: Mapped[dict[str, Any]]
     errors: Mapped[list[Any]]
     drift: Mapped[list[Any]]
+
+
+class CatalogueState(Base):
+    """One row: a number every committed change of what the public pages show increases.
+
+    Cached responses are kept under the version they were made at, so a worker compares one
+    integer per request to know whether anything it holds may be stale
+    (``kernelindex.store.version``).
+    """
+
+    __tablename__ = "catalogue_state"
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    version: Mapped[int] = mapped_column(BigInteger)
 
 
 from kernelindex.db import rerun_tables  # noqa: E402, F401  (controlled reruns; a module import, as they import this one)

@@ -66,15 +66,17 @@ def workloads_with_best_run(session: Session) -> list[WorkloadSummary]:
     counts = dict(
         session.execute(select(Run.workload_id, func.count()).where(eligible()).group_by(Run.workload_id)).all()
     )
-    best: dict[int, Run] = {}
+    # The database picks each workload's fastest eligible run; only those are loaded.
+    position = (
+        func.row_number().over(partition_by=Run.workload_id, order_by=(Run.latency_ns, Run.name)).label("position")
+    )
+    ranked = select(Run.id, position).where(eligible()).subquery()
     runs = session.scalars(
         select(Run)
-        .where(eligible())
+        .where(Run.id.in_(select(ranked.c.id).where(ranked.c.position == 1)))
         .options(joinedload(Run.implementation), joinedload(Run.environment))
-        .order_by(Run.workload_id, Run.latency_ns, Run.name)
     )
-    for run in runs:
-        best.setdefault(run.workload_id, run)
+    best: dict[int, Run] = {run.workload_id: run for run in runs}
     summaries = []
     for workload in session.scalars(select(Workload).order_by(Workload.name)):
         run = best.get(workload.id)

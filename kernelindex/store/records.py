@@ -1,12 +1,14 @@
 """Record history as the pages and feeds see it (PRODUCT.md §5).
 
-A record is a moment when the #1 of a comparison group changed. The history is computed
-by ``kernelindex.ranking.record_history`` from the runs of each group separately (never
-across groups), then the record-setting runs are described for display.
+A record is a moment when the #1 of a comparison group changed, computed per group (never
+across groups) by the rule of ``kernelindex.ranking.record_history``.
 
-Two queries per call: the ranking facts of the candidate runs (a few narrow columns),
-then the display columns of the record-setting runs only. The interface is what a
-write-maintained record table would serve, so the computation can move behind it.
+The catalogue-wide list asks the database for the newest record-setting runs directly
+(an anti-join on the leaderboard index, walked newest first and stopped after a page), so
+its cost follows the page size, not the catalogue; a workload's history reads the facts of
+its runs (``record_history``). Then, in both, the display columns of the record-setting
+runs only. The interface is what a write-maintained record table would serve, so the
+computation can move behind it.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, Select, and_, or_, select
+from sqlalchemy.orm import Session, aliased
 
 from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Workload
 from kernelindex.ranking import RecordBreak, RunFacts, record_history
@@ -75,17 +77,74 @@ def catalogue_records(session: Session, limit: int = 50, before: datetime | None
     """
     if limit < 1:
         raise ValueError("limit must be at least 1")
-    where = [] if before is None else [Run.observed_at < before]
-    # A record observed before ``before`` depends only on runs observed no later than
-    # itself, so the cursor can be pushed into the query without changing any record.
-    breaks = _newest_first(_breaks(session, where))
-    if len(breaks) > limit:
-        last = breaks[limit - 1].run.observed_at
-        cut = limit
-        while cut < len(breaks) and breaks[cut].run.observed_at == last:
-            cut += 1
-        breaks = breaks[:cut]
+    # Newest first, the database walks runs back in time and keeps those that set a record,
+    # stopping after ``limit``: the cost follows the page, not the size of the catalogue.
+    newest = session.execute(_record_setters(before).order_by(_RUN.observed_at.desc()).limit(limit)).all()
+    if len(newest) == limit:
+        # Every record sharing the last one's timestamp, so the cursor splits none of them.
+        rows = session.execute(_record_setters(before).where(_RUN.observed_at >= newest[-1].observed_at)).all()
+    else:
+        rows = newest
+    breaks = _newest_first(RecordBreak(run=_facts(row), previous=_previous(session, row)) for row in rows)
     return _entries(session, breaks)
+
+
+_RUN, _EARLIER = aliased(Run), aliased(Run)
+
+
+def _earlier(run: Any, other: Any) -> ColumnElement[bool]:
+    """``other`` comes before ``run`` in the order ``record_history`` reads a group in."""
+    return or_(
+        other.observed_at < run.observed_at,
+        and_(
+            other.observed_at == run.observed_at,
+            or_(
+                other.latency_ns < run.latency_ns,
+                and_(other.latency_ns == run.latency_ns, other.name < run.name),
+            ),
+        ),
+    )
+
+
+def _record_setters(before: datetime | None) -> Select[Any]:
+    """Eligible runs that no earlier eligible run of their group matched or beat: the records."""
+    matched_earlier = (
+        select(_EARLIER.id)
+        .where(
+            _EARLIER.workload_id == _RUN.workload_id,
+            _EARLIER.comparison_key == _RUN.comparison_key,
+            _EARLIER.latency_ns <= _RUN.latency_ns,
+            eligible(_EARLIER),
+            _earlier(_RUN, _EARLIER),
+        )
+        .exists()
+    )
+    stmt = select(_RUN.name, _RUN.workload_id, _RUN.comparison_key, _RUN.latency_ns, _RUN.observed_at).where(
+        eligible(_RUN), ~matched_earlier
+    )
+    return stmt if before is None else stmt.where(_RUN.observed_at < before)
+
+
+def _facts(row: Any) -> RunFacts:
+    return RunFacts(
+        name=row.name, comparison_key=row.comparison_key, latency_ns=row.latency_ns, observed_at=row.observed_at
+    )
+
+
+def _previous(session: Session, row: Any) -> RunFacts | None:
+    """The record a record-setting run broke: the fastest eligible run before it in its group."""
+    found = session.execute(
+        select(Run.name, Run.comparison_key, Run.latency_ns, Run.observed_at)
+        .where(
+            Run.workload_id == row.workload_id,
+            Run.comparison_key == row.comparison_key,
+            eligible(Run),
+            _earlier(row, Run),
+        )
+        .order_by(Run.latency_ns, Run.observed_at, Run.name)
+        .limit(1)
+    ).one_or_none()
+    return None if found is None else _facts(found)
 
 
 def workload_records(session: Session, workload_id: int) -> list[RecordEntry]:

@@ -56,6 +56,7 @@ from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord
 from kernelindex.db.tables import Environment, Implementation, Workload
 from kernelindex.ingest.batch import Batch
 from kernelindex.slugs import slugify
+from kernelindex.store.version import mark_changed
 
 KINDS = ("workload", "implementation", "gpu", "model")
 URL_PREFIXES = {"workload": "/workloads/", "implementation": "/implementations/", "gpu": "/gpus/", "model": "/models/"}
@@ -384,6 +385,7 @@ def index_batch(session: Session, batch: Batch, workload: Workload, counts: Mapp
 
 def rebuild_index(session: Session) -> None:
     """Build every entry from the stored records, writing only what differs from the index."""
+    mark_changed(session)
     workloads = [workload_entry(workload) for workload in session.scalars(select(Workload))]
     others = [*project_entries(session), *gpu_entries(session), *model_entries(session)]
     _sync(session, [*workloads, *others], prune=KINDS)

@@ -7,9 +7,11 @@ from datetime import datetime
 from typing import Any, ClassVar, Literal
 
 from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
+from sqlalchemy.orm import Session
 
 from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.store import accounts
@@ -98,6 +100,13 @@ class CreatedAttestation(BaseModel):
     },
 )
 async def create_attestation(request: Request, name: str, session: SessionDep) -> Response:
+    raw = await request.body()
+    # The rest waits on the database (the key, the rate limit, the write): in the threadpool,
+    # so that a wait for a connection or a lock never stalls the worker's event loop.
+    return await run_in_threadpool(_create_attestation, request, name, session, raw)
+
+
+def _create_attestation(request: Request, name: str, session: Session, raw: bytes) -> Response:
     authorization = request.headers.get("authorization", "")
     scheme, _, secret = authorization.partition(" ")
     user = accounts.user_for_api_key(session, secret.strip(), "attest") if scheme.lower() == "bearer" else None
@@ -108,7 +117,7 @@ async def create_attestation(request: Request, name: str, session: SessionDep) -
     session.commit()
     run = find_run(session, name)
     try:
-        body = NewAttestation.model_validate_json(await request.body())
+        body = NewAttestation.model_validate_json(raw)
     except ValidationError as exc:
         details = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False))
         raise BadRequest(f"The attestation is not valid: {details}") from None

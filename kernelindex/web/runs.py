@@ -49,7 +49,7 @@ def render_run(
     )
     context = build_run_page(
         run,
-        runs_in_group(session, run.comparison_key),
+        runs_in_group(session, run.comparison_key, run.workload_id),
         versions,
         str(request.base_url).rstrip("/"),
         parse_accessed(accessed),

@@ -1,7 +1,7 @@
 """Controlled reruns: signed bundles, per-suite results and case-scoped runs.
 
-Revision ID: 0006
-Revises: 0003
+Revision ID: 0005
+Revises: 0004
 Create Date: 2026-12-02
 
 Why: a rerun's suite figure is an ordinary run row, but its evidence (the signed bundle
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0006"
-down_revision: str | None = "0003"
+revision: str = "0005"
+down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

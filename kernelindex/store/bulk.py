@@ -1,0 +1,64 @@
+"""The bulk path: many rows of one table in one statement stream.
+
+For loads where the per-record path (``kernelindex.store.manifests.put``, one ORM object
+and one history row at a time) would take hours: a synthetic catalogue of a million runs,
+a restore. The caller hands plain column dictionaries whose manifests it has already
+built and digested; nothing is compared with what is stored, so the rows must be new.
+On PostgreSQL the rows stream through ``COPY``; elsewhere through one ``executemany``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Table, insert
+from sqlalchemy.orm import Session
+
+from kernelindex.db.base import Base
+from kernelindex.store.version import mark_changed
+
+
+def insert_rows(session: Session, table: type[Base] | Table, rows: Sequence[Mapping[str, Any]]) -> int:
+    """Insert ``rows`` (dicts with the same keys, ids omitted) into ``table`` in the caller's transaction."""
+    if not rows:
+        return 0
+    target: Table = table if isinstance(table, Table) else table.__table__  # type: ignore[assignment]
+    mark_changed(session)
+    connection = session.connection()
+    if connection.dialect.name == "postgresql":
+        columns = list(rows[0])
+        raw = connection.connection.driver_connection
+        assert raw is not None
+        statement = f'COPY "{target.name}" ({", ".join(f"{c!s}" for c in columns)}) FROM STDIN'
+        with raw.cursor() as cursor, cursor.copy(statement) as copy:  # type: ignore[attr-defined]
+            for row in rows:
+                copy.write_row([_copy_value(target, column, row[column]) for column in columns])
+    else:
+        connection.execute(insert(target), list(rows))
+    return len(rows)
+
+
+def _copy_value(table: Table, column: str, value: Any) -> Any:
+    # JSON columns go through COPY as their text; everything else psycopg adapts itself.
+    if isinstance(value, (dict, list)):
+        import json
+
+        return json.dumps(value, separators=(",", ":"))
+    return value
+
+
+def version_rows(kind: str, records: Iterable[Mapping[str, Any]], now: datetime) -> list[dict[str, Any]]:
+    """The ``manifest_version`` rows of freshly inserted records (their first and only version)."""
+    return [
+        {
+            "kind": kind,
+            "name": record["name"],
+            "digest": record["digest"],
+            "manifest_json": record["manifest_json"],
+            "recorded_at": now,
+            "superseded_at": None,
+        }
+        for record in records
+    ]

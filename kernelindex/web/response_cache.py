@@ -1,0 +1,149 @@
+"""A per-worker cache of public responses, kept exact by the catalogue version.
+
+Pages and their JSON twins are pure functions of the catalogue, the URL and the day (the
+access date of citations), and a public one is the same for every visitor. This ASGI
+middleware keeps the bytes of each such ``200`` response under the catalogue version read
+before it was made (``kernelindex.store.version``); a later request for the same URL is
+answered from memory while the version is unchanged, after one read of that integer.
+Any write committed by any process increases the version, so the next request after it
+is rendered afresh: several workers never disagree and never serve stale data.
+
+Only what is safe to share is kept: ``GET`` requests without the session cookie or an
+``Authorization`` header, answered ``200`` with ``Cache-Control: public`` and no
+``Set-Cookie``. ``If-None-Match`` is answered ``304`` from the kept ETag; byte ranges and
+date conditions go to the app, which answers them itself.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from kernelindex.store.version import ATTESTATION_PATHS, VersionReader
+
+MAX_ENTRY_BYTES = 2 * 1024 * 1024
+# Requests the app answers itself: credentials, byte ranges, date-based conditions.
+_APP_ANSWERS = frozenset({b"authorization", b"range", b"if-range", b"if-modified-since"})
+# Headers of a 304: the body's own headers are not sent again.
+_BODY_HEADERS = frozenset({b"content-length", b"content-type", b"content-encoding"})
+
+
+@dataclass(frozen=True)
+class Entry:
+    version: tuple[int, ...]
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+    etag: bytes | None
+
+
+class ResponseCache:
+    def __init__(self, app: ASGIApp, reader: VersionReader, max_bytes: int, session_cookie: str):
+        self.app = app
+        self.reader = reader
+        self.max_bytes = max_bytes
+        self.cookie = session_cookie.encode() + b"="
+        self.entries: OrderedDict[tuple[bytes, ...], Entry] = OrderedDict()
+        self.size = 0
+        self.hits = 0
+        self.misses = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+        match = b""
+        for name, value in scope["headers"]:
+            if name == b"cookie":
+                if self.cookie in value:
+                    await self.app(scope, receive, send)
+                    return
+            elif name in _APP_ANSWERS:
+                await self.app(scope, receive, send)
+                return
+            elif name == b"if-none-match":
+                match = value
+        versions = self.reader()
+        if versions is None:
+            await self.app(scope, receive, send)
+            return
+        # Pages that show attestations depend on both counters; the others on the catalogue's.
+        version = versions if scope["path"].startswith(ATTESTATION_PATHS) else versions[:1]
+        day = datetime.now(UTC).date().isoformat().encode()
+        # No page varies with Accept or Accept-Encoding (only error responses, never kept, do).
+        key = (scope.get("raw_path") or scope["path"].encode(), scope["query_string"], day)
+        entry = self.entries.get(key)
+        if entry is not None and entry.version == version:
+            self.hits += 1
+            self.entries.move_to_end(key)
+            await self._answer(entry, match, send)
+            return
+        self.misses += 1
+        await self._render(scope, receive, send, key, version)
+
+    async def _answer(self, entry: Entry, match: bytes, send: Send) -> None:
+        if match and entry.etag and _matches(match, entry.etag):
+            headers = [(name, value) for name, value in entry.headers if name not in _BODY_HEADERS]
+            await send({"type": "http.response.start", "status": 304, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": entry.headers})
+        await send({"type": "http.response.body", "body": entry.body})
+
+    async def _render(
+        self, scope: Scope, receive: Receive, send: Send, key: tuple[bytes, ...], version: tuple[int, ...]
+    ) -> None:
+        headers: list[tuple[bytes, bytes]] = []
+        chunks: list[bytes] = []
+        size = 0
+        keep = True
+
+        async def capture(message: Message) -> None:
+            nonlocal headers, size, keep
+            if message["type"] == "http.response.start":
+                # A copy: the middlewares outside add their own headers to this message.
+                headers = list(message.get("headers", []))
+                keep = message["status"] == 200 and _shareable(message.get("headers", []))
+            elif message["type"] == "http.response.body" and keep:
+                body = message.get("body", b"")
+                size += len(body)
+                if size > MAX_ENTRY_BYTES:
+                    keep = False
+                else:
+                    chunks.append(body)
+                    if not message.get("more_body", False):
+                        self._store(key, version, headers, b"".join(chunks))
+            await send(message)
+
+        await self.app(scope, receive, capture)
+
+    def _store(
+        self, key: tuple[bytes, ...], version: tuple[int, ...], headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> None:
+        etag = next((value for name, value in headers if name == b"etag"), None)
+        old = self.entries.pop(key, None)
+        if old is not None:
+            self.size -= len(old.body)
+        self.entries[key] = Entry(version, headers, body, etag)
+        self.size += len(body)
+        while self.size > self.max_bytes and self.entries:
+            _, evicted = self.entries.popitem(last=False)
+            self.size -= len(evicted.body)
+
+
+def _shareable(headers: list[tuple[bytes, bytes]]) -> bool:
+    public = False
+    for name, value in headers:
+        if name == b"set-cookie":
+            return False
+        if name == b"cache-control":
+            public = value.startswith(b"public")
+    return public
+
+
+def _matches(header: bytes, etag: bytes) -> bool:
+    if header.strip() == b"*":
+        return True
+    return etag in [tag.strip().removeprefix(b"W/") for tag in header.split(b",")]

@@ -1,0 +1,138 @@
+"""The per-worker response cache: served from memory while the catalogue is unchanged, and
+never stale after a write (ingest, attestation, moderation), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select, update
+
+from kernelindex.app import create_app
+from kernelindex.db.account_tables import RateLimitCounter
+from kernelindex.db.tables import Run, User, Workload
+from kernelindex.settings import Settings
+from kernelindex.store import accounts, moderation
+from kernelindex.store.attestations import add_attestation
+from kernelindex.store.version import current_version
+from kernelindex.web.response_cache import ResponseCache
+
+WORKLOAD = "l1-040-conv2d-residual-block"
+LEADER = "sol-submission-36270"
+
+
+@pytest.fixture
+def site(loaded_db) -> Iterator[tuple[TestClient, ResponseCache]]:
+    app = create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)
+    with TestClient(app) as client:
+        stack = app.middleware_stack
+        while not isinstance(stack, ResponseCache):
+            stack = stack.app
+        yield client, stack
+
+
+def leaderboard(client: TestClient) -> dict:
+    response = client.get(f"/workloads/{WORKLOAD}.json")
+    assert response.status_code == 200
+    return response.json()
+
+
+def test_response_cache_serves_an_unchanged_page_from_memory(site):
+    client, cache = site
+    first = client.get(f"/workloads/{WORKLOAD}")
+    hits = cache.hits
+    second = client.get(f"/workloads/{WORKLOAD}")
+    assert cache.hits == hits + 1
+    assert second.content == first.content
+    assert second.headers["etag"] == first.headers["etag"]
+    assert second.headers["content-security-policy"] == first.headers["content-security-policy"]
+    again = client.get(f"/workloads/{WORKLOAD}", headers={"If-None-Match": first.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""
+
+
+def test_response_cache_leaves_byte_ranges_to_the_app(site):
+    client, cache = site
+    client.get("/exports/catalog.jsonl.gz")
+    hits = cache.hits
+    part = client.get("/exports/catalog.jsonl.gz", headers={"Range": "bytes=0-9"})
+    assert part.status_code == 206 and len(part.content) == 10
+    assert cache.hits == hits
+
+
+def test_response_cache_sees_a_withdrawal_on_the_next_request(site, loaded_db):
+    client, _ = site
+    before = leaderboard(client)
+    assert before["ranked"][0]["name"] == LEADER
+    leaderboard(client)  # cached now
+    with loaded_db.sessions.begin() as session:
+        maintainer = accounts.create_user(session, "mod", "correct horse battery", maintainer=True)
+        moderation.withdraw_run(session, maintainer, LEADER, "Timing harness was patched.")
+    after = leaderboard(client)
+    assert after["ranked"][0]["name"] != LEADER
+    assert after["workload"]["eligibleCount"] == before["workload"]["eligibleCount"] - 1
+
+
+def test_response_cache_sees_an_attestation_on_the_next_request(site, loaded_db):
+    client, _ = site
+    path = f"/runs/{LEADER}.json"
+    assert client.get(path).json()["attestations"] == []
+    client.get(path)
+    with loaded_db.sessions.begin() as session:
+        user = accounts.create_user(session, "ada", "correct horse battery")
+        run = session.scalar(select(Run).where(Run.name == LEADER))
+        add_attestation(session, user, run, {"type": "reproduced", "body": "Same figure on our B200."})
+    assert [a["author"] for a in client.get(path).json()["attestations"]] == ["ada"]
+
+
+def test_an_attestation_leaves_the_leaderboard_cached(site, loaded_db):
+    client, cache = site
+    leaderboard(client)
+    with loaded_db.sessions.begin() as session:
+        user = accounts.create_user(session, "ada", "correct horse battery")
+        run = session.scalar(select(Run).where(Run.name == LEADER))
+        add_attestation(session, user, run, {"type": "reproduced", "body": "Same figure on our B200."})
+    hits = cache.hits
+    leaderboard(client)
+    assert cache.hits == hits + 1
+
+
+def test_response_cache_sees_an_ingested_change_on_the_next_request(site, loaded_db):
+    client, _ = site
+    leaderboard(client)
+    with loaded_db.sessions.begin() as session:
+        session.execute(update(Workload).where(Workload.name == WORKLOAD).values(title="Renamed upstream"))
+    assert leaderboard(client)["workload"]["title"] == "Renamed upstream"
+
+
+def test_catalogue_version_increases_with_public_writes_only(loaded_db):
+    with loaded_db.sessions() as session:
+        start = current_version(session)
+    with loaded_db.sessions.begin() as session:
+        session.scalar(select(Run).limit(1))  # a read
+        session.add(RateLimitCounter(key="signup:127.0.0.1", window_start=0, hits=1))  # private
+    with loaded_db.sessions() as session:
+        assert current_version(session) == start
+    with loaded_db.sessions.begin() as session:
+        session.add(User(handle="bob", password_hash="x", is_maintainer=False, created_at=datetime.now(UTC)))
+    with loaded_db.sessions() as session:
+        assert current_version(session) == start  # accounts are shown on no public page
+    with loaded_db.sessions.begin() as session:
+        session.execute(update(Workload).where(Workload.name == WORKLOAD).values(title="Renamed"))
+    with loaded_db.sessions() as session:
+        assert current_version(session) == start + 1
+    with loaded_db.sessions() as session:
+        session.execute(update(Workload).values(title="Rolled back"))
+        session.rollback()
+    with loaded_db.sessions() as session:
+        assert current_version(session) == start + 1
+
+
+def test_response_cache_never_shares_a_signed_in_page(site):
+    client, cache = site
+    client.get("/")
+    client.cookies.set("kernelindex_session", "anything")
+    hits = cache.hits
+    client.get("/")
+    assert cache.hits == hits
