@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
+from kernelindex.app import create_app
 from kernelindex.cli import main
 from kernelindex.db import migrate
 from kernelindex.db.engine import make_engine, make_sessionmaker
@@ -23,6 +25,7 @@ from kernelindex.db.tables import Attestation, ManifestVersion, Run, User
 from kernelindex.ingest.rerun_import import import_bundled_reruns
 from kernelindex.ingest.runner import run_ingest
 from kernelindex.paths import BUNDLED_RERUNS
+from kernelindex.settings import Settings
 from kernelindex.store import accounts, attestations, moderation
 from tests.catalogue import catalogue_fingerprint
 from tests.upstream import FakeUpstream
@@ -248,3 +251,20 @@ def test_import_refuses_a_non_empty_store_unless_told_and_a_failed_replace_keeps
     assert body(export(database_url, tmp_path / "again.ki.gz")) == body(
         gzip.decompress(backup_file.read_bytes()).splitlines(keepends=True)
     )
+
+
+def test_a_restore_empties_the_caches_of_running_workers(backup_file, database_url) -> None:
+    """A running site answers from its response cache; after a --replace restore, its next
+    answer is the restored catalogue, not the cached one."""
+    migrate.upgrade(database_url)
+    engine = make_engine(database_url)
+    run_ingest(FakeUpstream().adapter(), make_sessionmaker(engine), origin="fake upstream")
+    engine.dispose()
+    app = create_app(Settings(database_url=database_url, secret_key="restore"))
+    with TestClient(app) as client:
+        before = client.get("/index.json").json()["workloadCount"]
+        assert client.get("/index.json").json()["workloadCount"] == before  # now served from the cache
+        code, output = cli("import", str(backup_file), "--replace", "--database-url", database_url)
+        assert code == 0, output
+        after = client.get("/index.json").json()["workloadCount"]
+    assert before != after == 235

@@ -41,10 +41,13 @@ from sqlalchemy import Connection, Engine, Table, delete, func, select, text
 import kernelindex.db.tables  # noqa: F401  (puts every table on Base.metadata)
 from kernelindex.db.base import Base, UtcDateTime
 from kernelindex.manifests.digest import manifest_digest
+from kernelindex.store.version import bump_every_counter
 
 FORMAT = "kernelindex-backup"
 VERSION = 1
-LEFT_OUT = frozenset({"rate_limit_counter", "app_secret"})
+# Short-lived counters, the session secret, and the cache versions (bookkeeping of each store's
+# own workers: a restore bumps them instead, so no worker keeps serving what it replaced).
+LEFT_OUT = frozenset({"rate_limit_counter", "app_secret", "catalogue_state"})
 # Tables whose rows carry a manifest and the digest it must have.
 MANIFEST_TABLES = frozenset(
     {"workload", "implementation", "protocol", "environment", "run", "attestation", "manifest_version", "rerun_case"}
@@ -266,6 +269,7 @@ def restore_backup(engine: Engine, path: Path, schema: str, replace: bool = Fals
             connection.execute(current.insert(), pending)
         if connection.dialect.name == "postgresql":
             _advance_sequences(connection)
+        bump_every_counter(connection)
     return summary
 
 

@@ -78,11 +78,21 @@ def _before_commit(session: Session) -> None:
     # Flush first: what is still pending would otherwise be written after this hook.
     session.flush()
     for counter in sorted(session.info.pop(_CHANGED, ())):
-        bumped = session.execute(
-            update(CatalogueState).where(CatalogueState.id == counter).values(version=CatalogueState.version + 1)
-        )
-        if bumped.rowcount == 0:  # type: ignore[attr-defined]
-            session.execute(insert(CatalogueState).values(id=counter, version=2))
+        _bump(session, counter)
+
+
+def bump_every_counter(connection: Connection) -> None:
+    """Make every worker drop its cache: for writes that bypass the ORM session (a restore)."""
+    for counter in (CATALOGUE, ATTESTATIONS):
+        _bump(connection, counter)
+
+
+def _bump(executor: Session | Connection, counter: int) -> None:
+    bumped = executor.execute(
+        update(CatalogueState).where(CatalogueState.id == counter).values(version=CatalogueState.version + 1)
+    )
+    if bumped.rowcount == 0:  # type: ignore[attr-defined]
+        executor.execute(insert(CatalogueState).values(id=counter, version=2))
 
 
 @event.listens_for(Session, "after_rollback")
