@@ -13,6 +13,8 @@ from sqlalchemy import select, update
 from kernelindex.app import create_app
 from kernelindex.db.account_tables import RateLimitCounter
 from kernelindex.db.tables import Run, User, Workload
+from kernelindex.ingest.sources import ingest_sol_execbench
+from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
 from kernelindex.store import accounts, moderation
 from kernelindex.store.attestations import add_attestation
@@ -127,6 +129,21 @@ def test_catalogue_version_increases_with_public_writes_only(loaded_db):
         session.rollback()
     with loaded_db.sessions() as session:
         assert current_version(session) == start + 1
+    with loaded_db.sessions.begin() as session:
+        session.execute(update(Workload).where(Workload.name == "no-such-workload").values(title="Nobody"))
+    with loaded_db.sessions() as session:
+        assert current_version(session) == start + 1  # a write that matched no row changed nothing
+
+
+def test_an_unchanged_reingest_leaves_every_cache_in_place(loaded_db):
+    with loaded_db.sessions() as session:
+        start = current_version(session)
+    summary = ingest_sol_execbench(loaded_db.sessions, Settings(database_url=loaded_db.url), snapshot=BUNDLED_SNAPSHOT)
+    assert summary.status == "succeeded" and not summary.counts.get("added") and not summary.counts.get("updated")
+    with loaded_db.sessions() as session:
+        # Only the ingestion report (opened, then closed) is new, and the source page shows it;
+        # no kernel's transaction may count as a change (there are 235 of them).
+        assert current_version(session) - start == 2
 
 
 def test_response_cache_never_shares_a_signed_in_page(site):

@@ -64,13 +64,19 @@ def _after_flush(session: Session, _context: UOWTransaction) -> None:
 
 
 @event.listens_for(Session, "do_orm_execute")
-def _on_execute(state: ORMExecuteState) -> None:
+def _on_execute(state: ORMExecuteState) -> Any:
     if not (state.is_insert or state.is_update or state.is_delete):
-        return
+        return None
     table = getattr(state.statement, "table", None)
     counter = _counter(getattr(table, "name", None))
-    if counter is not None:
+    if counter is None:
+        return None
+    # Run the statement here to see what it did: one that matched no row (an unchanged
+    # re-ingest's "mark what went missing") changes no page and must not empty every cache.
+    result = state.invoke_statement()
+    if getattr(result, "rowcount", -1) != 0:
         mark_changed(state.session, counter)
+    return result
 
 
 @event.listens_for(Session, "before_commit")
