@@ -10,7 +10,6 @@ manifests with their bounds.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import BigInteger, ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -57,7 +56,8 @@ class RerunResult(Base):
 
 
 class RerunCase(ManifestRecord, Base):
-    """A case-scoped ``BenchmarkRun`` manifest with the figures its page shows."""
+    """A case-scoped ``BenchmarkRun`` manifest, and its roofline bound for the cases table
+    (every other figure of the case is read from the stored bundle)."""
 
     __tablename__ = "rerun_case"
     __table_args__ = (UniqueConstraint("result_id", "position"),)
@@ -65,8 +65,4 @@ class RerunCase(ManifestRecord, Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     result_id: Mapped[int] = mapped_column(ForeignKey("rerun_result.id"))
     position: Mapped[int]
-    status: Mapped[str] = mapped_column(String(16))
-    median_ns: Mapped[int] = mapped_column(BigInteger)
     bound_ns: Mapped[int] = mapped_column(BigInteger)
-    # min, p10, p90, max of every timed sample, and the correctness figures.
-    figures: Mapped[dict[str, Any]]

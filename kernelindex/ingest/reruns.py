@@ -113,20 +113,15 @@ def _check_figures(payload: Payload) -> None:
     for case in payload.cases:
         if case.status != "passed" or case.timing is None or case.roofline is None:
             raise BundleError(f"bundle {payload.bundle_id}: case {case.index} has no passing, timed result")
-        recomputed = summarize_case(case.timing.samples_ns)
-        for field in ("median_ns", "min_ns", "max_ns", "p10_ns", "p90_ns", "iqr_ns"):
-            if recomputed[_camel(field)] != getattr(case.timing, field):
+        recomputed, claimed = summarize_case(case.timing.samples_ns), case.timing.model_dump(by_alias=True)
+        for figure in ("medianNs", "minNs", "maxNs", "p10Ns", "p90Ns", "iqrNs"):
+            if recomputed[figure] != claimed[figure]:
                 raise BundleError(
-                    f"bundle {payload.bundle_id}: case {case.index}'s {_camel(field)} does not follow from its samples"
+                    f"bundle {payload.bundle_id}: case {case.index}'s {figure} does not follow from its samples"
                 )
     medians = [case.timing.median_ns for case in payload.cases if case.timing is not None]
     if suite_latency_ns(medians) != payload.suite.latency_ns:
         raise BundleError(f"bundle {payload.bundle_id}: the suite figure is not the geometric mean of its cases")
-
-
-def _camel(snake: str) -> str:
-    head, *rest = snake.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 # --- Manifests ----------------------------------------------------------------------

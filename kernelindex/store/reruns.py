@@ -11,7 +11,7 @@ different GPU (by its UUID), agrees with it within the protocol's noise bound.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -19,14 +19,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
 
 from kernelindex.db.rerun_tables import RerunBundle, RerunCase, RerunResult
-from kernelindex.db.tables import Environment, Implementation, ManifestVersion, Protocol, Run, Workload
+from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Workload
 from kernelindex.ingest.reruns import AGREEMENT_BOUND, RERUN_SOURCE, MappedBundle, VerifiedBundle, map_bundle
 from kernelindex.manifests import Manifest
 from kernelindex.ranking import comparison_key
 from kernelindex.rerun.bundle import BundleError
 from kernelindex.rerun.cases import Case, cases_sha256
 from kernelindex.store.ingest import ensure_source, environment_columns, implementation_columns, protocol_columns
-from kernelindex.store.manifests import Outcome, Row, existing_by_name, manifest_text, put
+from kernelindex.store.manifests import Outcome, Row, existing_by_name, put
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class ImportOutcome:
 def import_bundle(session: Session, bundle: VerifiedBundle, now: datetime) -> ImportOutcome:
     """Store one verified bundle; importing the same bundle again writes nothing."""
     payload = bundle.payload
-    summary = ImportOutcome(
+    outcome = ImportOutcome(
         payload.bundle_id,
         None,
         payload.implementation.name,
@@ -56,7 +56,7 @@ def import_bundle(session: Session, bundle: VerifiedBundle, now: datetime) -> Im
             raise BundleError(f"bundle {payload.bundle_id} was imported before with different content")
         result = session.scalar(select(RerunResult).where(RerunResult.bundle_id == existing.id))
         name = result.run.name if result is not None else None
-        return ImportOutcome(**{**summary.__dict__, "run_name": name, "already_imported": True})
+        return replace(outcome, run_name=name, already_imported=True)
 
     workload = session.scalar(select(Workload).where(Workload.name == payload.workload.slug))
     if workload is None:
@@ -96,44 +96,16 @@ def import_bundle(session: Session, bundle: VerifiedBundle, now: datetime) -> Im
     session.add(result)
     session.flush()
     for case_run in mapped.case_runs:
-        record, manifest = case_run.record, case_run.manifest
-        assert record.timing is not None and record.roofline is not None
-        text = manifest_text(manifest)
-        session.add(
-            RerunCase(
-                name=manifest.metadata.name,
-                digest=manifest.digest,
-                manifest_json=text,
-                created_at=now,
-                updated_at=now,
-                result_id=result.id,
-                position=record.index,
-                status=record.status,
-                median_ns=record.timing.median_ns,
-                bound_ns=round(record.roofline.bound_ns),
-                figures={
-                    "minNs": record.timing.min_ns,
-                    "p10Ns": record.timing.p10_ns,
-                    "p90Ns": record.timing.p90_ns,
-                    "maxNs": record.timing.max_ns,
-                    "iqrNs": record.timing.iqr_ns,
-                    "limiter": record.roofline.limiter,
-                    "correctness": record.correctness or [],
-                },
-            )
-        )
-        session.add(
-            ManifestVersion(
-                kind="BenchmarkRun",
-                name=manifest.metadata.name,
-                digest=manifest.digest,
-                manifest_json=text,
-                recorded_at=now,
-            )
-        )
+        assert case_run.record.roofline is not None
+        columns = {
+            "result_id": result.id,
+            "position": case_run.record.index,
+            "bound_ns": round(case_run.record.roofline.bound_ns),
+        }
+        put(session, RerunCase, case_run.manifest, columns, None, now)
     session.flush()
     derive_rerun_evidence(session, run.comparison_key)
-    return ImportOutcome(**{**summary.__dict__, "run_name": run.name})
+    return replace(outcome, run_name=run.name)
 
 
 def _write_suite_run(session: Session, mapped: MappedBundle, workload: Workload, source_id: int, now: datetime) -> Run:
