@@ -245,10 +245,7 @@ def import_store(file: Path, replace: bool, database_url: str | None) -> None:
     except IngestLocked as exc:
         err.print(f"[red]Not imported:[/] {exc}")
         sys.exit(3)
-    except BackupError as exc:
-        err.print(f"[red]Not imported, nothing was written:[/] {exc}")
-        sys.exit(1)
-    except (OSError, SQLAlchemyError) as exc:
+    except (BackupError, OSError, SQLAlchemyError) as exc:
         err.print(f"[red]Not imported, nothing was written:[/] {exc}")
         sys.exit(1)
     finally:
