@@ -17,7 +17,8 @@ from kernelindex.db.tables import Run, Workload
 from kernelindex.paths import STATIC
 from kernelindex.ranking import RunFacts, rank_group
 from kernelindex.settings import Settings
-from kernelindex.store import api as store
+from kernelindex.store.run_queries import RUN_SORTS, RunFilters, list_runs
+from kernelindex.store.workloads import WORKLOAD_SORTS, WorkloadFilters, list_workloads
 from kernelindex.verify import verify_document
 from kernelindex.web import cursors
 
@@ -114,8 +115,8 @@ def test_openapi_names_every_sort_and_the_limit_range(client):
     assert params["limit"]["schema"]["minimum"] == 1
     assert params["limit"]["schema"]["maximum"] == 200
     run_params = {p["name"]: p for p in document["paths"]["/api/v1/runs"]["get"]["parameters"]}
-    assert run_params["sort"]["schema"]["enum"] == list(store.RUN_SORTS)
-    assert set(params["sort"]["schema"]["enum"]) == set(store.WORKLOAD_SORTS)
+    assert run_params["sort"]["schema"]["enum"] == list(RUN_SORTS)
+    assert set(params["sort"]["schema"]["enum"]) == set(WORKLOAD_SORTS)
 
 
 def test_api_docs_page_loads_and_references_only_same_origin_assets(client):
@@ -141,14 +142,14 @@ def test_api_docs_page_loads_and_references_only_same_origin_assets(client):
 # --- Workloads ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sort", list(store.WORKLOAD_SORTS))
+@pytest.mark.parametrize("sort", list(WORKLOAD_SORTS))
 def test_workload_pages_cover_the_unpaginated_listing_exactly(client, loaded_db, sort):
     items, pages = walk(client, "/api/v1/workloads", sort=sort, limit=40)
     slugs = [item["slug"] for item in items]
     assert pages == 6  # 235 workloads, 40 a page
     assert len(slugs) == len(set(slugs)) == 235
     with loaded_db.sessions() as session:
-        everything, position = store.list_workloads(session, store.WorkloadFilters(), sort, None, 10_000)
+        everything, position = list_workloads(session, WorkloadFilters(), sort, None, 10_000)
     assert position is None
     assert slugs == [item.slug for item in everything]
 
@@ -263,14 +264,14 @@ def test_workload_detail_lists_one_group_per_stack(client):
 # --- Runs ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sort", list(store.RUN_SORTS))
+@pytest.mark.parametrize("sort", list(RUN_SORTS))
 def test_run_pages_cover_the_unpaginated_listing_exactly(client, loaded_db, sort):
     items, pages = walk(client, "/api/v1/runs", sort=sort, limit=200)
     names = [item["name"] for item in items]
     assert pages == 4  # 708 runs, 200 a page
     assert len(names) == len(set(names)) == 708
     with loaded_db.sessions() as session:
-        everything, _ = store.list_runs(session, store.RunFilters(), sort, None, 10_000)
+        everything, _ = list_runs(session, RunFilters(), sort, None, 10_000)
     assert names == [item.name for item in everything]
     key = "latencyNs" if "latency" in sort else "observedAt"
     values = [item[key] for item in items]

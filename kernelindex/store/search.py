@@ -56,6 +56,7 @@ from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord
 from kernelindex.db.tables import Environment, Implementation, Workload
 from kernelindex.ingest.batch import Batch
 from kernelindex.slugs import slugify
+from kernelindex.store.schemas import SearchHitItem, SearchResponse
 from kernelindex.store.version import mark_changed
 
 KINDS = ("workload", "implementation", "gpu", "model")
@@ -586,3 +587,25 @@ def edit_distance(a: str, b: str, limit: int) -> int:
             return limit + 1
         before_previous, previous = previous, current
     return min(previous[-1], limit + 1)
+
+
+API_PATHS = {"workload": "workloads", "implementation": "implementations", "gpu": "gpus", "model": "models"}
+
+
+def search_response(results: SearchResults) -> SearchResponse:
+    """The API form of ``kernelindex.store.search.SearchResults``."""
+    return SearchResponse(
+        query=results.query,
+        hits=[
+            SearchHitItem(
+                kind=hit.kind,
+                slug=hit.slug,
+                title=hit.title,
+                subtitle=hit.subtitle,
+                url=hit.url,
+                api_url=f"/api/v1/{API_PATHS[hit.kind]}/{hit.slug}",
+            )
+            for hit in results.hits
+        ],
+        did_you_mean=results.did_you_mean,
+    )

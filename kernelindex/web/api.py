@@ -18,7 +18,29 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
 
 from kernelindex.manifests.digest import DIGEST_PATTERN, is_digest
-from kernelindex.store import api as store
+from kernelindex.store.gpus import gpu_detail, list_gpus
+from kernelindex.store.implementations import implementation_detail, list_implementations
+from kernelindex.store.keyset import SLUG_ORDER
+from kernelindex.store.models import list_models, model_detail
+from kernelindex.store.run_queries import RUN_SORTS, RunFilters, find_run, list_runs, run_detail
+from kernelindex.store.schemas import (
+    GpuDetail,
+    GpuPage,
+    ImplementationDetail,
+    ImplementationPage,
+    ModelDetail,
+    ModelPage,
+    RunDetail,
+    RunPage,
+    SearchResponse,
+    SourceDetail,
+    SourcePage,
+    WorkloadDetail,
+    WorkloadPage,
+)
+from kernelindex.store.search import search_response
+from kernelindex.store.sources import list_sources, source_detail
+from kernelindex.store.workloads import WORKLOAD_SORTS, WorkloadFilters, find_workload, list_workloads, workload_detail
 from kernelindex.web.compare import CompareResult, RunsParam, compare_named
 from kernelindex.web.cursors import MAX_CURSOR_LENGTH, Listing
 from kernelindex.web.deps import SessionDep
@@ -102,7 +124,7 @@ def _ref(ref: str, what: str) -> str:
 @router.get(
     f"{V1}/workloads",
     operation_id="listWorkloads",
-    response_model=store.WorkloadPage,
+    response_model=WorkloadPage,
     tags=["workloads"],
     summary="List workloads",
     description="Filter by collection, tag, origin model, GPU measured on, or text; sort by name (A–Z), runs "
@@ -120,24 +142,24 @@ def workloads(
     limit: Limit = 50,
     cursor: Cursor = None,
 ) -> Response:
-    filters = store.WorkloadFilters(collection=collection, tag=tag, model=model, gpu=gpu, q=q)
-    listing = Listing("workloads", sort, asdict(filters), store.WORKLOAD_SORTS[sort])
-    items, position = store.list_workloads(session, filters, sort, listing.after(cursor), limit)
-    return send(request, store.WorkloadPage(items=items, next_cursor=listing.next(position)))
+    filters = WorkloadFilters(collection=collection, tag=tag, model=model, gpu=gpu, q=q)
+    listing = Listing("workloads", sort, asdict(filters), WORKLOAD_SORTS[sort])
+    items, position = list_workloads(session, filters, sort, listing.after(cursor), limit)
+    return send(request, WorkloadPage(items=items, next_cursor=listing.next(position)))
 
 
 @router.get(
     f"{V1}/workloads/{{ref}}",
     operation_id="getWorkload",
-    response_model=store.WorkloadDetail,
+    response_model=WorkloadDetail,
     tags=["workloads"],
     summary="One workload, by slug or digest",
 )
 def workload(request: Request, session: SessionDep, ref: str) -> Response:
-    found = store.find_workload(session, _ref(ref, "workload"))
+    found = find_workload(session, _ref(ref, "workload"))
     if found is None:
         raise NotFound(f"No workload has the slug or digest {ref!r}.")
-    return send(request, store.workload_detail(session, found))
+    return send(request, workload_detail(session, found))
 
 
 # --- Runs ------------------------------------------------------------------------------
@@ -146,7 +168,7 @@ def workload(request: Request, session: SessionDep, ref: str) -> Response:
 @router.get(
     f"{V1}/runs",
     operation_id="listRuns",
-    response_model=store.RunPage,
+    response_model=RunPage,
     tags=["runs"],
     summary="List runs",
     description="Sort by latency (fastest first), -latency, observed (oldest first) or -observed (newest first).",
@@ -164,7 +186,7 @@ def runs(
     limit: Limit = 50,
     cursor: Cursor = None,
 ) -> Response:
-    filters = store.RunFilters(
+    filters = RunFilters(
         workload=workload,
         gpu=gpu,
         implementation=implementation,
@@ -172,25 +194,25 @@ def runs(
         eligible=eligible,
         comparison_key=comparison_key,
     )
-    listing = Listing("runs", sort, asdict(filters), store.RUN_SORTS[sort])
-    items, position = store.list_runs(session, filters, sort, listing.after(cursor), limit)
-    return send(request, store.RunPage(items=items, next_cursor=listing.next(position)))
+    listing = Listing("runs", sort, asdict(filters), RUN_SORTS[sort])
+    items, position = list_runs(session, filters, sort, listing.after(cursor), limit)
+    return send(request, RunPage(items=items, next_cursor=listing.next(position)))
 
 
 @router.get(
     f"{V1}/runs/{{ref}}",
     operation_id="getRun",
-    response_model=store.RunDetail,
+    response_model=RunDetail,
     tags=["runs"],
     summary="One run, by name or digest",
     description="The run with its four referenced manifests (each as {digest, manifest}), its rank in its "
     "comparison group when eligible, evidence, availability and the reasons it is not eligible.",
 )
 def run(request: Request, session: SessionDep, ref: str) -> Response:
-    found = store.find_run(session, _ref(ref, "run"))
+    found = find_run(session, _ref(ref, "run"))
     if found is None:
         raise NotFound(f"No run has the name or digest {ref!r}.")
-    return send(request, store.run_detail(session, found))
+    return send(request, run_detail(session, found))
 
 
 # --- Implementations, GPUs, models, sources --------------------------------------------
@@ -199,7 +221,7 @@ def run(request: Request, session: SessionDep, ref: str) -> Response:
 @router.get(
     f"{V1}/implementations",
     operation_id="listImplementations",
-    response_model=store.ImplementationPage,
+    response_model=ImplementationPage,
     tags=["implementations"],
     summary="List implementations (projects), by slug",
 )
@@ -210,21 +232,21 @@ def implementations(
     limit: Limit = 50,
     cursor: Cursor = None,
 ) -> Response:
-    listing = Listing("implementations", "slug", {"q": q}, store.SLUG_ORDER)
-    items, position = store.list_implementations(session, q, listing.after(cursor), limit)
-    return send(request, store.ImplementationPage(items=items, next_cursor=listing.next(position)))
+    listing = Listing("implementations", "slug", {"q": q}, SLUG_ORDER)
+    items, position = list_implementations(session, q, listing.after(cursor), limit)
+    return send(request, ImplementationPage(items=items, next_cursor=listing.next(position)))
 
 
 @router.get(
     f"{V1}/implementations/{{slug}}",
     operation_id="getImplementation",
-    response_model=store.ImplementationDetail,
+    response_model=ImplementationDetail,
     tags=["implementations"],
     summary="One implementation: its runs, and its best rank per workload",
     description="By project slug, or by the digest of the Implementation manifest of any of its revisions.",
 )
 def implementation(request: Request, session: SessionDep, slug: str) -> Response:
-    detail = store.implementation_detail(session, _ref(slug, "implementation"))
+    detail = implementation_detail(session, _ref(slug, "implementation"))
     if detail is None:
         raise NotFound(f"No implementation has the slug or digest {slug!r}.")
     return send(request, detail)
@@ -233,26 +255,26 @@ def implementation(request: Request, session: SessionDep, slug: str) -> Response
 @router.get(
     f"{V1}/gpus",
     operation_id="listGpus",
-    response_model=store.GpuPage,
+    response_model=GpuPage,
     tags=["gpus"],
     summary="List GPUs measured on, by slug",
 )
 def gpus(request: Request, session: SessionDep, limit: Limit = 50, cursor: Cursor = None) -> Response:
-    listing = Listing("gpus", "slug", {}, store.SLUG_ORDER)
-    items, position = store.list_gpus(session, listing.after(cursor), limit)
-    return send(request, store.GpuPage(items=items, next_cursor=listing.next(position)))
+    listing = Listing("gpus", "slug", {}, SLUG_ORDER)
+    items, position = list_gpus(session, listing.after(cursor), limit)
+    return send(request, GpuPage(items=items, next_cursor=listing.next(position)))
 
 
 @router.get(
     f"{V1}/gpus/{{slug}}",
     operation_id="getGpu",
-    response_model=store.GpuDetail,
+    response_model=GpuDetail,
     tags=["gpus"],
     summary="One GPU: what was measured on it, and the workloads with no measurement",
     description="By GPU slug, or by the digest of the ExecutionEnvironment manifest of an environment on it.",
 )
 def gpu(request: Request, session: SessionDep, slug: str) -> Response:
-    detail = store.gpu_detail(session, _ref(slug, "environment"))
+    detail = gpu_detail(session, _ref(slug, "environment"))
     if detail is None:
         raise NotFound(f"No GPU has the slug or environment digest {slug!r}.")
     return send(request, detail)
@@ -261,25 +283,25 @@ def gpu(request: Request, session: SessionDep, slug: str) -> Response:
 @router.get(
     f"{V1}/models",
     operation_id="listModels",
-    response_model=store.ModelPage,
+    response_model=ModelPage,
     tags=["models"],
     summary="List origin models, by slug",
 )
 def models(request: Request, session: SessionDep, limit: Limit = 50, cursor: Cursor = None) -> Response:
-    listing = Listing("models", "slug", {}, store.SLUG_ORDER)
-    items, position = store.list_models(session, listing.after(cursor), limit)
-    return send(request, store.ModelPage(items=items, next_cursor=listing.next(position)))
+    listing = Listing("models", "slug", {}, SLUG_ORDER)
+    items, position = list_models(session, listing.after(cursor), limit)
+    return send(request, ModelPage(items=items, next_cursor=listing.next(position)))
 
 
 @router.get(
     f"{V1}/models/{{slug}}",
     operation_id="getModel",
-    response_model=store.ModelDetail,
+    response_model=ModelDetail,
     tags=["models"],
     summary="One origin model: its workloads and the best known run of each per GPU",
 )
 def model(request: Request, session: SessionDep, slug: str) -> Response:
-    detail = store.model_detail(session, slug)
+    detail = model_detail(session, slug)
     if detail is None:
         raise NotFound(f"No origin model has the slug {slug!r}.")
     return send(request, detail)
@@ -288,25 +310,25 @@ def model(request: Request, session: SessionDep, slug: str) -> Response:
 @router.get(
     f"{V1}/sources",
     operation_id="listSources",
-    response_model=store.SourcePage,
+    response_model=SourcePage,
     tags=["sources"],
     summary="List sources, by slug",
 )
 def sources(request: Request, session: SessionDep, limit: Limit = 50, cursor: Cursor = None) -> Response:
-    listing = Listing("sources", "slug", {}, store.SLUG_ORDER)
-    items, position = store.list_sources(session, listing.after(cursor), limit)
-    return send(request, store.SourcePage(items=items, next_cursor=listing.next(position)))
+    listing = Listing("sources", "slug", {}, SLUG_ORDER)
+    items, position = list_sources(session, listing.after(cursor), limit)
+    return send(request, SourcePage(items=items, next_cursor=listing.next(position)))
 
 
 @router.get(
     f"{V1}/sources/{{slug}}",
     operation_id="getSource",
-    response_model=store.SourceDetail,
+    response_model=SourceDetail,
     tags=["sources"],
     summary="One source, with its ingestion reports",
 )
 def source(request: Request, session: SessionDep, slug: str) -> Response:
-    detail = store.source_detail(session, slug)
+    detail = source_detail(session, slug)
     if detail is None:
         raise NotFound(f"No source has the slug {slug!r}.")
     return send(request, detail)
@@ -320,7 +342,7 @@ SearchKind = Literal["workload", "implementation", "gpu", "model"]
 @router.get(
     f"{V1}/search",
     operation_id="search",
-    response_model=store.SearchResponse,
+    response_model=SearchResponse,
     tags=["search"],
     summary="Search workloads, implementations, GPUs and origin models",
 )
@@ -334,7 +356,7 @@ def search(
     from kernelindex.store.search import search as run_search
 
     results = run_search(session, q, limit=limit, kinds=set(kind) if kind else None)
-    return send(request, store.search_response(results))
+    return send(request, search_response(results))
 
 
 # --- Compare ---------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from pydantic.alias_generators import to_camel
 
 from kernelindex.compare import MAX_RUNS, ComparedRun, CompareError, Comparison, check_run_names, compare_runs
 from kernelindex.manifests.types import format_utc
-from kernelindex.store import api as store
+from kernelindex.store.run_queries import runs_to_compare
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
 from kernelindex.web.format import date, latency, percent_of_sol, ratio, short_digest
@@ -171,7 +171,7 @@ def compare_named(session: Any, names: Sequence[str] | None) -> CompareResult:
         names = check_run_names(list(names or []))
     except CompareError as exc:
         raise BadRequest(str(exc)) from None
-    runs, missing = store.runs_to_compare(session, names)
+    runs, missing = runs_to_compare(session, names)
     if missing:
         listed = ", ".join(repr(name) for name in missing)
         raise NotFound(f"No run is named {listed}." if len(missing) == 1 else f"No runs are named {listed}.")

@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any
 
-from kernelindex.store import api as store
+from kernelindex.store.keyset import Position, PositionError, SortKey, position_from_json, position_to_json
 from kernelindex.web.errors import BadRequest
 
 MAX_CURSOR_LENGTH = 2048
@@ -39,18 +39,16 @@ def checksum(payload: bytes) -> bytes:
     return hmac.new(CHECKSUM_CONTEXT, payload, hashlib.sha256).digest()[:CHECKSUM_BYTES]
 
 
-def encode_cursor(listing: str, sort: str, filters: dict[str, Any], position: store.Position) -> str:
+def encode_cursor(listing: str, sort: str, filters: dict[str, Any], position: Position) -> str:
     payload = json.dumps(
-        {"l": listing, "s": sort, "f": _fingerprint(filters), "p": store.position_to_json(position)},
+        {"l": listing, "s": sort, "f": _fingerprint(filters), "p": position_to_json(position)},
         separators=(",", ":"),
         sort_keys=True,
     ).encode()
     return base64.urlsafe_b64encode(checksum(payload) + payload).rstrip(b"=").decode()
 
 
-def decode_cursor(
-    token: str, listing: str, sort: str, filters: dict[str, Any], keys: tuple[store.SortKey, ...]
-) -> store.Position:
+def decode_cursor(token: str, listing: str, sort: str, filters: dict[str, Any], keys: tuple[SortKey, ...]) -> Position:
     """The position a cursor names; ``BadRequest`` if it is not an untouched cursor of this query."""
     not_ours = "The cursor is not one this API issued; pass the nextCursor of the previous page exactly as served."
     if not CURSOR_CHARACTERS.fullmatch(token):
@@ -77,19 +75,19 @@ def decode_cursor(
             "repeat the query it came from, or start again without a cursor."
         )
     try:
-        return store.position_from_json(keys, data.get("p"))
-    except store.PositionError:
+        return position_from_json(keys, data.get("p"))
+    except PositionError:
         raise BadRequest(not_ours) from None
 
 
 class Listing:
     """The cursor bookkeeping of one list request."""
 
-    def __init__(self, name: str, sort: str, filters: dict[str, Any], keys: tuple[store.SortKey, ...]):
+    def __init__(self, name: str, sort: str, filters: dict[str, Any], keys: tuple[SortKey, ...]):
         self.name, self.sort, self.filters, self.keys = name, sort, filters, keys
 
-    def after(self, cursor: str | None) -> store.Position | None:
+    def after(self, cursor: str | None) -> Position | None:
         return None if cursor is None else decode_cursor(cursor, self.name, self.sort, self.filters, self.keys)
 
-    def next(self, position: store.Position | None) -> str | None:
+    def next(self, position: Position | None) -> str | None:
         return None if position is None else encode_cursor(self.name, self.sort, self.filters, position)

@@ -7,10 +7,10 @@ from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import Run, Workload
 from kernelindex.slugs import slugify
-from kernelindex.store.api.common import best_per_gpu
-from kernelindex.store.api.keyset import Position, page_of
-from kernelindex.store.api.schemas import BestOnGpu, ModelDetail, ModelItem, ModelWorkload
 from kernelindex.store.catalog import origin_model_spellings
+from kernelindex.store.common import best_per_gpu
+from kernelindex.store.keyset import Position, page_of
+from kernelindex.store.schemas import BestOnGpu, ModelDetail, ModelItem, ModelWorkload
 
 
 def _models(session: Session) -> dict[str, tuple[str, int]]:

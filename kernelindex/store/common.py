@@ -8,10 +8,10 @@ from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.orm import Session, aliased
 
 from kernelindex.db.tables import Environment, ManifestVersion, Run, Source
-from kernelindex.store.api.keyset import Expr
-from kernelindex.store.api.schemas import GroupBest, ManifestVersionItem, SourceRefItem
+from kernelindex.store.keyset import Expr
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import with_references
+from kernelindex.store.schemas import GroupBest, ManifestVersionItem, SourceRefItem
 
 
 def rank_expression() -> ColumnElement[int]:

@@ -8,17 +8,17 @@ from sqlalchemy import case, func, or_, select
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import Implementation, Run
-from kernelindex.store.api.common import contains, name_by_ref, rank_expression
-from kernelindex.store.api.keyset import SLUG_ORDER, Position, keyset_page
-from kernelindex.store.api.runs import run_fields
-from kernelindex.store.api.schemas import (
+from kernelindex.store.common import contains, name_by_ref, rank_expression
+from kernelindex.store.keyset import SLUG_ORDER, Position, keyset_page
+from kernelindex.store.reads import eligible
+from kernelindex.store.run_queries import run_fields
+from kernelindex.store.runs import with_references
+from kernelindex.store.schemas import (
     ImplementationDetail,
     ImplementationItem,
     ImplementationWorkload,
     RankedRunItem,
 )
-from kernelindex.store.reads import eligible
-from kernelindex.store.runs import with_references
 
 
 def list_implementations(

@@ -10,10 +10,10 @@ from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import Environment, Run, Workload
 from kernelindex.gpus import TRACKED_GPUS
-from kernelindex.store.api.common import best_per_gpu, group_best, name_by_ref
-from kernelindex.store.api.keyset import Position, page_of
-from kernelindex.store.api.schemas import EnvironmentItem, GpuDetail, GpuItem, GpuWorkload
+from kernelindex.store.common import best_per_gpu, group_best, name_by_ref
+from kernelindex.store.keyset import Position, page_of
 from kernelindex.store.runs import stack_text
+from kernelindex.store.schemas import EnvironmentItem, GpuDetail, GpuItem, GpuWorkload
 
 
 def _gpus(session: Session, slug: str | None = None) -> dict[str, GpuItem]:

@@ -8,9 +8,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import IngestionReport, Run, Source, Workload
-from kernelindex.store.api.keyset import SLUG_ORDER, Position, keyset_page
-from kernelindex.store.api.schemas import REPORTS_SHOWN, IngestionReportItem, SourceDetail, SourceItem
 from kernelindex.store.catalog import ingestion_reports, source_by_slug
+from kernelindex.store.keyset import SLUG_ORDER, Position, keyset_page
+from kernelindex.store.schemas import REPORTS_SHOWN, IngestionReportItem, SourceDetail, SourceItem
 
 
 def _source_items(session: Session, sources: Sequence[Source]) -> list[SourceItem]:

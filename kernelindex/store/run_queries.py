@@ -14,9 +14,11 @@ from sqlalchemy.orm import Session, joinedload
 from kernelindex.compare import ComparedRun
 from kernelindex.db.tables import Environment, Implementation, Run, Workload
 from kernelindex.ranking import RunFacts, ineligibility_reasons, is_eligible, rank_group
-from kernelindex.store.api.common import history, name_by_ref, rank_expression, source_ref
-from kernelindex.store.api.keyset import Expr, Position, SortKey, keyset_page
-from kernelindex.store.api.schemas import (
+from kernelindex.store.common import history, name_by_ref, rank_expression, source_ref
+from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page
+from kernelindex.store.reads import eligible
+from kernelindex.store.runs import availability_text, run_facts, run_metrics, stack_text, with_references
+from kernelindex.store.schemas import (
     Availability,
     EnvironmentManifest,
     ImplementationManifest,
@@ -28,8 +30,6 @@ from kernelindex.store.api.schemas import (
     Withdrawal,
     WorkloadManifest,
 )
-from kernelindex.store.reads import eligible
-from kernelindex.store.runs import availability_text, run_facts, run_metrics, stack_text, with_references
 
 RUN_SORTS: dict[str, tuple[SortKey, ...]] = {
     "latency": (SortKey("latency", int), SortKey("name", str)),

@@ -15,12 +15,12 @@ from sqlalchemy.orm import Session, joinedload
 from kernelindex.db.tables import Environment, Run, Workload
 from kernelindex.ranking import rank_group
 from kernelindex.slugs import slugify
-from kernelindex.store.api.common import contains, group_best, history, name_by_ref, source_ref
-from kernelindex.store.api.keyset import Expr, Position, SortKey, keyset_page
-from kernelindex.store.api.schemas import ComparisonGroupItem, WorkloadDetail, WorkloadItem, WorkloadManifest
 from kernelindex.store.catalog import origin_model_spellings
+from kernelindex.store.common import contains, group_best, history, name_by_ref, source_ref
+from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import run_facts, stack_text, with_references
+from kernelindex.store.schemas import ComparisonGroupItem, WorkloadDetail, WorkloadItem, WorkloadManifest
 
 WORKLOAD_SORTS: dict[str, tuple[SortKey, ...]] = {
     "name": (SortKey("name", str),),
