@@ -53,6 +53,8 @@ class RunFacts:
     latency_ns: int
     observed_at: datetime
     status: str = "passed"
+    # The implementation's project: best-per-implementation tables group by it.
+    implementation: str = ""
     withdrawn: bool = False
     upstream_withdrawn: bool = False
     held_for_review: bool = False
@@ -116,6 +118,55 @@ def rank_group(runs: Iterable[RunFacts]) -> list[RankedRun]:
         rank = ranked[-1].rank if tied else position
         ranked.append(RankedRun(run=run, rank=rank, vs_best=run.latency_ns / best))
     return ranked
+
+
+def current_record(ranked: Sequence[RankedRun]) -> RankedRun | None:
+    """The #1 of a group ranked by ``rank_group``: the record it holds now."""
+    return ranked[0] if ranked else None
+
+
+def fastest_reported(runs: Iterable[RunFacts]) -> RunFacts | None:
+    """A workload's headline: its fastest eligible run over all its comparison groups.
+
+    It answers "what is the best known number for this workload", so it spans GPUs and
+    protocols on purpose; whoever shows it names the group it was measured in. Equal
+    latencies go by name.
+    """
+    return min((run for run in runs if is_eligible(run)), key=lambda run: (run.latency_ns, run.name), default=None)
+
+
+def default_group(runs: Sequence[RunFacts]) -> str | None:
+    """The comparison group a leaderboard opens on: the group of the headline it shows.
+
+    With nothing eligible, the group with the most runs, then the most recently observed.
+    """
+    headline = fastest_reported(runs)
+    if headline is not None:
+        return headline.comparison_key
+    if not runs:
+        return None
+    by_key: dict[str, list[RunFacts]] = {}
+    for run in runs:
+        by_key.setdefault(run.comparison_key, []).append(run)
+    return max(by_key, key=lambda key: (len(by_key[key]), max(run.observed_at for run in by_key[key]), key))
+
+
+@dataclass(frozen=True)
+class ImplementationBest:
+    """An implementation's fastest ranked run in one group, and how many of its runs are ranked there."""
+
+    best: RankedRun
+    ranked_runs: int
+
+
+def best_per_implementation(ranked: Sequence[RankedRun]) -> list[ImplementationBest]:
+    """One line per implementation of a ranked group, fastest first (``RunFacts.implementation``)."""
+    best: dict[str, RankedRun] = {}
+    counts: dict[str, int] = {}
+    for entry in ranked:  # fastest first, so the first seen per implementation is its best
+        best.setdefault(entry.run.implementation, entry)
+        counts[entry.run.implementation] = counts.get(entry.run.implementation, 0) + 1
+    return [ImplementationBest(best=entry, ranked_runs=counts[name]) for name, entry in best.items()]
 
 
 def rank_by_group(runs: Iterable[RunFacts]) -> dict[str, list[RankedRun]]:

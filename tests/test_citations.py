@@ -26,10 +26,10 @@ from sqlalchemy import select
 
 from kernelindex.app import create_app
 from kernelindex.citations import FORMATS, RENDERERS, CitableRecord, bibtex, csl_json, plain_text, ris
-from kernelindex.db.tables import Source, Workload
+from kernelindex.db.tables import Run
 from kernelindex.settings import Settings
-from kernelindex.store.runs import runs_of_workload
-from kernelindex.web.cite import leaderboard_citable, runs_as_of
+from kernelindex.store.leaderboards import leaderboard, workload_by_slug
+from kernelindex.web.cite import end_of_day, leaderboard_citable
 
 # Located without importing the package, whose import leaves the schema file open.
 CSL_SCHEMA = json.loads(
@@ -398,23 +398,19 @@ def test_leaderboard_citation_of_an_unknown_workload_is_a_404(client):
 def test_a_withdrawal_counts_only_from_its_date(loaded_db):
     """A run withdrawn after the cited day was still #1 that day; from the withdrawal on, it is not."""
     with loaded_db.sessions() as session:
-        workload = session.scalar(select(Workload).where(Workload.name == L039))
-        sources = list(session.scalars(select(Source).where(Source.id == workload.source_id)))
-        withdrawn_at = datetime(2026, 8, 1, 12, tzinfo=UTC)
-        views = [
-            replace(view, withdrawn_at=withdrawn_at, withdrawn_reason="test")
-            if view.name == "sol-submission-30122"
-            else view
-            for view in runs_of_workload(session, workload.id)
-        ]
+        workload = workload_by_slug(session, L039)
+        run = session.scalar(select(Run).where(Run.name == "sol-submission-30122"))
+        run.withdrawn_at, run.withdrawn_reason = datetime(2026, 8, 1, 12, tzinfo=UTC), "test"
+        session.flush()
 
         def first(day: date) -> str:
-            note = leaderboard_citable(workload, views, sources, BASE, day, day).note or ""
+            board = leaderboard(session, workload, before=end_of_day(day))
+            note = leaderboard_citable(board, BASE, day, day).note or ""
             return re.search(r"was (\S+) \(", note).group(1)
 
         assert first(date(2026, 7, 31)) == "sol-submission-30122"
         assert first(date(2026, 8, 1)) == "sol-submission-20275"
-        held = {view.name: view for view in runs_as_of(views, date(2026, 7, 31))}
+        held = {view.name: view for view in leaderboard(session, workload, before=end_of_day(date(2026, 7, 31))).runs}
         assert held["sol-submission-30122"].withdrawn_at is None
         assert set(held) == {
             "sol-submission-16893",

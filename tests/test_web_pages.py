@@ -275,9 +275,12 @@ def test_home_groups_workloads_by_collection(client):
 def test_workloads_list_filters_sorts_and_paginates(client):
     data = client.get("/workloads.json?collection=Quant").json()
     assert data["total"] == 33 and {w["collection"] for w in data["workloads"]} == {"Quant"}
-    data = client.get("/workloads.json?model=NAFNet&sort=runs").json()
+    data = client.get("/workloads.json?model=NAFNet&sort=-runs").json()
     assert data["workloads"][0]["slug"] == L039  # four runs, the most of NAFNet's workloads
     assert all(w["originModel"] == "NAFNet" for w in data["workloads"])
+    assert client.get("/workloads.json?model=nafnet").json()["total"] == data["total"]  # a name or its slug
+    fewest = client.get("/workloads.json?model=NAFNet&sort=runs").json()["workloads"]
+    assert [w["eligibleRuns"] for w in fewest] == sorted(w["eligibleRuns"] for w in fewest)
     first, second = client.get("/workloads.json").json(), client.get("/workloads.json?page=2").json()
     assert first["pageCount"] == 5 and len(first["workloads"]) == 50
     assert not {w["slug"] for w in first["workloads"]} & {w["slug"] for w in second["workloads"]}

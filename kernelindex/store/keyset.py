@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, case, false, or_
+from sqlalchemy import ColumnElement, Select, and_, case, false, func, or_, select
 from sqlalchemy.orm import QueryableAttribute, Session
 
 
@@ -126,6 +126,25 @@ def keyset_page(
         return rows, None
     rows = rows[:limit]
     return rows, tuple(rows[-1][-len(keys) :])
+
+
+def numbered_page(
+    session: Session,
+    stmt: Select[Any],
+    keys: Sequence[SortKey],
+    exprs: dict[str, Expr],
+    offset: int,
+    limit: int,
+) -> tuple[list[Any], int]:
+    """Run ``stmt`` for one numbered page in the same order as ``keyset_page``; returns its rows and the total.
+
+    HTML pages show "page 3 of 7", which needs a total and an offset; the API pages by
+    position instead, which stays exact while rows are inserted. Both sort alike.
+    """
+    total = session.scalar(select(func.count()).select_from(stmt.order_by(None).subquery())) or 0
+    ordered = _ordered(keys, exprs)
+    stmt = stmt.order_by(*(expr.desc() if desc else expr.asc() for expr, desc in ordered))
+    return list(session.execute(stmt.offset(offset).limit(limit)).all()), total
 
 
 def page_of(items: list[tuple[str, Any]], after: Position | None, limit: int) -> tuple[list[Any], Position | None]:

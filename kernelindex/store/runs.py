@@ -56,6 +56,7 @@ class RunView:
     environment_name: str
     environment_title: str
     stack: str | None
+    software: str  # every library, version and driver the environment names (``stack_text``)
     protocol_name: str
     protocol_title: str
     harness_version: str
@@ -77,6 +78,7 @@ def run_facts(run: Run | RunView) -> RunFacts:
         latency_ns=run.latency_ns,
         observed_at=run.observed_at,
         status=run.status,
+        implementation=run.project_slug if isinstance(run, RunView) else run.implementation.project_slug,
         withdrawn=run.withdrawn_at is not None,
         upstream_withdrawn=run.upstream_withdrawn,
         held_for_review=run.held_for_review,
@@ -176,6 +178,7 @@ def to_view(run: Run) -> RunView:
         environment_name=run.environment.name,
         environment_title=run.environment.title,
         stack=evaluation_stack(run.environment.manifest_json),
+        software=stack_text(run.environment.manifest_json),
         protocol_name=run.protocol.name,
         protocol_title=run.protocol.title,
         harness_version=run.protocol.harness_version,

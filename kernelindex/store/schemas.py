@@ -93,6 +93,25 @@ class SourceRefItem(ApiModel):
     api_url: str
 
 
+class GroupBest(ApiModel):
+    run: str
+    latency_ns: int
+    primary_statistic: str
+    sol_score: float | None
+    implementation: str = Field(description="the project's slug, for /api/v1/implementations/{slug}")
+    project: str
+    observed_at: datetime
+
+
+class FastestRun(GroupBest):
+    gpu: str
+    gpu_product: str
+    environment: str
+    environment_title: str
+    stack: str | None = Field(description="the evaluation stack the environment names, e.g. v1.1")
+    evidence: str
+
+
 class WorkloadItem(ApiModel):
     slug: str = Field(description="{collection}-{NNN}-{name}, e.g. l1-040-conv2d-residual-block")
     title: str
@@ -103,20 +122,14 @@ class WorkloadItem(ApiModel):
     case_count: int
     eligible_runs: int = Field(description="runs that may be ranked (PRODUCT.md §5), across comparison groups")
     best_sol_score: float | None = Field(description="highest SOL score of an eligible run (0–1); ×100 for % of SOL")
+    fastest: FastestRun | None = Field(
+        description="the fastest eligible run over every comparison group (the leaderboard's headline), "
+        "with the GPU and environment it was measured in"
+    )
     last_record_at: datetime | None = Field(description="when the #1 of one of its comparison groups last changed")
     digest: DigestText
     url: str
     api_url: str
-
-
-class GroupBest(ApiModel):
-    run: str
-    latency_ns: int
-    primary_statistic: str
-    sol_score: float | None
-    implementation: str = Field(description="the project's slug, for /api/v1/implementations/{slug}")
-    project: str
-    observed_at: datetime
 
 
 class ComparisonGroupItem(ApiModel):
@@ -143,6 +156,9 @@ class WorkloadDetail(WorkloadItem):
     external_id: str
     missing_since: datetime | None = Field(description="set when the source stopped listing it; nothing is deleted")
     groups: list[ComparisonGroupItem]
+    default_group: DigestText | None = Field(
+        description="the comparison key of the group the leaderboard opens on: the group of its fastest run"
+    )
     manifest: WorkloadManifest
     history: list[ManifestVersionItem]
 

@@ -1,26 +1,32 @@
-"""Workloads for the API: the filtered, sorted listing, and one workload with its comparison groups."""
+"""Workloads as every list shows them: filtered, sorted, with their figures (PRODUCT.md §6).
+
+``/workloads``, its JSON twin, home and ``/api/v1/workloads`` all read this module, so a
+filter, a sort and a figure mean the same wherever they are shown. The figures of a
+workload (eligible runs, best SOL score, fastest run, last record) are computed in SQL
+by the rules of ``kernelindex.ranking``: ``eligible()`` is ``ineligibility_reasons``,
+the fastest run is ``fastest_reported`` and the last record is the moment the current
+#1 of one of its groups set it (``record_history``).
+"""
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Text, and_, cast, func, or_, select
+from sqlalchemy import ColumnElement, Select, Text, and_, cast, func, or_, select
 from sqlalchemy.orm import Session, joinedload
 
 from kernelindex.db.tables import Environment, Run, Workload
-from kernelindex.ranking import rank_group
 from kernelindex.slugs import slugify
 from kernelindex.store.catalog import origin_model_spellings
-from kernelindex.store.common import contains, group_best, history, name_by_ref, source_ref
-from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page
+from kernelindex.store.common import contains, name_by_ref
+from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page, numbered_page
 from kernelindex.store.reads import eligible
-from kernelindex.store.runs import run_facts, stack_text, with_references
-from kernelindex.store.schemas import ComparisonGroupItem, WorkloadDetail, WorkloadItem, WorkloadManifest
+from kernelindex.store.runs import evaluation_stack, with_references
+from kernelindex.store.schemas import FastestRun, WorkloadItem
 
 WORKLOAD_SORTS: dict[str, tuple[SortKey, ...]] = {
     "name": (SortKey("name", str),),
@@ -31,13 +37,16 @@ WORKLOAD_SORTS: dict[str, tuple[SortKey, ...]] = {
 }
 
 
+COLLECTION_ORDER = ("L1", "L2", "Quant", "FlashInfer-Bench")
+
+
 @dataclass(frozen=True)
 class WorkloadFilters:
     collection: str | None = None
     tag: str | None = None
-    model: str | None = None
-    gpu: str | None = None
-    q: str | None = None
+    model: str | None = None  # an origin model's name or slug
+    gpu: str | None = None  # a GPU slug: workloads measured on it
+    q: str | None = None  # a substring of the slug, title, origin model or description
 
 
 def _last_record_subquery(ids: Sequence[int] | None = None) -> Any:
@@ -80,7 +89,7 @@ def _eligible_stats_subquery(ids: Sequence[int] | None = None) -> Any:
     )
 
 
-def _workload_conditions(session: Session, filters: WorkloadFilters) -> list[ColumnElement[bool]]:
+def _conditions(session: Session, filters: WorkloadFilters) -> list[ColumnElement[bool]]:
     conditions: list[ColumnElement[bool]] = []
     if filters.collection:
         conditions.append(func.lower(Workload.collection) == filters.collection.lower())
@@ -98,15 +107,15 @@ def _workload_conditions(session: Session, filters: WorkloadFilters) -> list[Col
                 contains(Workload.name, filters.q),
                 contains(Workload.title, filters.q),
                 contains(func.coalesce(Workload.origin_model, ""), filters.q),
+                contains(Workload.description, filters.q),
             )
         )
     return conditions
 
 
-def list_workloads(
-    session: Session, filters: WorkloadFilters, sort: str, after: Position | None, limit: int
-) -> tuple[list[WorkloadItem], Position | None]:
-    stmt = select(Workload).where(*_workload_conditions(session, filters))
+def _listing(session: Session, filters: WorkloadFilters, sort: str) -> tuple[Select[Any], dict[str, Expr]]:
+    """The SELECT of the matching workloads and the expressions their sort keys name."""
+    stmt = select(Workload).where(*_conditions(session, filters))
     exprs: dict[str, Expr] = {"name": Workload.name}
     if sort in ("runs", "-runs", "best_sol"):
         stats = _eligible_stats_subquery()
@@ -117,35 +126,109 @@ def list_workloads(
         last = _last_record_subquery()
         stmt = stmt.outerjoin(last, last.c.workload_id == Workload.id)
         exprs["last_record"] = last.c.at
+    return stmt, exprs
+
+
+def list_workloads(
+    session: Session, filters: WorkloadFilters, sort: str, after: Position | None, limit: int
+) -> tuple[list[WorkloadItem], Position | None]:
+    """One page after a position (the API's cursor), and the position the next page starts after."""
+    stmt, exprs = _listing(session, filters, sort)
     rows, position = keyset_page(session, stmt, WORKLOAD_SORTS[sort], exprs, after, limit)
-    return _workload_items(session, [row[0] for row in rows]), position
+    return workload_items(session, [row[0] for row in rows]), position
 
 
-def _workload_items(session: Session, workloads: list[Workload]) -> list[WorkloadItem]:
-    ids = [w.id for w in workloads]
-    stats_q = _eligible_stats_subquery(ids)
-    stats = {row.workload_id: row for row in session.execute(select(stats_q))}
-    last_q = _last_record_subquery(ids)
-    last = {row.workload_id: row.at for row in session.execute(select(last_q))}
-    return [_workload_item(w, stats.get(w.id), last.get(w.id)) for w in workloads]
+def workloads_page(
+    session: Session, filters: WorkloadFilters, sort: str, number: int, size: int
+) -> tuple[list[WorkloadItem], int]:
+    """Page ``number`` (from 1) of ``size`` for the HTML list and its twin, and how many match in all.
+
+    The same listing as ``list_workloads``, paged by number because a page says "page 2 of 5".
+    """
+    stmt, exprs = _listing(session, filters, sort)
+    rows, total = numbered_page(session, stmt, WORKLOAD_SORTS[sort], exprs, (number - 1) * size, size)
+    return workload_items(session, [row[0] for row in rows]), total
 
 
-def _workload_item(workload: Workload, stats: Any, last_record_at: datetime | None) -> WorkloadItem:
-    return WorkloadItem(
-        slug=workload.name,
-        title=workload.title,
-        collection=workload.collection,
-        tags=[str(tag) for tag in workload.tags],
-        origin_model=workload.origin_model,
-        model_slug=slugify(workload.origin_model) if workload.origin_model else None,
-        case_count=workload.case_count,
-        eligible_runs=stats.runs if stats else 0,
-        best_sol_score=stats.best_sol if stats else None,
-        last_record_at=last_record_at,
-        digest=workload.digest,
-        url=f"/workloads/{workload.name}",
-        api_url=f"/api/v1/workloads/{workload.name}",
+def every_workload(session: Session) -> list[WorkloadItem]:
+    """The whole catalogue by slug, with figures, as home lists it by collection."""
+    return workload_items(session, list(session.scalars(select(Workload).order_by(Workload.name))), whole=True)
+
+
+def by_collection(items: Sequence[WorkloadItem]) -> list[tuple[str, list[WorkloadItem]]]:
+    """``items`` grouped by collection, the source's own collections first, in its order."""
+    order = {name: position for position, name in enumerate(COLLECTION_ORDER)}
+    names = sorted({item.collection for item in items}, key=lambda name: (order.get(name, len(order)), name))
+    return [(name, [item for item in items if item.collection == name]) for name in names]
+
+
+def _fastest_runs(session: Session, ids: Sequence[int] | None) -> dict[int, Run]:
+    """Each workload's fastest eligible run (``ranking.fastest_reported``); only those are loaded."""
+    position = func.row_number().over(partition_by=Run.workload_id, order_by=(Run.latency_ns, Run.name))
+    scope = [eligible()] + ([Run.workload_id.in_(ids)] if ids is not None else [])
+    ranked = select(Run.id, position.label("position")).where(*scope).subquery()
+    runs = session.scalars(
+        with_references(select(Run)).where(Run.id.in_(select(ranked.c.id).where(ranked.c.position == 1)))
     )
+    return {run.workload_id: run for run in runs.unique()}
+
+
+def fastest_run(run: Run) -> FastestRun:
+    return FastestRun(
+        run=run.name,
+        latency_ns=run.latency_ns,
+        primary_statistic=run.primary_statistic,
+        sol_score=run.sol_score,
+        implementation=run.implementation.project_slug,
+        project=run.implementation.project,
+        observed_at=run.observed_at,
+        gpu=run.environment.gpu_slug,
+        gpu_product=run.environment.gpu_product,
+        environment=run.environment.name,
+        environment_title=run.environment.title,
+        stack=evaluation_stack(run.environment.manifest_json),
+        evidence=run.evidence,
+    )
+
+
+def workload_items(session: Session, workloads: Sequence[Workload], whole: bool = False) -> list[WorkloadItem]:
+    """``workloads`` with their figures, in the order given; ``whole`` when they are the whole catalogue."""
+    ids = None if whole else [w.id for w in workloads]
+    stats = {row.workload_id: row for row in session.execute(select(_eligible_stats_subquery(ids)))}
+    last = {row.workload_id: row.at for row in session.execute(select(_last_record_subquery(ids)))}
+    fastest = _fastest_runs(session, ids)
+    items = []
+    for workload in workloads:
+        figures = stats.get(workload.id)
+        top = fastest.get(workload.id)
+        items.append(
+            WorkloadItem(
+                slug=workload.name,
+                title=workload.title,
+                collection=workload.collection,
+                tags=[str(tag) for tag in workload.tags],
+                origin_model=workload.origin_model,
+                model_slug=slugify(workload.origin_model) if workload.origin_model else None,
+                case_count=workload.case_count,
+                eligible_runs=figures.runs if figures else 0,
+                best_sol_score=figures.best_sol if figures else None,
+                fastest=fastest_run(top) if top else None,
+                last_record_at=last.get(workload.id),
+                digest=workload.digest,
+                url=f"/workloads/{workload.name}",
+                api_url=f"/api/v1/workloads/{workload.name}",
+            )
+        )
+    return items
+
+
+def facet_values(session: Session) -> dict[str, list[str]]:
+    """The values each workload filter can take, for the filter form."""
+    collections = sorted(set(session.scalars(select(Workload.collection).distinct())))
+    models = sorted({m for m in session.scalars(select(Workload.origin_model).distinct()) if m}, key=str.casefold)
+    tags = sorted({tag for tags in session.scalars(select(Workload.tags)) for tag in tags})
+    gpus = sorted(set(session.scalars(select(Environment.gpu_slug).distinct())))
+    return {"collection": collections, "model": models, "tag": tags, "gpu": gpus}
 
 
 def find_workload(session: Session, ref: str) -> Workload | None:
@@ -154,44 +237,3 @@ def find_workload(session: Session, ref: str) -> Workload | None:
     if name is None:
         return None
     return session.scalar(select(Workload).where(Workload.name == name).options(joinedload(Workload.source)))
-
-
-def workload_detail(session: Session, workload: Workload) -> WorkloadDetail:
-    item = _workload_items(session, [workload])[0]
-    runs = session.scalars(with_references(select(Run).where(Run.workload_id == workload.id))).all()
-    by_group: dict[str, list[Run]] = defaultdict(list)
-    for run in runs:
-        by_group[run.comparison_key].append(run)
-    groups = []
-    for key, members in by_group.items():
-        sample = members[0]
-        ranked = rank_group(run_facts(run) for run in members)
-        by_name = {run.name: run for run in members}
-        groups.append(
-            ComparisonGroupItem(
-                comparison_key=key,
-                gpu=sample.environment.gpu_slug,
-                gpu_product=sample.environment.gpu_product,
-                environment=sample.environment.name,
-                environment_title=sample.environment.title,
-                stack=stack_text(sample.environment.manifest_json),
-                protocol=sample.protocol.name,
-                protocol_title=sample.protocol.title,
-                runs=len(members),
-                eligible_runs=len(ranked),
-                best=group_best(by_name[ranked[0].run.name]) if ranked else None,
-                runs_url=f"/api/v1/runs?workload={workload.name}&comparison_key={key}",
-            )
-        )
-    groups.sort(key=lambda g: (g.best is None, g.best.latency_ns if g.best else 0, g.environment, g.protocol))
-    return WorkloadDetail(
-        **item.model_dump(),
-        description=workload.description,
-        sol_aggregate_ms=workload.sol_aggregate_ms,
-        source=source_ref(workload.source),
-        external_id=workload.external_id,
-        missing_since=workload.missing_since,
-        groups=groups,
-        manifest=WorkloadManifest(digest=workload.digest, manifest=json.loads(workload.manifest_json)),
-        history=history(session, "WorkloadSuite", workload.name),
-    )

@@ -21,6 +21,7 @@ from kernelindex.manifests.digest import DIGEST_PATTERN, is_digest
 from kernelindex.store.gpus import gpu_detail, list_gpus
 from kernelindex.store.implementations import implementation_detail, list_implementations
 from kernelindex.store.keyset import SLUG_ORDER
+from kernelindex.store.leaderboards import workload_detail
 from kernelindex.store.models import list_models, model_detail
 from kernelindex.store.run_queries import RUN_SORTS, RunFilters, find_run, list_runs, run_detail
 from kernelindex.store.schemas import (
@@ -40,7 +41,7 @@ from kernelindex.store.schemas import (
 )
 from kernelindex.store.search import search_response
 from kernelindex.store.sources import list_sources, source_detail
-from kernelindex.store.workloads import WORKLOAD_SORTS, WorkloadFilters, find_workload, list_workloads, workload_detail
+from kernelindex.store.workloads import WORKLOAD_SORTS, WorkloadFilters, find_workload, list_workloads
 from kernelindex.web.compare import CompareResult, RunsParam, compare_named
 from kernelindex.web.cursors import MAX_CURSOR_LENGTH, Listing
 from kernelindex.web.deps import SessionDep

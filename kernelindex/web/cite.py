@@ -10,20 +10,16 @@ comparison group, by name and digest, so that a reader can reconstruct it from t
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from sqlalchemy import select
 
 from kernelindex.citations import FORMATS, RENDERERS, CitableRecord
-from kernelindex.db.tables import Source, Workload
-from kernelindex.store.runs import RunView, run_by_name, runs_of_workload
+from kernelindex.store.leaderboards import Leaderboard, leaderboard, workload_by_slug
+from kernelindex.store.runs import run_by_name
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
-from kernelindex.web.leaderboard import build_leaderboard
 from kernelindex.web.pages import cached_response
 from kernelindex.web.run_page import parse_accessed, parse_day, run_citable
 
@@ -45,50 +41,31 @@ def citation_response(request: Request, record: CitableRecord, fmt: str) -> Resp
     return cached_response(request, body, FORMATS[fmt], {"Content-Disposition": f'inline; filename="{filename}"'})
 
 
-def runs_as_of(views: Sequence[RunView], day: date) -> list[RunView]:
-    """The runs a leaderboard held at the end of ``day`` (UTC): those observed by then, with a
-    maintainer's withdrawal made after that day not yet applied. Disqualification by the source and
-    holds for review carry no date, so they apply as recorded now."""
-    cutoff = datetime.combine(day + timedelta(days=1), time.min, tzinfo=UTC)
-    held = []
-    for view in views:
-        if view.observed_at >= cutoff:
-            continue
-        if view.withdrawn_at is not None and view.withdrawn_at >= cutoff:
-            view = replace(view, withdrawn_at=None, withdrawn_reason=None)
-        held.append(view)
-    return held
+def end_of_day(day: date) -> datetime:
+    """The first moment after ``day`` (UTC): a leaderboard "as of" a day holds what was observed before it."""
+    return datetime.combine(day + timedelta(days=1), time.min, tzinfo=UTC)
 
 
-def leaderboard_citable(
-    workload: Workload,
-    views: Sequence[RunView],
-    sources: Sequence[Source],
-    base_url: str,
-    as_of: date,
-    accessed: date,
-) -> CitableRecord:
-    """The citation of ``/workloads/{slug}`` as it stood at the end of ``as_of`` (UTC).
+def leaderboard_citable(board: Leaderboard, base_url: str, as_of: date, accessed: date) -> CitableRecord:
+    """The citation of ``/workloads/{slug}`` from its leaderboard as it stood at the end of ``as_of`` (UTC).
 
-    The default group and its #1 are chosen by the leaderboard's own rules
-    (``build_leaderboard``) applied to ``runs_as_of(views, as_of)``, so the citation names what the
-    page would have shown first that day.
+    The group and its #1 are those the leaderboard opened on that day (``Leaderboard.default_key``
+    and its current record), so the citation names what the page would have shown first.
     """
-    held = runs_as_of(views, as_of)
-    page = build_leaderboard(workload, held, sources, None, None, None, None)
-    group, first = page.selected_group, (page.ranked[0] if page.ranked else None)
+    workload = board.workload
+    group = board.group(board.default_key)
+    first = group.record if group else None
     where = f"As of the end of {as_of.isoformat()} (UTC)"
     if group is None or first is None:
         standing = f"{where}, no eligible run of this workload had been observed."
     else:
-        digest = next(view.digest for view in held if view.name == first.name)
-        environment = f"{group.gpu}, stack {group.stack}" if group.stack else group.gpu
+        environment = f"{first.gpu_product}, stack {first.stack}" if first.stack else first.gpu_product
         standing = (
             f"{where}, the #1 of the default comparison group ({environment}; comparison key {group.key}), "
-            f"among {group.eligible_count} eligible runs observed by then, was {first.name} ({digest}), "
-            f"{first.latency_ns} ns {first.statistic}, by {first.implementation}."
+            f"among {len(group.ranked)} eligible runs observed by then, was {first.name} ({first.digest}), "
+            f"{first.latency_ns} ns {first.primary_statistic}, by {first.project}."
         )
-    source = sources[0] if sources else None
+    source = next((s for s in board.sources if s.id == workload.source_id), None)
     external_id = workload.external_id
     if source is not None and source.slug == "sol-execbench":
         external_id = f"kernel {external_id}"
@@ -136,16 +113,9 @@ def cite_leaderboard(
             "a leaderboard can be cited only as it has stood."
         )
     accessed_on = parse_accessed(accessed)
-    workload = session.scalar(select(Workload).where(Workload.name == slug))
+    workload = workload_by_slug(session, slug)
     if workload is None:
         raise NotFound(f"No workload has the slug {slug!r}. Slugs look like l1-040-conv2d-residual-block.")
-    sources = list(session.scalars(select(Source).where(Source.id == workload.source_id)))
-    record = leaderboard_citable(
-        workload,
-        runs_of_workload(session, workload.id),
-        sources,
-        str(request.base_url).rstrip("/"),
-        as_of_day,
-        accessed_on,
-    )
+    board = leaderboard(session, workload, before=end_of_day(as_of_day))
+    record = leaderboard_citable(board, str(request.base_url).rstrip("/"), as_of_day, accessed_on)
     return citation_response(request, record, fmt)

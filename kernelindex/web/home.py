@@ -10,6 +10,7 @@ from fastapi.responses import Response
 
 from kernelindex.store import reads
 from kernelindex.store.records import catalogue_records
+from kernelindex.store.workloads import by_collection, every_workload
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.pages import PageContext, page_route, render_page
@@ -77,10 +78,10 @@ class HomePage(PageContext):
 
 @page_route(router, "/")
 def home(request: Request, session: SessionDep) -> Response:
-    summaries = reads.workloads_with_best_run(session)
+    summaries = every_workload(session)
     collections = []
-    for name, workloads in reads.by_collection(summaries):
-        busiest = sorted(workloads, key=lambda w: (-w.run_count, w.slug))[:SHOWN_PER_COLLECTION]
+    for name, workloads in by_collection(summaries):
+        busiest = sorted(workloads, key=lambda w: (-w.eligible_runs, w.slug))[:SHOWN_PER_COLLECTION]
         collections.append(
             CollectionPart(
                 name=name,
@@ -92,18 +93,18 @@ def home(request: Request, session: SessionDep) -> Response:
                         url=f"/workloads/{w.slug}",
                         title=w.title,
                         cases=w.case_count,
-                        eligible_runs=w.run_count,
+                        eligible_runs=w.eligible_runs,
                         best=None
-                        if w.best is None
+                        if w.fastest is None
                         else BestRunPart(
-                            run=w.best.name,
-                            url=f"/runs/{w.best.name}",
-                            latency_ns=w.best.latency_ns,
-                            primary_statistic=w.best.primary_statistic,
-                            sol_score=w.best.sol_score,
-                            implementation=w.best.implementation,
-                            environment=w.best.environment,
-                            evidence=w.best.evidence,
+                            run=w.fastest.run,
+                            url=f"/runs/{w.fastest.run}",
+                            latency_ns=w.fastest.latency_ns,
+                            primary_statistic=w.fastest.primary_statistic,
+                            sol_score=w.fastest.sol_score,
+                            implementation=w.fastest.project,
+                            environment=w.fastest.environment_title,
+                            evidence=w.fastest.evidence,
                         ),
                     )
                     for w in sorted(busiest, key=lambda w: w.slug)
@@ -112,7 +113,7 @@ def home(request: Request, session: SessionDep) -> Response:
         )
     context = HomePage(
         workload_count=len(summaries),
-        eligible_run_count=sum(s.run_count for s in summaries),
+        eligible_run_count=sum(s.eligible_runs for s in summaries),
         collections=collections,
         newest_records=[
             RecordPart(

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from datetime import datetime
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from kernelindex.db.tables import Source, Workload
 from kernelindex.gpus import TRACKED_GPUS
 from kernelindex.ingest.reruns import RERUN_PROTOCOL_NAME
-from kernelindex.ranking import RankedRun, ineligibility_reasons, rank_group, record_history
+from kernelindex.ranking import RankedRun, best_per_implementation, current_record, ineligibility_reasons
 from kernelindex.slugs import slugify
+from kernelindex.store.leaderboards import GroupStanding, Leaderboard
 from kernelindex.store.reruns import RerunBounds
 from kernelindex.store.runs import RunView
 from kernelindex.web import params
@@ -230,72 +228,101 @@ def _bound(bounds: RerunBounds | None, position: int) -> int | None:
     return bounds.by_position.get(position) if bounds else None
 
 
+def _selected_key(board: Leaderboard, group: str | None) -> str | None:
+    """The group named by the ``group`` parameter (a comparison key or its first 12+ hex characters)."""
+    if not group:
+        return board.default_key
+    matches = [g.key for g in board.groups if g.key == group or g.key.removeprefix("sha256:").startswith(group)]
+    if len(group) < 12 or len(matches) != 1:
+        raise BadRequest(
+            f"group {group!r} is not a comparison group of this workload; "
+            "give a comparison key (sha256:… or its first 12 hex characters) listed on the page."
+        )
+    return matches[0]
+
+
+def _tab(standing: GroupStanding, base: str, selected_key: str | None) -> GroupTab:
+    sample, record = standing.sample, standing.record
+    return GroupTab(
+        key=standing.key,
+        label=_group_label(sample),
+        gpu=sample.gpu_product,
+        stack=sample.stack,
+        protocol=sample.protocol_title,
+        protocol_url=f"/protocols/{sample.protocol_name}",
+        controlled_rerun=sample.protocol_name == RERUN_PROTOCOL_NAME,
+        run_count=len(standing.runs),
+        eligible_count=len(standing.ranked),
+        best_latency_ns=record.latency_ns if record else None,
+        best_latency=latency(record.latency_ns) if record else "–",
+        best_implementation=record.project if record else None,
+        url=params.with_query(base, group=standing.key.removeprefix("sha256:")[:16]),
+        selected=standing.key == selected_key,
+    )
+
+
+def _implementation_rows(standing: GroupStanding) -> list[ImplementationRow]:
+    best = current_record(standing.ranked)
+    rows = []
+    for line in best_per_implementation(standing.ranked):
+        view = standing.view(line.best.run.name)
+        rows.append(
+            ImplementationRow(
+                project=view.project,
+                url=f"/implementations/{view.project_slug}",
+                runtime=view.runtime or "unknown",
+                run_count=line.ranked_runs,
+                best_run=view.name,
+                best_run_url=f"/runs/{view.name}",
+                best_latency_ns=view.latency_ns,
+                best_latency=latency(view.latency_ns),
+                vs_best_text=ratio(view.latency_ns / best.run.latency_ns) if best else "–",
+                evidence=view.evidence,
+                availability=view.availability,
+            )
+        )
+    return rows
+
+
+def _record_rows(standing: GroupStanding) -> list[RecordRow]:
+    return [
+        RecordRow(
+            observed_at=brk.run.observed_at,
+            run=brk.run.name,
+            url=f"/runs/{brk.run.name}",
+            implementation=standing.view(brk.run.name).project,
+            latency_ns=brk.run.latency_ns,
+            latency=latency(brk.run.latency_ns),
+            improvement=brk.improvement,
+            improvement_text="first record" if brk.improvement is None else f"{brk.improvement:.2f}× faster",
+        )
+        for brk in standing.history
+    ]
+
+
 def build_leaderboard(
-    workload: Workload,
-    views: Sequence[RunView],
-    sources: Sequence[Source],
+    board: Leaderboard,
     group: str | None,
     sort: str | None,
     implementation_filter: str | None,
     page_value: str | None,
-    rerun_bounds: RerunBounds | None = None,
 ) -> LeaderboardPage:
     """The context of ``/workloads/{slug}``; raises ``BadRequest`` for unusable parameters."""
     sort = params.choice("sort", sort, SORTS, "rank")
     implementation_filter = params.text("implementation", implementation_filter) or ""
     page = params.page_number(page_value)
+    workload, views = board.workload, board.runs
     base = f"/workloads/{workload.name}"
-
-    by_group: dict[str, list[RunView]] = {}
-    for view in views:
-        by_group.setdefault(view.comparison_key, []).append(view)
-    ranks = {key: rank_group(view.facts for view in members) for key, members in by_group.items()}
-    rank_of = {ranked.run.name: ranked for group_ranks in ranks.values() for ranked in group_ranks}
-
-    def default_key() -> str | None:
-        if not by_group:
-            return None
-        return max(by_group, key=lambda key: (len(ranks[key]), max(v.observed_at for v in by_group[key]), key))
-
-    if group:
-        matches = [key for key in by_group if key == group or key.removeprefix("sha256:").startswith(group)]
-        if len(group) < 12 or len(matches) != 1:
-            raise BadRequest(
-                f"group {group!r} is not a comparison group of this workload; "
-                "give a comparison key (sha256:… or its first 12 hex characters) listed on the page."
-            )
-        selected_key: str | None = matches[0]
-    else:
-        selected_key = default_key()
-
-    tabs = []
-    for key, members in sorted(by_group.items(), key=lambda item: (_group_label(item[1][0]), item[0])):
-        best = ranks[key][0] if ranks[key] else None
-        best_view = next(v for v in members if best and v.name == best.run.name) if best else None
-        tabs.append(
-            GroupTab(
-                key=key,
-                label=_group_label(members[0]),
-                gpu=members[0].gpu_product,
-                stack=members[0].stack,
-                protocol=members[0].protocol_title,
-                protocol_url=f"/protocols/{members[0].protocol_name}",
-                controlled_rerun=members[0].protocol_name == RERUN_PROTOCOL_NAME,
-                run_count=len(members),
-                eligible_count=len(ranks[key]),
-                best_latency_ns=best.run.latency_ns if best else None,
-                best_latency=latency(best.run.latency_ns) if best else "–",
-                best_implementation=best_view.project if best_view else None,
-                url=params.with_query(base, group=key.removeprefix("sha256:")[:16]),
-                selected=key == selected_key,
-            )
-        )
+    rank_of = board.rank_of
+    selected_key = _selected_key(board, group)
+    selected = board.group(selected_key)
+    tabs = [
+        _tab(standing, base, selected_key)
+        for standing in sorted(board.groups, key=lambda g: (_group_label(g.sample), g.key))
+    ]
     selected_tab = next((tab for tab in tabs if tab.selected), None)
 
-    eligible_views = [v for v in views if v.name in rank_of]
-    fastest_view = min(eligible_views, key=lambda v: (v.latency_ns, v.name)) if eligible_views else None
-
-    members = by_group.get(selected_key, []) if selected_key else []
+    members = selected.runs if selected else []
     ranked_rows = [_row(v, rank_of[v.name]) for v in members if v.name in rank_of]
     if implementation_filter:
         needle = implementation_filter.casefold()
@@ -322,52 +349,15 @@ def build_leaderboard(
         )
 
     ineligible_rows = [_row(v, None) for v in members if v.name not in rank_of]
-
-    projects: dict[str, tuple[RunView, int]] = {}
-    for view in members:
-        if view.name not in rank_of:
-            continue
-        best_so_far, count = projects.get(view.project_slug, (view, 0))
-        if view.latency_ns < best_so_far.latency_ns:
-            best_so_far = view
-        projects[view.project_slug] = (best_so_far, count + 1)
-    best_ns = ranks[selected_key][0].run.latency_ns if selected_key and ranks[selected_key] else None
-    implementations = [
-        ImplementationRow(
-            project=view.project,
-            url=f"/implementations/{view.project_slug}",
-            runtime=view.runtime or "unknown",
-            run_count=count,
-            best_run=view.name,
-            best_run_url=f"/runs/{view.name}",
-            best_latency_ns=view.latency_ns,
-            best_latency=latency(view.latency_ns),
-            vs_best_text=ratio(view.latency_ns / best_ns) if best_ns else "–",
-            evidence=view.evidence,
-            availability=view.availability,
-        )
-        for view, count in sorted(projects.values(), key=lambda item: (item[0].latency_ns, item[0].name))
-    ]
-
-    history = [
-        RecordRow(
-            observed_at=brk.run.observed_at,
-            run=brk.run.name,
-            url=f"/runs/{brk.run.name}",
-            implementation=next(v.project for v in members if v.name == brk.run.name),
-            latency_ns=brk.run.latency_ns,
-            latency=latency(brk.run.latency_ns),
-            improvement=brk.improvement,
-            improvement_text="first record" if brk.improvement is None else f"{brk.improvement:.2f}× faster",
-        )
-        for brk in (record_history(v.facts for v in members) if members else [])
-    ]
+    history = _record_rows(selected) if selected else []
     chart = history_chart(
         [(row.observed_at, row.latency_ns, row.implementation) for row in history],
         until=max((v.observed_at for v in members), default=None),
     )
+    fastest_view = board.fastest
+    rerun_bounds = board.rerun_bounds
 
-    manifest = json.loads(workload.manifest_json)["spec"]
+    manifest = board.manifest["spec"]
     definition = manifest["definition"]
     measured = {v.gpu_product for v in views}
     known = [gpu.product for gpu in TRACKED_GPUS] + sorted({v.gpu_product for v in views})
@@ -419,7 +409,7 @@ def build_leaderboard(
         previous_url=page_url(page - 1) if page > 1 else None,
         next_url=page_url(page + 1) if page < page_count else None,
         ineligible=ineligible_rows,
-        implementations=implementations,
+        implementations=_implementation_rows(selected) if selected else [],
         history=list(reversed(history)),
         chart=chart,
         tensors=[
@@ -466,6 +456,6 @@ def build_leaderboard(
         rerun_bound_gpu=rerun_bounds.gpu if rerun_bounds else None,
         sources=[
             SourceRow(slug=s.slug, name=s.name, url=s.url, last_observed_at=workload.last_seen_at or s.last_observed_at)
-            for s in sources
+            for s in board.sources
         ],
     )

@@ -7,12 +7,10 @@ from typing import ClassVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from sqlalchemy import select
 
-from kernelindex.db.tables import Run, Source, Workload
-from kernelindex.store.catalog import WORKLOAD_SORTS, WorkloadFilters, facet_values, list_workloads
-from kernelindex.store.reruns import newest_rerun_bounds
-from kernelindex.store.runs import runs_of_workload
+from kernelindex.store.leaderboards import leaderboard as leaderboard_of
+from kernelindex.store.leaderboards import workload_by_slug
+from kernelindex.store.workloads import WORKLOAD_SORTS, WorkloadFilters, facet_values, workloads_page
 from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
@@ -33,25 +31,10 @@ def leaderboard(
     implementation: str | None = None,
     page: str | None = None,
 ) -> Response:
-    workload = session.scalar(select(Workload).where(Workload.name == slug))
+    workload = workload_by_slug(session, slug)
     if workload is None:
         raise NotFound(f"No workload has the slug {slug!r}. Slugs look like l1-040-conv2d-residual-block.")
-    measured_by = select(Run.source_id).where(Run.workload_id == workload.id).distinct()
-    sources = list(
-        session.scalars(
-            select(Source).where((Source.id == workload.source_id) | Source.id.in_(measured_by)).order_by(Source.id)
-        )
-    )
-    context = build_leaderboard(
-        workload,
-        runs_of_workload(session, workload.id),
-        sources,
-        group,
-        sort,
-        implementation,
-        page,
-        rerun_bounds=newest_rerun_bounds(session, workload.id),
-    )
+    context = build_leaderboard(leaderboard_of(session, workload), group, sort, implementation, page)
     return render_page(request, context)
 
 
@@ -66,6 +49,8 @@ class WorkloadRow(Part):
     eligible_runs: int
     best_sol_score: float | None
     best_latency_ns: int | None
+    best_run: str | None
+    best_gpu: str | None
     last_record_at: datetime | None
 
 
@@ -106,11 +91,11 @@ def workloads(
         tag=params.text("tag", tag),
         model=params.text("model", model),
         gpu=params.text("gpu", gpu),
-        text=params.text("q", q, max_length=200),
+        q=params.text("q", q, max_length=200),
     )
     chosen_sort = params.choice("sort", sort, WORKLOAD_SORTS, "name")
     number = params.page_number(page)
-    rows, total = list_workloads(session, filters, chosen_sort, (number - 1) * PAGE_SIZE, PAGE_SIZE)
+    rows, total = workloads_page(session, filters, chosen_sort, number, PAGE_SIZE)
     page_count = max(1, -(-total // PAGE_SIZE))
     if number > page_count:
         raise BadRequest(f"page {number} is past the last page ({page_count}).")
@@ -119,7 +104,7 @@ def workloads(
         "tag": filters.tag,
         "model": filters.model,
         "gpu": filters.gpu,
-        "q": filters.text,
+        "q": filters.q,
     }
 
     def url(page_number: int) -> str:
@@ -151,7 +136,9 @@ def workloads(
                 cases=row.case_count,
                 eligible_runs=row.eligible_runs,
                 best_sol_score=row.best_sol_score,
-                best_latency_ns=row.best_latency_ns,
+                best_latency_ns=row.fastest.latency_ns if row.fastest else None,
+                best_run=row.fastest.run if row.fastest else None,
+                best_gpu=row.fastest.gpu_product if row.fastest else None,
                 last_record_at=row.last_record_at,
             )
             for row in rows
