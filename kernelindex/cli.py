@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 
+from kernelindex import __version__
 from kernelindex.settings import Settings
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ database_url_option = click.option(
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kernelindex")
 def main() -> None:
     """KernelIndex: a registry of GPU-kernel benchmark results."""
 

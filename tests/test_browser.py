@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from kernelindex.app import create_app
-from kernelindex.paths import PROJECT_ROOT
 from kernelindex.settings import Settings
 from tests.servers import serving
 
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path(os.environ.get("KERNELINDEX_TEST_CHROMIUM", "/usr/bin/chromium"))
 # Flags for a closed network: no background connections, no updates, no sync.
 CHROMIUM_ARGS = [

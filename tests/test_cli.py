@@ -17,9 +17,11 @@ from click.testing import CliRunner
 
 from kernelindex.app import create_app
 from kernelindex.cli import main
-from kernelindex.paths import BUNDLED_SNAPSHOT, PROJECT_ROOT
+from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
 from tests.servers import free_port, serving, snapshot_api
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 def invoke(*args: str):  # type: ignore[no-untyped-def]

@@ -7,9 +7,7 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, inspect
 
-from kernelindex.paths import PROJECT_ROOT
-
-MIGRATIONS = PROJECT_ROOT / "migrations"
+from kernelindex.paths import MIGRATIONS
 
 
 def alembic_config(database_url: str) -> Config:

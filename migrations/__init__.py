@@ -1,0 +1,1 @@
+"""The Alembic migrations, shipped as kernelindex.migrations (see pyproject.toml)."""

@@ -1,0 +1,1 @@
+"""The page templates, shipped inside the installed package as kernelindex.templates (see pyproject.toml)."""
