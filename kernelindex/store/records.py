@@ -85,7 +85,8 @@ def catalogue_records(session: Session, limit: int = 50, before: datetime | None
         rows = session.execute(_record_setters(before).where(_RUN.observed_at >= newest[-1].observed_at)).all()
     else:
         rows = newest
-    breaks = _newest_first(RecordBreak(run=_facts(row), previous=_previous(session, row)) for row in rows)
+    previous = _previous_records(session, rows)
+    breaks = _newest_first(RecordBreak(run=_facts(row), previous=previous[row.name]) for row in rows)
     return _entries(session, breaks)
 
 
@@ -131,20 +132,28 @@ def _facts(row: Any) -> RunFacts:
     )
 
 
-def _previous(session: Session, row: Any) -> RunFacts | None:
-    """The record a record-setting run broke: the fastest eligible run before it in its group."""
-    found = session.execute(
-        select(Run.name, Run.comparison_key, Run.latency_ns, Run.observed_at)
-        .where(
-            Run.workload_id == row.workload_id,
-            Run.comparison_key == row.comparison_key,
-            eligible(Run),
-            _earlier(row, Run),
-        )
-        .order_by(Run.latency_ns, Run.observed_at, Run.name)
-        .limit(1)
-    ).one_or_none()
-    return None if found is None else _facts(found)
+def _order(row: Any) -> tuple[datetime, int, str]:
+    """The order ``record_history`` reads a group in (``_earlier`` in SQL)."""
+    return (row.observed_at, row.latency_ns, row.name)
+
+
+def _previous_records(session: Session, rows: Sequence[Any]) -> dict[str, RunFacts | None]:
+    """The record each record-setting row broke, by name (``None`` for a group's first record).
+
+    That is the record set just before it in its group: the record setters of the rows'
+    workloads are read in one statement per chunk, not one per row.
+    """
+    workload_ids = sorted({row.workload_id for row in rows})
+    setters: dict[tuple[int, str], list[Any]] = {}
+    for start in range(0, len(workload_ids), _IN_CHUNK):
+        chunk = workload_ids[start : start + _IN_CHUNK]
+        for setter in session.execute(_record_setters(None).where(_RUN.workload_id.in_(chunk))):
+            setters.setdefault((setter.workload_id, setter.comparison_key), []).append(setter)
+    previous: dict[str, RunFacts | None] = {}
+    for row in rows:
+        earlier = [s for s in setters.get((row.workload_id, row.comparison_key), []) if _order(s) < _order(row)]
+        previous[row.name] = _facts(max(earlier, key=_order)) if earlier else None
+    return previous
 
 
 def workload_records(session: Session, workload_id: int) -> list[RecordEntry]:

@@ -119,28 +119,41 @@ def find_run(session: Session, ref: str) -> Run | None:
     )
 
 
-def run_detail(session: Session, run: Run) -> RunDetail:
+@dataclass(frozen=True)
+class RunStanding:
+    """Where a run stands in its comparison group; ``rank`` and ``vs_best`` are ``None`` when it is not ranked."""
+
+    rank: int | None
+    vs_best: float | None
+    group_size: int  # the eligible runs of its group
+    reasons: list[str]  # why it is not ranked; empty when it is
+
+
+def run_standing(session: Session, run: Run) -> RunStanding:
+    """The run's rank in its group by ``ranking.rank_group``, as its page and ``/api/v1/runs/{ref}`` show it."""
     reasons = ineligibility_reasons(run_facts(run))
     same_group = (Run.workload_id == run.workload_id, Run.comparison_key == run.comparison_key, eligible())
-    rank = group_size = vs_best = None
-    if not reasons:
-        # Eligible members only, so the facts need no more than name, key, latency and time.
-        group = session.execute(select(Run.name, Run.latency_ns, Run.observed_at).where(*same_group))
-        ranked = rank_group(
-            RunFacts(name=name, comparison_key=run.comparison_key, latency_ns=latency_ns, observed_at=observed_at)
-            for name, latency_ns, observed_at in group
-        )
-        mine = next(r for r in ranked if r.run.name == run.name)
-        rank, vs_best, group_size = mine.rank, mine.vs_best, len(ranked)
-    else:
-        group_size = session.scalar(select(func.count()).where(*same_group))
+    if reasons:
+        return RunStanding(None, None, session.scalar(select(func.count()).where(*same_group)) or 0, reasons)
+    # Eligible members only, so the facts need no more than name, key, latency and time.
+    group = session.execute(select(Run.name, Run.latency_ns, Run.observed_at).where(*same_group))
+    ranked = rank_group(
+        RunFacts(name=name, comparison_key=run.comparison_key, latency_ns=latency_ns, observed_at=observed_at)
+        for name, latency_ns, observed_at in group
+    )
+    mine = next(r for r in ranked if r.run.name == run.name)
+    return RunStanding(mine.rank, mine.vs_best, len(ranked), reasons)
+
+
+def run_detail(session: Session, run: Run) -> RunDetail:
+    standing = run_standing(session, run)
     implementation = run.implementation
     return RunDetail(
         **run_fields(run),
-        rank=rank,
-        group_size=group_size or 0,
-        vs_best=vs_best,
-        ineligibility_reasons=reasons,
+        rank=standing.rank,
+        group_size=standing.group_size,
+        vs_best=standing.vs_best,
+        ineligibility_reasons=standing.reasons,
         held_for_review=run.held_for_review,
         disqualified_upstream=(run.upstream_withdrawn_reason or "no reason given") if run.upstream_withdrawn else None,
         withdrawn=Withdrawal(at=run.withdrawn_at, reason=run.withdrawn_reason) if run.withdrawn_at else None,

@@ -188,17 +188,3 @@ def to_view(run: Run) -> RunView:
 def runs_of_workload(session: Session, workload_id: int) -> list[RunView]:
     runs = session.scalars(run_views_query().where(Run.workload_id == workload_id).order_by(Run.latency_ns, Run.name))
     return [to_view(run) for run in runs.unique()]
-
-
-def runs_in_group(session: Session, comparison_key: str, workload_id: int) -> list[RunView]:
-    """The runs of one comparison group; ``workload_id`` (the group's workload) lets it use the leaderboard index."""
-    runs = session.scalars(
-        run_views_query()
-        .where(Run.workload_id == workload_id, Run.comparison_key == comparison_key)
-        .order_by(Run.latency_ns, Run.name)
-    )
-    return [to_view(run) for run in runs.unique()]
-
-
-def run_by_name(session: Session, name: str) -> Run | None:
-    return session.scalars(run_views_query().where(Run.name == name)).unique().one_or_none()

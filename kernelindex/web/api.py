@@ -39,6 +39,7 @@ from kernelindex.store.schemas import (
     WorkloadDetail,
     WorkloadPage,
 )
+from kernelindex.store.search import search as search_catalogue
 from kernelindex.store.search import search_response
 from kernelindex.store.sources import list_sources, source_detail
 from kernelindex.store.workloads import WORKLOAD_SORTS, WorkloadFilters, find_workload, list_workloads
@@ -354,9 +355,7 @@ def search(
     kind: Annotated[list[SearchKind] | None, Query(description="only these kinds (repeat for several)")] = None,
     limit: Annotated[int, Query(ge=1, le=100, description="at most this many hits, 1–100")] = 20,
 ) -> Response:
-    from kernelindex.store.search import search as run_search
-
-    results = run_search(session, q, limit=limit, kinds=set(kind) if kind else None)
+    results = search_catalogue(session, q, limit=limit, kinds=set(kind) if kind else None)
     return send(request, search_response(results))
 
 

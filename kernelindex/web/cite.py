@@ -17,7 +17,7 @@ from fastapi.responses import Response
 
 from kernelindex.citations import FORMATS, RENDERERS, CitableRecord
 from kernelindex.store.leaderboards import Leaderboard, leaderboard, workload_by_slug
-from kernelindex.store.runs import run_by_name
+from kernelindex.store.run_queries import find_run
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
 from kernelindex.web.pages import cached_response
@@ -88,7 +88,7 @@ def leaderboard_citable(board: Leaderboard, base_url: str, as_of: date, accessed
 def cite_run(request: Request, name: str, fmt: str, session: SessionDep, accessed: str | None = None) -> Response:
     fmt = citation_format(fmt)
     accessed_on = parse_accessed(accessed)
-    run = run_by_name(session, name)
+    run = find_run(session, name)
     if run is None:
         raise NotFound(f"No run is named {name!r}. Run names look like sol-submission-16893.")
     permalink = f"{str(request.base_url).rstrip('/')}/runs/{run.name}"

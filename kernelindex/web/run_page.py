@@ -10,9 +10,10 @@ from typing import Any, ClassVar
 from kernelindex.accounts.markup import render_body
 from kernelindex.citations import FORMAT_LABELS, FORMATS, RENDERERS, CitableRecord, plain_text
 from kernelindex.db.tables import Run
-from kernelindex.ranking import ineligibility_reasons, rank_group
 from kernelindex.store.attestations import REPORT_REASONS, AttestationView
-from kernelindex.store.runs import RunView, to_view
+from kernelindex.store.run_queries import RunStanding
+from kernelindex.store.runs import to_view
+from kernelindex.store.schemas import ManifestVersionItem
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.format import latency, ratio
 from kernelindex.web.leaderboard import Part
@@ -243,8 +244,8 @@ def _block(role: str, record: Any) -> ManifestBlock:
 
 def build_run_page(
     run: Run,
-    group: list[RunView],
-    versions: list[Any],
+    standing: RunStanding,
+    versions: list[ManifestVersionItem],
     base_url: str,
     accessed: date,
     attestations: list[AttestationView],
@@ -258,7 +259,6 @@ def build_run_page(
     protocol_spec = json.loads(run.protocol.manifest_json)["spec"]
     environment_spec = json.loads(run.environment.manifest_json)["spec"]
     workload_spec = json.loads(run.workload.manifest_json)["spec"]
-    ranked = {r.run.name: r for r in rank_group(member.facts for member in group)}
     metrics = view.metrics
     native = spec.get("sourceNative") or {}
 
@@ -300,12 +300,12 @@ def build_run_page(
         evidence_sentence=EVIDENCE_SENTENCES[run.evidence],
         availability=view.availability,
         observed_at=run.observed_at,
-        rank=ranked[run.name].rank if run.name in ranked else None,
-        group_size=len(ranked),
+        rank=standing.rank,
+        group_size=standing.group_size,
         group_label=f"{view.gpu_product} · stack {view.stack}" if view.stack else view.gpu_product,
         group_url=f"/workloads/{view.workload_slug}?group={run.comparison_key.removeprefix('sha256:')[:16]}",
         comparison_key=run.comparison_key,
-        not_ranked_because=ineligibility_reasons(view.facts),
+        not_ranked_because=standing.reasons,
         sol_score=f"{view.sol_score:.4f}" if view.sol_score is not None else None,
         times_reference=ratio(metrics["avg_speedup"]) + " reference" if "avg_speedup" in metrics else None,
         cases_faster=f"{fast}/{total} cases faster" if fast is not None and total is not None else None,

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from kernelindex.accounts.csrf import check_csrf
 from kernelindex.accounts.ratelimit import LIMITS
-from kernelindex.db.tables import ManifestVersion, Run
 from kernelindex.store.attestations import SubmissionError, add_attestation, add_report, attestations_of_run
+from kernelindex.store.common import history
 from kernelindex.store.reruns import rerun_of_run
-from kernelindex.store.runs import run_by_name, runs_in_group
+from kernelindex.store.run_queries import Run, run_standing
+from kernelindex.store.run_queries import find_run as run_by_ref
 from kernelindex.web.accounts import current_user
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import NotFound
@@ -25,7 +25,7 @@ FORM_FIELDS = ("type", "body", "body_format", "evidence_url", "measured_latency_
 
 
 def find_run(session: Session, name: str) -> Run:
-    run = run_by_name(session, name)
+    run = run_by_ref(session, name)
     if run is None:
         raise NotFound(f"No run is named {name!r}. Run names look like sol-submission-16893.")
     return run
@@ -40,17 +40,10 @@ def render_run(
     attestation_form: FormState | None = None,
     report_form: FormState | None = None,
 ) -> Response:
-    versions = list(
-        session.scalars(
-            select(ManifestVersion)
-            .where(ManifestVersion.kind == "BenchmarkRun", ManifestVersion.name == run.name)
-            .order_by(ManifestVersion.recorded_at, ManifestVersion.id)
-        )
-    )
     context = build_run_page(
         run,
-        runs_in_group(session, run.comparison_key, run.workload_id),
-        versions,
+        run_standing(session, run),
+        history(session, "BenchmarkRun", run.name),
         str(request.base_url).rstrip("/"),
         parse_accessed(accessed),
         attestations_of_run(session, run.id),
