@@ -12,7 +12,11 @@ import pytest
 from kernelindex.manifests import sha256_digest
 from kernelindex.ranking import (
     RunFacts,
+    best_per_implementation,
     comparison_key,
+    current_record,
+    default_group,
+    fastest_reported,
     geometric_mean,
     ineligibility_reasons,
     is_faster_than_bound,
@@ -420,3 +424,53 @@ def test_is_faster_than_bound_compares_ns_against_ms(latency_ns: int, bound_ms: 
 )
 def test_is_faster_than_bound_latency_equal_to_bound_is_not_faster(latency_ns: int, bound_ms: float) -> None:
     assert is_faster_than_bound(latency_ns, bound_ms) is False
+
+
+# --- the leaderboard's headline, default group and best per implementation ----------
+
+
+def test_the_headline_is_the_fastest_eligible_run_over_every_group():
+    runs = [
+        run("b200", 200, key=KEY_B200),
+        run("h100-withdrawn", 50, key=KEY_H100, withdrawn=True),
+        run("h100", 150, key=KEY_H100),
+        run("v1.1-tie-b", 150, key=KEY_V1_1),
+    ]
+    assert fastest_reported(runs).name == "h100"  # 150 ns twice: the name breaks the tie
+    assert fastest_reported([run("held", 10, held_for_review=True)]) is None
+    assert fastest_reported([]) is None
+
+
+def test_a_leaderboard_opens_on_the_group_of_its_headline():
+    runs = [run(f"b200-{i}", 300 + i, key=KEY_B200) for i in range(5)] + [run("h100", 100, key=KEY_H100)]
+    assert default_group(runs) == KEY_H100  # one run, but the fastest: the headline's group wins
+    # Nothing eligible: the group with the most runs, then the newest.
+    ineligible = [run("a", 1, key=KEY_B200, status="failed"), run("b", 1, 3, key=KEY_H100, status="failed")]
+    assert default_group(ineligible) == KEY_H100
+    assert default_group([*ineligible, run("c", 1, key=KEY_B200, status="failed")]) == KEY_B200
+    assert default_group([]) is None
+
+
+def test_the_current_record_is_the_first_ranked_run():
+    ranked = rank_group([run("slow", 300), run("fast", 100), run("also-fast", 100)])
+    assert current_record(ranked).run.name == "also-fast"
+    assert current_record([]) is None
+
+
+def test_best_per_implementation_keeps_each_projects_fastest_run_and_counts_its_ranked_runs():
+    ranked = rank_group(
+        [
+            run("triton-1", 120, implementation="triton"),
+            run("eager-1", 400, implementation="eager"),
+            run("triton-2", 100, implementation="triton"),
+            run("eager-2", 410, implementation="eager"),
+            run("compile", 390, implementation="compile"),
+            run("triton-failed", 50, implementation="triton", status="failed"),
+        ]
+    )
+    lines = best_per_implementation(ranked)
+    assert [(line.best.run.name, line.best.rank, line.ranked_runs) for line in lines] == [
+        ("triton-2", 1, 2),
+        ("compile", 3, 1),
+        ("eager-1", 4, 2),
+    ]
