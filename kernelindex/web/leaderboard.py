@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -300,6 +300,72 @@ def _record_rows(standing: GroupStanding) -> list[RecordRow]:
     ]
 
 
+def _header(board: Leaderboard) -> WorkloadHeader:
+    workload = board.workload
+    return WorkloadHeader(
+        slug=workload.name,
+        title=workload.title,
+        name=board.manifest["spec"]["definition"]["name"],
+        description=workload.description,
+        collection=workload.collection,
+        tags=list(workload.tags),
+        origin_model=workload.origin_model,
+        origin_model_url=f"/models/{slugify(workload.origin_model)}" if workload.origin_model else None,
+        case_count=workload.case_count,
+        run_count=len(board.runs),
+        eligible_count=len(board.rank_of),
+        digest=workload.digest,
+        missing_since=workload.missing_since,
+    )
+
+
+def _tensor_rows(definition: dict[str, Any]) -> list[TensorRow]:
+    return [
+        TensorRow(
+            name=name,
+            role=role,
+            dtype=tensor["dtype"],
+            shape="[" + ", ".join(str(dim) for dim in tensor.get("shape") or []) + "]"
+            if tensor.get("shape") is not None
+            else "scalar",
+            description=tensor.get("description"),
+        )
+        for role, tensors in (("input", definition["inputs"]), ("output", definition["outputs"]))
+        for name, tensor in tensors.items()
+    ]
+
+
+def _axis_rows(definition: dict[str, Any]) -> list[AxisRow]:
+    return [
+        AxisRow(
+            name=name,
+            kind={"var": "variable", "const": "constant", "expr": "expression"}[axis["type"]],
+            value=str(axis["value"]) if "value" in axis else axis.get("expression", ""),
+            description=axis.get("description"),
+        )
+        for name, axis in definition["axes"].items()
+    ]
+
+
+def _case_rows(
+    cases: list[dict[str, Any]], variable_axes: list[str], dtypes: list[str], bounds: RerunBounds | None
+) -> list[CaseRow]:
+    return [
+        CaseRow(
+            index=index + 1,
+            values=[str(case["axes"].get(name, "–")) for name in variable_axes],
+            dtype=", ".join(dtypes),
+            baseline_latency=_ms_text(case.get("baselineLatencyMs")),
+            sol_latency=_ms_text(case.get("solLatencyMs")),
+            baseline_latency_ms=case.get("baselineLatencyMs"),
+            sol_latency_ms=case.get("solLatencyMs"),
+            rerun_bound=latency(bound) if (bound := _bound(bounds, index)) else None,
+            rerun_bound_ns=bound,
+        )
+        for index, case in enumerate(cases)
+    ]
+
+
 def build_leaderboard(
     board: Leaderboard,
     group: str | None,
@@ -366,21 +432,7 @@ def build_leaderboard(
     dtypes = sorted({tensor["dtype"] for tensor in definition["inputs"].values()})
 
     return LeaderboardPage(
-        workload=WorkloadHeader(
-            slug=workload.name,
-            title=workload.title,
-            name=definition["name"],
-            description=workload.description,
-            collection=workload.collection,
-            tags=list(workload.tags),
-            origin_model=workload.origin_model,
-            origin_model_url=f"/models/{slugify(workload.origin_model)}" if workload.origin_model else None,
-            case_count=workload.case_count,
-            run_count=len(views),
-            eligible_count=len(rank_of),
-            digest=workload.digest,
-            missing_since=workload.missing_since,
-        ),
+        workload=_header(board),
         fastest=_row(fastest_view, rank_of[fastest_view.name]) if fastest_view else None,
         fastest_group=_group_label(fastest_view) if fastest_view else None,
         groups=tabs,
@@ -412,47 +464,14 @@ def build_leaderboard(
         implementations=_implementation_rows(selected) if selected else [],
         history=list(reversed(history)),
         chart=chart,
-        tensors=[
-            TensorRow(
-                name=name,
-                role=role,
-                dtype=tensor["dtype"],
-                shape="[" + ", ".join(str(dim) for dim in tensor.get("shape") or []) + "]"
-                if tensor.get("shape") is not None
-                else "scalar",
-                description=tensor.get("description"),
-            )
-            for role, tensors in (("input", definition["inputs"]), ("output", definition["outputs"]))
-            for name, tensor in tensors.items()
-        ],
-        axes=[
-            AxisRow(
-                name=name,
-                kind={"var": "variable", "const": "constant", "expr": "expression"}[axis["type"]],
-                value=str(axis["value"]) if "value" in axis else axis.get("expression", ""),
-                description=axis.get("description"),
-            )
-            for name, axis in definition["axes"].items()
-        ],
+        tensors=_tensor_rows(definition),
+        axes=_axis_rows(definition),
         constraints=definition.get("constraints")
         or ["No mutation or aliasing of inputs (not published by the source)"],
         determinism=definition.get("determinism") or "unspecified",
         variable_axes=variable_axes,
         input_dtype=", ".join(dtypes),
-        cases=[
-            CaseRow(
-                index=index + 1,
-                values=[str(case["axes"].get(name, "–")) for name in variable_axes],
-                dtype=", ".join(dtypes),
-                baseline_latency=_ms_text(case.get("baselineLatencyMs")),
-                sol_latency=_ms_text(case.get("solLatencyMs")),
-                baseline_latency_ms=case.get("baselineLatencyMs"),
-                sol_latency_ms=case.get("solLatencyMs"),
-                rerun_bound=latency(bound) if (bound := _bound(rerun_bounds, index)) else None,
-                rerun_bound_ns=bound,
-            )
-            for index, case in enumerate(manifest["cases"])
-        ],
+        cases=_case_rows(manifest["cases"], variable_axes, dtypes, rerun_bounds),
         rerun_bound_gpu=rerun_bounds.gpu if rerun_bounds else None,
         sources=[
             SourceRow(slug=s.slug, name=s.name, url=s.url, last_observed_at=workload.last_seen_at or s.last_observed_at)
