@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -86,7 +86,7 @@ def db_check(database_url: str | None) -> None:
 
 
 @contextmanager
-def _progress(label: str) -> Iterator[object]:
+def _progress(label: str) -> Iterator[Callable[[str, int, int], None]]:
     """A progress bar on a terminal; one line per hundred units otherwise."""
     if err.is_terminal:
         with Progress(
@@ -340,7 +340,7 @@ def rerun_import(bundles: tuple[Path, ...], keys_file: Path | None, database_url
     sys.exit(1 if any(result.error for result in results) else 0)
 
 
-def _print_rerun_results(results: list[object]) -> None:
+def _print_rerun_results(results: Sequence[object]) -> None:
     from kernelindex.ingest.rerun_import import BundleResult
 
     for result in results:

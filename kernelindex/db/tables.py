@@ -9,7 +9,7 @@ upstream get ``missing_since``, withdrawn runs get ``withdrawn_at``.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -27,6 +27,10 @@ class ManifestRecord:
     manifest_json: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+
+    if TYPE_CHECKING:
+        # Every record table is also a Base, whose constructor takes the columns as keywords.
+        def __init__(self, **kwargs: Any) -> None: ...
 
 
 class Source(Base):

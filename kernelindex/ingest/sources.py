@@ -44,5 +44,9 @@ def ingest_sol_execbench(
         )
         origin, observed = url, None
     with client:
-        fetcher = JsonFetcher(client, retries=settings.http_retries, **({"sleep": sleep} if sleep else {}))
+        fetcher = (
+            JsonFetcher(client, retries=settings.http_retries, sleep=sleep)
+            if sleep
+            else JsonFetcher(client, retries=settings.http_retries)
+        )
         return run_ingest(SolExecBench(fetcher), sessions, origin=origin, observed_at=observed, progress=progress)

@@ -68,7 +68,7 @@ def cases_sha256(cases: tuple[Case, ...] | list[Case]) -> str:
     """sha256 (hex) of the RFC 8785 canonical JSON of [{"index", "axes"}, ...] in suite order."""
     import rfc8785  # here, not at import: `--help` works where it is not installed yet
 
-    listing = [{"index": c.index, "axes": c.axes} for c in cases]
+    listing: list[dict[str, int | dict[str, int]]] = [{"index": c.index, "axes": c.axes} for c in cases]
     return hashlib.sha256(rfc8785.dumps(listing)).hexdigest()
 
 

@@ -77,7 +77,7 @@ def fma_rate(device: torch.device) -> dict[str, Any]:
 def measure_ceilings(device: torch.device) -> dict[str, Any]:
     """All four ceilings; one that fails is recorded with its error and the others go on."""
     results: dict[str, Any] = {}
-    jobs = {
+    jobs: dict[str, Callable[[], dict[str, Any]]] = {
         "copyBytesPerSecond": lambda: copy_rate(device),
         "bf16MatmulFlops": lambda: matmul_rate(device, torch.bfloat16),
         "fp32MatmulFlops": lambda: matmul_rate(device, torch.float32),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import triton
 import triton.language as tl
@@ -35,7 +37,7 @@ def _fma_kernel(out_ptr, a, b, ITERS: tl.constexpr, UNROLL: tl.constexpr, BLOCK:
     tl.store(out_ptr + offs, x0 + x1 + x2 + x3)
 
 
-def launch_fma(device: torch.device):
+def launch_fma(device: torch.device) -> tuple[torch.Tensor, int, Callable[[], None]]:
     """(output buffer, FLOPs per launch, a zero-argument launcher)."""
     sms = torch.cuda.get_device_properties(device).multi_processor_count
     programs = sms * PROGRAMS_PER_SM

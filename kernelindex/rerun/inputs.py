@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypedDict
 
 import torch
 
 from kernelindex.rerun.references import ADAIN_EPS
+
+
+class _Float32(TypedDict):
+    """The keyword arguments of every torch.randn and torch.rand call here."""
+
+    device: torch.device | str
+    dtype: torch.dtype
+    generator: torch.Generator
 
 
 def _generator(device: torch.device | str, seed: int) -> torch.Generator:
@@ -21,7 +30,7 @@ def adain_bwd_inputs(axes: Mapping[str, int], seed: int, device: torch.device | 
     std = sqrt(biased var + 1e-5)."""
     n, c, h, w = axes["N"], axes["C"], axes["H"], axes["W"]
     gen = _generator(device, seed)
-    f32 = {"device": device, "dtype": torch.float32, "generator": gen}
+    f32: _Float32 = {"device": device, "dtype": torch.float32, "generator": gen}
     grad_output = torch.randn((n, c, h, w), **f32)
     offset = torch.randn((n, c, 1, 1), **f32) * 2.0
     scale = torch.rand((n, c, 1, 1), **f32) * 1.5 + 0.25
@@ -40,7 +49,7 @@ def conv_residual_inputs(axes: Mapping[str, int], seed: int, device: torch.devic
     b, h, w = axes["batch_size"], axes["height"], axes["width"]
     cin, hid, cout, k = axes["in_channels"], axes["hidden_channels"], axes["out_channels"], axes["kernel_size"]
     gen = _generator(device, seed)
-    f32 = {"device": device, "dtype": torch.float32, "generator": gen}
+    f32: _Float32 = {"device": device, "dtype": torch.float32, "generator": gen}
     x = torch.randn((b, cin, h, w), **f32)
     w_in = torch.randn((hid, cin, k, k), **f32) / (cin * k * k) ** 0.5
     b_in = torch.randn((hid,), **f32) * 0.1

@@ -29,12 +29,12 @@ import json
 import os
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from sqlalchemy import Connection, Engine, Table, delete, func, select, text
 
@@ -162,7 +162,7 @@ def _lines(path: Path) -> Iterator[bytes]:
         raise BackupError(f"{path.name} is truncated or is not a gzip file ({exc})") from None
 
 
-def _read_lines(stream: IO[bytes]) -> Iterator[bytes]:
+def _read_lines(stream: Iterable[bytes]) -> Iterator[bytes]:
     for line in stream:
         if not line.endswith(b"\n"):
             raise BackupError("the last line is cut short: the file is truncated")

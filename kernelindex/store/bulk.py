@@ -32,7 +32,7 @@ def insert_rows(session: Session, table: type[Base] | Table, rows: Sequence[Mapp
         raw = connection.connection.driver_connection
         assert raw is not None
         statement = f'COPY "{target.name}" ({", ".join(f"{c!s}" for c in columns)}) FROM STDIN'
-        with raw.cursor() as cursor, cursor.copy(statement) as copy:  # type: ignore[attr-defined]
+        with raw.cursor() as cursor, cursor.copy(statement) as copy:
             for row in rows:
                 copy.write_row([_copy_value(target, column, row[column]) for column in columns])
     else:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import String, and_, cast, exists, func, select
+from sqlalchemy import ColumnElement, SQLColumnExpression, String, and_, cast, exists, func, select, true
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import Environment, Implementation, IngestionReport, Run, Source, Workload
@@ -59,7 +60,7 @@ def list_workloads(
         .group_by(Run.workload_id)
         .subquery()
     )
-    conditions = []
+    conditions: list[ColumnElement[bool]] = []
     if filters.collection:
         conditions.append(func.lower(Workload.collection) == filters.collection.lower())
     if filters.tag:
@@ -81,14 +82,15 @@ def list_workloads(
             | func.lower(Workload.name).like(pattern, escape="\\")
             | func.lower(Workload.description).like(pattern, escape="\\")
         )
-    where = and_(*conditions) if conditions else True
+    where = and_(*conditions) if conditions else true()
     total = session.scalar(select(func.count()).select_from(Workload).where(where)) or 0
-    order = {
+    orders: dict[str, list[SQLColumnExpression[Any]]] = {
         "name": [Workload.name],
         "runs": [func.coalesce(figures.c.eligible_runs, 0).desc(), Workload.name],
         "best_sol": [func.coalesce(figures.c.best_sol, -1.0).desc(), Workload.name],
         "last_record": [func.coalesce(figures.c.last_record, datetime(1970, 1, 1)).desc(), Workload.name],
-    }[sort]
+    }
+    order = orders[sort]
     rows = session.execute(
         select(Workload, figures.c.eligible_runs, figures.c.best_sol, figures.c.best_latency, figures.c.last_record)
         .outerjoin(figures, figures.c.workload_id == Workload.id)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import CursorResult, select, update
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import (
@@ -59,32 +59,32 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
             counts[f"{outcome}.protocol"] += 1
 
     environments = existing_by_name(session, Environment, (e.metadata.name for e in batch.environments))
-    for manifest in batch.environments:
-        row, outcome = put(
+    for env_manifest in batch.environments:
+        env_row, outcome = put(
             session,
             Environment,
-            manifest,
-            environment_columns(manifest),
-            environments.get(manifest.metadata.name),
+            env_manifest,
+            environment_columns(env_manifest),
+            environments.get(env_manifest.metadata.name),
             now,
         )
-        environments[row.name] = row
+        environments[env_row.name] = env_row
         if outcome is not Outcome.UNCHANGED:
             counts[f"{outcome}.environment"] += 1
 
     workload = _put_workload(session, source, batch, now, counts)
 
     implementations = existing_by_name(session, Implementation, (i.metadata.name for i in batch.implementations))
-    for manifest in batch.implementations:
-        row, outcome = put(
+    for impl_manifest in batch.implementations:
+        impl_row, outcome = put(
             session,
             Implementation,
-            manifest,
-            implementation_columns(manifest),
-            implementations.get(manifest.metadata.name),
+            impl_manifest,
+            implementation_columns(impl_manifest),
+            implementations.get(impl_manifest.metadata.name),
             now,
         )
-        implementations[row.name] = row
+        implementations[impl_row.name] = impl_row
         counts[f"{outcome}.implementation"] += 1
     session.flush()
 
@@ -138,7 +138,8 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
         )
         .values(missing_since=now, last_seen_at=source.last_observed_at or now)
     )
-    counts["flag.missing_upstream"] += gone.rowcount
+    # An UPDATE gives a CursorResult (it has the rowcount); Session.execute is typed as giving any Result.
+    counts["flag.missing_upstream"] += cast(CursorResult[Any], gone).rowcount
     index_batch(session, batch, workload, counts)
     return counts
 
@@ -233,7 +234,7 @@ def mark_missing_workloads(session: Session, source: Source, listed: set[str], n
         )
         .values(missing_since=now, last_seen_at=source.last_observed_at or now)
     )
-    return result.rowcount
+    return cast(CursorResult[Any], result).rowcount  # an UPDATE's result, as above
 
 
 def start_report(session: Session, source: Source, origin: str, now: datetime) -> IngestionReport:

@@ -37,7 +37,7 @@ def existing_by_name(session: Session, table: type[Row], names: Iterable[str]) -
     wanted = set(names)
     if not wanted:
         return {}
-    rows = session.scalars(select(table).where(table.name.in_(wanted)))  # type: ignore[attr-defined]
+    rows = session.scalars(select(table).where(table.name.in_(wanted)))
     return {row.name: row for row in rows}
 
 

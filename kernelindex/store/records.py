@@ -107,7 +107,7 @@ def _earlier(run: Any, other: Any) -> ColumnElement[bool]:
     )
 
 
-def _record_setters(before: datetime | None) -> Select[Any]:
+def _record_setters(before: datetime | None) -> Select[str, int, str, int, datetime]:
     """Eligible runs that no earlier eligible run of their group matched or beat: the records."""
     matched_earlier = (
         select(_EARLIER.id)

@@ -123,7 +123,7 @@ def stack_text(environment_manifest_json: str) -> str:
     return ", ".join(parts) or "unknown"
 
 
-AnySelect = TypeVar("AnySelect", bound=Select)
+AnySelect = TypeVar("AnySelect", bound="Select[*tuple[Any, ...]]")
 
 
 def with_references(stmt: AnySelect) -> AnySelect:
@@ -136,7 +136,7 @@ def with_references(stmt: AnySelect) -> AnySelect:
     )
 
 
-def run_views_query() -> Select[tuple[Run]]:
+def run_views_query() -> Select[Run]:
     return with_references(select(Run)).options(joinedload(Run.source))
 
 

@@ -229,6 +229,7 @@ def model_entries(session: Session, only: str | None = None) -> list[Entry]:
     """
     spellings: dict[str, Counter[str]] = {}
     for model, count in session.connection().execute(_MODEL_SPELLINGS):
+        assert model is not None  # the statement leaves out workloads without a model
         slug = _model_slug(model)
         if slug and (only is None or slug == only):
             spellings.setdefault(slug, Counter())[model] += count
@@ -429,7 +430,7 @@ def _is_postgresql(session: Session) -> bool:
 
 
 @lru_cache(maxsize=64)
-def _ranked_statement(terms: int, postgresql: bool, require_all: bool) -> Select[tuple[str, str, str, str, int]]:
+def _ranked_statement(terms: int, postgresql: bool, require_all: bool) -> Select[str, str, str, str, int]:
     """Entries matching ``terms`` query terms (``t0``, ``lo0``, ``hi0``, ...), best first."""
     per_term = []
     for i in range(terms):
@@ -517,12 +518,12 @@ def suggest(session: Session, prefix: str, limit: int = 8) -> list[SearchHit]:
 
 
 @lru_cache(maxsize=4)
-def _known_statement(postgresql: bool) -> Select[tuple[str]]:
+def _known_statement(postgresql: bool) -> Select[str]:
     return select(SearchTerm.term).where(_in_range(postgresql, bindparam("lo"), bindparam("hi"))).limit(1)
 
 
 @lru_cache(maxsize=4)
-def _candidates_statement(postgresql: bool) -> Select[tuple[str]]:
+def _candidates_statement(postgresql: bool) -> Select[str]:
     """Words of about the right length that may be near ``term``."""
     query = select(SearchWord.word).where(
         func.length(SearchWord.word).between(bindparam("shortest"), bindparam("longest"))

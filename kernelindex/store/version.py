@@ -147,6 +147,7 @@ class VersionReader:
     def _open(engine: Engine) -> Any:
         proxied = engine.raw_connection()
         raw = proxied.driver_connection
+        assert raw is not None
         proxied.detach()  # kept for the worker's life, outside the pool
         if engine.dialect.name == "sqlite":
             raw.isolation_level = None  # autocommit: each read sees the latest commit

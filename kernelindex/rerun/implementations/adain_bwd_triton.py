@@ -12,6 +12,8 @@ atomics: the result is deterministic.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import triton
@@ -23,7 +25,7 @@ def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
-def _autotune(configs: list[triton.Config], key: list[str]):
+def _autotune(configs: list[triton.Config], key: list[str]) -> Callable[[Any], Any]:
     """triton.autotune over a handful of configs; only the first under the interpreter."""
     return triton.autotune(configs=configs[:1] if _interpreting() else configs, key=key)
 

@@ -15,6 +15,8 @@ across a warp and hit L1).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import triton
@@ -26,7 +28,7 @@ def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
-def _autotune(configs: list[triton.Config], key: list[str]):
+def _autotune(configs: list[triton.Config], key: list[str]) -> Callable[[Any], Any]:
     """triton.autotune over a handful of configs; only the first under the interpreter."""
     return triton.autotune(configs=configs[:1] if _interpreting() else configs, key=key)
 
@@ -134,7 +136,7 @@ def run(
     xc = x.contiguous()
     out = torch.empty_like(xc)
 
-    def grid(meta):
+    def grid(meta: dict[str, int]) -> tuple[int, int, int]:
         return (triton.cdiv(w, meta["BW"]), triton.cdiv(h, meta["BH"]), b)
 
     _fused[grid](
