@@ -12,7 +12,8 @@ from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session, joinedload
 
 from kernelindex.compare import ComparedRun
-from kernelindex.db.tables import Environment, Implementation, Run, Workload
+from kernelindex.db.tables import Environment, Implementation, Workload
+from kernelindex.db.tables import Run as Run  # the run row that find_run returns, for its callers' annotations
 from kernelindex.ranking import RunFacts, ineligibility_reasons, is_eligible, rank_group
 from kernelindex.store.common import history, name_by_ref, rank_expression, source_ref
 from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page

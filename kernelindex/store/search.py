@@ -598,13 +598,16 @@ def search_response(results: SearchResults) -> SearchResponse:
     return SearchResponse(
         query=results.query,
         hits=[
-            SearchHitItem(
-                kind=hit.kind,
-                slug=hit.slug,
-                title=hit.title,
-                subtitle=hit.subtitle,
-                url=hit.url,
-                api_url=f"/api/v1/{API_PATHS[hit.kind]}/{hit.slug}",
+            # Validated, not constructed: the index stores a hit's kind as text, the schema names the kinds.
+            SearchHitItem.model_validate(
+                {
+                    "kind": hit.kind,
+                    "slug": hit.slug,
+                    "title": hit.title,
+                    "subtitle": hit.subtitle,
+                    "url": hit.url,
+                    "api_url": f"/api/v1/{API_PATHS[hit.kind]}/{hit.slug}",
+                }
             )
             for hit in results.hits
         ],
