@@ -1,0 +1,166 @@
+"""Every link the registry makes, one function per kind of page (PRODUCT.md §6).
+
+Python (page contexts, the API's ``url`` fields, feeds, citations, sitemaps) and templates
+(the ``urls`` global) build links only through these functions, so a path is written once
+and a test checks that each one is answered by a route of the app. Path segments are
+percent-encoded and empty query parameters (and page 1) left out. Paths are relative to
+the site; ``absolute`` prefixes the canonical origin for permalinks, feeds and citations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import quote, urlencode
+
+API = "/api/v1"
+
+
+def with_query(path: str, **params: Any) -> str:
+    """``path`` with the given query parameters, leaving out empty ones and page 1."""
+    kept = {key: value for key, value in params.items() if value not in (None, "") and (key, value) != ("page", 1)}
+    return f"{path}?{urlencode(kept, doseq=True)}" if kept else path
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe="")
+
+
+def absolute(origin: str, path: str) -> str:
+    """``path`` on the site at ``origin`` (e.g. ``https://kernelindex.example``)."""
+    return origin.rstrip("/") + path
+
+
+def home() -> str:
+    return "/"
+
+
+def workloads(**query: Any) -> str:
+    return with_query("/workloads", **query)
+
+
+def workload(slug: str, **query: Any) -> str:
+    return with_query(f"/workloads/{_segment(slug)}", **query)
+
+
+def workload_group(slug: str, comparison_key: str, **query: Any) -> str:
+    """A leaderboard opened on one comparison group, named by the first 16 hex digits of its key."""
+    return workload(slug, group=comparison_key.removeprefix("sha256:")[:16], **query)
+
+
+def workload_feed(slug: str) -> str:
+    return f"/workloads/{_segment(slug)}/records.atom"
+
+
+def workload_citation(slug: str, fmt: str, **query: Any) -> str:
+    return with_query(f"/workloads/{_segment(slug)}/cite.{fmt}", **query)
+
+
+def run(name: str) -> str:
+    return f"/runs/{_segment(name)}"
+
+
+def run_citation(name: str, fmt: str, **query: Any) -> str:
+    return with_query(f"/runs/{_segment(name)}/cite.{fmt}", **query)
+
+
+def attestation(name: str) -> str:
+    return f"/attestations/{_segment(name)}"
+
+
+def implementation(slug: str) -> str:
+    return f"/implementations/{_segment(slug)}"
+
+
+def gpu(slug: str) -> str:
+    return f"/gpus/{_segment(slug)}"
+
+
+def gpus() -> str:
+    return "/gpus"
+
+
+def model(slug: str) -> str:
+    return f"/models/{_segment(slug)}"
+
+
+def source(slug: str) -> str:
+    return f"/sources/{_segment(slug)}"
+
+
+def protocol(name: str) -> str:
+    return f"/protocols/{_segment(name)}"
+
+
+def manifest(digest: str) -> str:
+    return f"/manifests/{_segment(digest)}"
+
+
+def schema(kind: str) -> str:
+    return f"/schemas/v1alpha1/{_segment(kind)}.json"
+
+
+def rerun_bundle(bundle_id: str) -> str:
+    return f"/reruns/bundles/{_segment(bundle_id)}.json"
+
+
+def rerun_source(implementation_name: str) -> str:
+    return f"/reruns/sources/{_segment(implementation_name)}.py"
+
+
+def records(**query: Any) -> str:
+    return with_query("/records", **query)
+
+
+def records_feed() -> str:
+    return "/records.atom"
+
+
+def search(q: str = "", kind: str | None = None) -> str:
+    return with_query("/search", q=q, kind=kind)
+
+
+def compare(run_names: Iterable[str], fmt: str | None = None) -> str:
+    return with_query("/compare" + (f".{fmt}" if fmt else ""), run=list(run_names))
+
+
+def signin(next_path: str | None = None) -> str:
+    return with_query("/signin", next=next_path)
+
+
+def json_twin(path: str) -> str:
+    """The JSON twin of a page: the same path plus ``.json`` (``/index.json`` for ``/``), query kept."""
+    route, _, query = path.partition("?")
+    twin = "/index.json" if route == "/" else route + ".json"
+    return f"{twin}?{query}" if query else twin
+
+
+# --- the JSON API ------------------------------------------------------------------------
+
+
+def api_workload(slug: str) -> str:
+    return f"{API}/workloads/{_segment(slug)}"
+
+
+def api_run(name: str) -> str:
+    return f"{API}/runs/{_segment(name)}"
+
+
+def api_runs(**query: Any) -> str:
+    return with_query(f"{API}/runs", **query)
+
+
+def api_implementation(slug: str) -> str:
+    return f"{API}/implementations/{_segment(slug)}"
+
+
+def api_gpu(slug: str) -> str:
+    return f"{API}/gpus/{_segment(slug)}"
+
+
+def api_model(slug: str) -> str:
+    return f"{API}/models/{_segment(slug)}"
+
+
+def api_source(slug: str) -> str:
+    return f"{API}/sources/{_segment(slug)}"

@@ -1,0 +1,75 @@
+"""Every link the URL builder makes is answered by a route of the app, and encodes what it carries."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from starlette.routing import Match
+
+from kernelindex import urls
+from kernelindex.app import create_app
+from kernelindex.settings import Settings
+
+DIGEST = "sha256:" + "ab" * 32
+
+BUILT = [
+    urls.home(),
+    urls.workloads(collection="L1", page=2),
+    urls.workload("l1-040-conv2d-residual-block"),
+    urls.workload_group("l1-040-conv2d-residual-block", DIGEST, sort="observed"),
+    urls.workload_feed("l1-040-conv2d-residual-block"),
+    urls.workload_citation("l1-040-conv2d-residual-block", "bib", as_of="2026-08-01"),
+    urls.run("sol-submission-16893"),
+    urls.run_citation("sol-submission-16893", "csl.json"),
+    urls.attestation("attestation-1"),
+    urls.implementation("geometric"),
+    urls.gpu("b200"),
+    urls.gpus(),
+    urls.model("nafnet"),
+    urls.source("sol-execbench"),
+    urls.protocol("kernelindex-rerun-v1"),
+    urls.manifest(DIGEST),
+    urls.schema("BenchmarkRun"),
+    urls.rerun_bundle("b" * 32),
+    urls.rerun_source("kernelindex-039-triton"),
+    urls.records(before="2026-08-01T00:00:00+00:00"),
+    urls.records_feed(),
+    urls.search("conv2d", kind="workload"),
+    urls.compare(["a", "b"]),
+    urls.compare(["a", "b"], fmt="csv"),
+    urls.signin("/account"),
+    urls.json_twin("/workloads/l1-040-conv2d-residual-block?group=abc"),
+    urls.json_twin("/"),
+    urls.api_workload("l1-040-conv2d-residual-block"),
+    urls.api_run("sol-submission-16893"),
+    urls.api_runs(workload="l1-040-conv2d-residual-block", comparison_key=DIGEST),
+    urls.api_implementation("geometric"),
+    urls.api_gpu("b200"),
+    urls.api_model("nafnet"),
+    urls.api_source("sol-execbench"),
+]
+
+
+@pytest.fixture(scope="module")
+def routes(tmp_path_factory):
+    unused = tmp_path_factory.mktemp("urls") / "unused.db"  # routes are matched, never served
+    app = create_app(Settings(database_url=f"sqlite:///{unused}", secret_key="k" * 64))
+    return app.routes
+
+
+@pytest.mark.parametrize("url", BUILT)
+def test_every_built_url_is_answered_by_a_get_route(routes, url):
+    path = urlsplit(url).path
+    scope = {"type": "http", "path": path, "root_path": "", "method": "GET", "headers": [], "query_string": b""}
+    assert any(route.matches(scope)[0] is Match.FULL for route in routes), f"no route answers GET {path}"
+
+
+def test_segments_and_queries_are_encoded_and_empty_parameters_left_out():
+    assert urls.run("a/b c") == "/runs/a%2Fb%20c"
+    assert urls.workloads(q="conv 2d&x", tag="", gpu=None, page=1) == "/workloads?q=conv+2d%26x"
+    assert parse_qs(urlsplit(urls.compare(["x", "y"])).query) == {"run": ["x", "y"]}
+    assert urls.workload_group("w", DIGEST) == "/workloads/w?group=" + "ab" * 8
+    assert urls.json_twin("/") == "/index.json"
+    assert urls.json_twin("/gpus/b200?x=1") == "/gpus/b200.json?x=1"
+    assert urls.absolute("https://kernelindex.example/", "/runs/r") == "https://kernelindex.example/runs/r"
