@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, func, select
@@ -110,3 +111,20 @@ def best_per_gpu(session: Session, *conditions: ColumnElement[bool]) -> dict[tup
     for run in session.scalars(winners):
         best.setdefault((run.workload_id, run.environment.gpu_slug), run)
     return best
+
+
+def group_sizes(session: Session, groups: Collection[tuple[int, str]]) -> dict[str, int]:
+    """Comparison key → number of eligible runs, for these (workload id, comparison key)
+    groups: the length of ``ranking.rank_group`` of each. A group with none is absent."""
+    if not groups:
+        return {}
+    rows = session.execute(
+        select(Run.comparison_key, func.count())
+        .where(
+            Run.workload_id.in_(sorted({workload_id for workload_id, _ in groups})),
+            Run.comparison_key.in_(sorted({key for _, key in groups})),
+            eligible(),
+        )
+        .group_by(Run.comparison_key)
+    )
+    return {key: count for key, count in rows}
