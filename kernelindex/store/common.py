@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, func, select
@@ -11,7 +12,7 @@ from kernelindex.db.tables import Environment, ManifestVersion, Run, Source
 from kernelindex.store.keyset import Expr
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import with_references
-from kernelindex.store.schemas import GroupBest, ManifestVersionItem, SourceRefItem
+from kernelindex.store.schemas import ManifestVersionItem, SourceRefItem
 
 
 def rank_expression() -> ColumnElement[int]:
@@ -68,18 +69,6 @@ def source_ref(source: Source) -> SourceRefItem:
     return SourceRefItem(slug=source.slug, name=source.name, api_url=f"/api/v1/sources/{source.slug}")
 
 
-def group_best(run: Run) -> GroupBest:
-    return GroupBest(
-        run=run.name,
-        latency_ns=run.latency_ns,
-        primary_statistic=run.primary_statistic,
-        sol_score=run.sol_score,
-        implementation=run.implementation.project_slug,
-        project=run.implementation.project,
-        observed_at=run.observed_at,
-    )
-
-
 def best_per_gpu(session: Session, *conditions: ColumnElement[bool]) -> dict[tuple[int, str], Run]:
     """The fastest eligible run of each (workload, GPU), across stacks; equal latencies go by name.
 
@@ -110,3 +99,20 @@ def best_per_gpu(session: Session, *conditions: ColumnElement[bool]) -> dict[tup
     for run in session.scalars(winners):
         best.setdefault((run.workload_id, run.environment.gpu_slug), run)
     return best
+
+
+def group_sizes(session: Session, groups: Collection[tuple[int, str]]) -> dict[str, int]:
+    """Comparison key → number of eligible runs, for these (workload id, comparison key)
+    groups: the length of ``ranking.rank_group`` of each. A group with none is absent."""
+    if not groups:
+        return {}
+    rows = session.execute(
+        select(Run.comparison_key, func.count())
+        .where(
+            Run.workload_id.in_(sorted({workload_id for workload_id, _ in groups})),
+            Run.comparison_key.in_(sorted({key for _, key in groups})),
+            eligible(),
+        )
+        .group_by(Run.comparison_key)
+    )
+    return {key: count for key, count in rows}

@@ -1,4 +1,9 @@
-"""Implementations (projects) for the API: the listing by slug, and one with its runs per workload."""
+"""Implementations (projects): the listing by slug, and one with its runs per workload.
+
+``/implementations/{slug}``, its JSON twin and ``/api/v1/implementations[/{slug}]`` read
+this module; ranks come from ``common.rank_expression``, the SQL form of
+``ranking.rank_group``.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +13,16 @@ from sqlalchemy import case, func, or_, select
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import Implementation, Run
-from kernelindex.store.common import contains, name_by_ref, rank_expression
+from kernelindex.store.common import contains, group_sizes, name_by_ref, rank_expression
 from kernelindex.store.keyset import SLUG_ORDER, Position, keyset_page
 from kernelindex.store.reads import eligible
 from kernelindex.store.run_queries import run_fields
-from kernelindex.store.runs import with_references
+from kernelindex.store.runs import availability_text, with_references
 from kernelindex.store.schemas import (
     ImplementationDetail,
     ImplementationItem,
+    ImplementationRun,
     ImplementationWorkload,
-    RankedRunItem,
 )
 
 
@@ -66,7 +71,12 @@ def _implementation_items(session: Session, projects: list[tuple[str, str]]) -> 
 
 
 def implementation_detail(session: Session, ref: str) -> ImplementationDetail | None:
-    """By project slug, or by the digest of any of its revisions' manifests."""
+    """By project slug, or by the digest of any of its revisions' manifests.
+
+    Every run of every revision, grouped by workload, each with its rank in its own
+    comparison group (null when not eligible) and that group's number of eligible runs;
+    ``first_places`` counts the groups where one of its runs ranks #1.
+    """
     slug: str | None = ref.lower()
     if ref.startswith("sha256:"):
         name = name_by_ref(session, Implementation, "Implementation", ref)
@@ -75,19 +85,36 @@ def implementation_detail(session: Session, ref: str) -> ImplementationDetail | 
     if slug is None or project is None:
         return None
     item = _implementation_items(session, [(slug, project)])[0]
-    rank = rank_expression().label("rank")
+    rank_column = rank_expression().label("rank")
     rows = session.execute(
-        with_references(select(Run, rank))
+        with_references(select(Run, rank_column))
         .join(Implementation, Run.implementation_id == Implementation.id)
         .where(Implementation.project_slug == slug)
         .order_by(Run.latency_ns, Run.name)
     ).all()
-    by_workload: dict[str, list[RankedRunItem]] = defaultdict(list)
+    sizes = group_sizes(session, {(run.workload_id, run.comparison_key) for run, _ in rows})
+    by_workload: dict[str, list[ImplementationRun]] = defaultdict(list)
     titles: dict[str, str] = {}
+    first_places = set()
     for run, rank_value in rows:
         fields = run_fields(run)
-        by_workload[run.workload.name].append(RankedRunItem(**fields, rank=rank_value if fields["eligible"] else None))
+        rank: int | None = rank_value if fields["eligible"] else None
+        by_workload[run.workload.name].append(
+            ImplementationRun(
+                **fields,
+                rank=rank,
+                environment_title=run.environment.title,
+                availability=availability_text(
+                    run.implementation.license,
+                    run.implementation.source_available,
+                    run.implementation.has_install_recipe,
+                ),
+                group_size=sizes.get(run.comparison_key, 0),
+            )
+        )
         titles[run.workload.name] = run.workload.title
+        if rank == 1:
+            first_places.add(run.comparison_key)
     results = []
     for workload, runs in sorted(by_workload.items()):
         ranked = [run for run in runs if run.rank is not None]
@@ -101,6 +128,13 @@ def implementation_detail(session: Session, ref: str) -> ImplementationDetail | 
                 runs=runs,
             )
         )
+    revisions = session.scalars(
+        select(Implementation.revision).where(Implementation.project_slug == slug).order_by(Implementation.name)
+    )
     return ImplementationDetail(
-        **item.model_dump(), workload_results=results, runs_url=f"/api/v1/runs?implementation={slug}"
+        **item.model_dump(),
+        workload_results=results,
+        runs_url=f"/api/v1/runs?implementation={slug}",
+        revision_list=list(revisions),
+        first_places=len(first_places),
     )

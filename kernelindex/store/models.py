@@ -1,4 +1,7 @@
-"""Origin models for the API: the listing by slug, and one with the best run of each workload per GPU."""
+"""Origin models: the listing by slug, and one with the best run of each workload per GPU.
+
+``/models/{slug}``, its JSON twin and ``/api/v1/models[/{slug}]`` read this module.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +11,9 @@ from sqlalchemy.orm import Session
 from kernelindex.db.tables import Run, Workload
 from kernelindex.slugs import slugify
 from kernelindex.store.catalog import origin_model_spellings
-from kernelindex.store.common import best_per_gpu
+from kernelindex.store.gpus import best_on_gpus
 from kernelindex.store.keyset import Position, page_of
-from kernelindex.store.schemas import BestOnGpu, ModelDetail, ModelItem, ModelWorkload
+from kernelindex.store.schemas import ModelDetail, ModelItem, ModelWorkload
 
 
 def _models(session: Session) -> dict[str, tuple[str, int]]:
@@ -39,39 +42,23 @@ def list_models(session: Session, after: Position | None, limit: int) -> tuple[l
 
 
 def model_detail(session: Session, slug: str) -> ModelDetail | None:
+    """By the model's slug (or a name that slugs to it): its workloads by slug, each with its
+    best known run per GPU: the fastest eligible run on that GPU across stacks and
+    protocols (``gpus.best_on_gpus``), by GPU slug."""
     slug = slugify(slug, fallback="")
     models = _models(session)
     if slug not in models:
         return None
     names = origin_model_spellings(session, slug)
     workloads = session.scalars(select(Workload).where(Workload.origin_model.in_(names)).order_by(Workload.name)).all()
-    best = best_per_gpu(session, Run.workload_id.in_([w.id for w in workloads]))
-    entries = []
-    for workload in workloads:
-        tops = sorted(
-            (run for (workload_id, _), run in best.items() if workload_id == workload.id),
-            key=lambda run: run.environment.gpu_slug,
+    best = best_on_gpus(session, Run.workload_id.in_([w.id for w in workloads]))
+    entries = [
+        ModelWorkload(
+            slug=workload.name,
+            title=workload.title,
+            collection=workload.collection,
+            best_by_gpu=[run for (workload_id, gpu), run in sorted(best.items()) if workload_id == workload.id],
         )
-        entries.append(
-            ModelWorkload(
-                slug=workload.name,
-                title=workload.title,
-                collection=workload.collection,
-                best_by_gpu=[
-                    BestOnGpu(
-                        gpu=run.environment.gpu_slug,
-                        gpu_product=run.environment.gpu_product,
-                        environment=run.environment.name,
-                        run=run.name,
-                        latency_ns=run.latency_ns,
-                        primary_statistic=run.primary_statistic,
-                        sol_score=run.sol_score,
-                        implementation=run.implementation.project_slug,
-                        project=run.implementation.project,
-                        evidence=run.evidence,
-                    )
-                    for run in tops
-                ],
-            )
-        )
+        for workload in workloads
+    ]
     return ModelDetail(**_model_item(slug, *models[slug]).model_dump(), workload_list=entries)

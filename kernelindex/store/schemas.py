@@ -238,17 +238,25 @@ class ImplementationItem(ApiModel):
     api_url: str
 
 
+class ImplementationRun(RankedRunItem):
+    environment_title: str
+    availability: str = Field(examples=["license unknown · no source · no install recipe"])
+    group_size: int = Field(description="number of eligible runs in its comparison group")
+
+
 class ImplementationWorkload(ApiModel):
     workload: str
     title: str
     best_rank: int | None = Field(description="best rank of its runs on this workload, in any comparison group")
     best_run: str | None
-    runs: list[RankedRunItem]
+    runs: list[ImplementationRun]
 
 
 class ImplementationDetail(ImplementationItem):
     workload_results: list[ImplementationWorkload]
     runs_url: str
+    revision_list: list[str] = Field(description="its revisions, e.g. submission-16893 (one per SOL-ExecBench row)")
+    first_places: int = Field(description="comparison groups in which one of its runs ranks #1")
 
 
 class GpuItem(ApiModel):
@@ -259,6 +267,7 @@ class GpuItem(ApiModel):
     environments: int
     runs: int
     workloads: int = Field(description="workloads with at least one run on this GPU")
+    gaps: int = Field(description="workloads with no run on this GPU")
     url: str
     api_url: str
 
@@ -271,18 +280,36 @@ class EnvironmentItem(ApiModel):
     runs: int
 
 
+class BestOnGpu(FastestRun):
+    """A workload's fastest eligible run on one GPU, across its stacks and protocols."""
+
+    availability: str = Field(examples=["license unknown · no source · no install recipe"])
+    group_eligible_runs: int = Field(
+        description="eligible runs in its comparison group, which it leads (#1): no faster run is eligible there"
+    )
+
+
 class GpuWorkload(ApiModel):
     workload: str
     title: str
     runs: int
-    best: GroupBest | None
+    best: BestOnGpu | None = Field(description="the fastest eligible run of the workload on this GPU, across stacks")
     best_environment: str | None
+
+
+class GpuGap(ApiModel):
+    slug: str
+    title: str
+    collection: str
+    url: str
+    api_url: str
 
 
 class GpuDetail(GpuItem):
     environment_list: list[EnvironmentItem]
     measured: list[GpuWorkload]
     not_measured: list[str] = Field(description="slugs of workloads with no run on this GPU")
+    gap_list: list[GpuGap] = Field(description="the workloads of notMeasured, by slug, with title and collection")
 
 
 class ModelItem(ApiModel):
@@ -291,19 +318,6 @@ class ModelItem(ApiModel):
     workloads: int
     url: str
     api_url: str
-
-
-class BestOnGpu(ApiModel):
-    gpu: str
-    gpu_product: str
-    environment: str
-    run: str
-    latency_ns: int
-    primary_statistic: str
-    sol_score: float | None
-    implementation: str
-    project: str
-    evidence: str
 
 
 class ModelWorkload(ApiModel):

@@ -1,4 +1,9 @@
-"""Pages of the things runs are grouped by: implementations, GPUs, origin models, sources."""
+"""Pages of the things runs are grouped by: implementations, GPUs, origin models, sources.
+
+Each page asks the store the question its API endpoint asks (``gpu_catalogue`` and
+``gpu_detail``, ``implementation_detail``, ``model_detail``, ``source_detail``) and maps
+the typed answer to its view; it computes no figure of its own.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,12 @@ from typing import Any, ClassVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from sqlalchemy import func, select
 
-from kernelindex.db.tables import Run, Workload
-from kernelindex.gpus import TRACKED_GPUS
-from kernelindex.ranking import rank_by_group
-from kernelindex.store import catalog
-from kernelindex.store.runs import RunView, run_views_query, to_view
+from kernelindex.store.gpus import gpu_catalogue, gpu_detail
+from kernelindex.store.implementations import implementation_detail
+from kernelindex.store.models import model_detail
+from kernelindex.store.schemas import BestOnGpu, GpuItem, ImplementationRun
+from kernelindex.store.sources import source_detail
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import NotFound
 from kernelindex.web.format import latency
@@ -41,32 +45,25 @@ class RunLine(Part):
     observed_at: datetime
 
 
-def _run_lines(session: Any, views: list[RunView]) -> list[RunLine]:
-    """Runs with their rank inside their own comparison group (loaded whole, so ranks are true)."""
-    keys = {view.comparison_key for view in views}
-    members = [to_view(run) for run in session.scalars(run_views_query().where(Run.comparison_key.in_(keys))).unique()]
-    ranks = rank_by_group(member.facts for member in members)
-    rank_of = {ranked.run.name: ranked.rank for group in ranks.values() for ranked in group}
-    return [
-        RunLine(
-            run=view.name,
-            url=f"/runs/{view.name}",
-            workload=view.workload_title,
-            workload_url=f"/workloads/{view.workload_slug}",
-            implementation=view.project,
-            implementation_url=f"/implementations/{view.project_slug}",
-            environment=view.environment_title,
-            latency_ns=view.latency_ns,
-            latency=latency(view.latency_ns),
-            statistic=view.primary_statistic,
-            rank=rank_of.get(view.name),
-            group_size=len(ranks.get(view.comparison_key, [])),
-            evidence=view.evidence,
-            availability=view.availability,
-            observed_at=view.observed_at,
-        )
-        for view in views
-    ]
+def _best_line(workload_slug: str, workload_title: str, best: BestOnGpu) -> RunLine:
+    """A workload's best run on a GPU: the fastest eligible there, so #1 of its own group."""
+    return RunLine(
+        run=best.run,
+        url=f"/runs/{best.run}",
+        workload=workload_title,
+        workload_url=f"/workloads/{workload_slug}",
+        implementation=best.project,
+        implementation_url=f"/implementations/{best.implementation}",
+        environment=best.environment_title,
+        latency_ns=best.latency_ns,
+        latency=latency(best.latency_ns),
+        statistic=best.primary_statistic,
+        rank=1,
+        group_size=best.group_eligible_runs,
+        evidence=best.evidence,
+        availability=best.availability,
+        observed_at=best.observed_at,
+    )
 
 
 # --- Implementations ---------------------------------------------------------------
@@ -83,26 +80,39 @@ class ImplementationPage(PageContext):
     runs: list[RunLine]
 
 
+def _run_line(workload_title: str, run: ImplementationRun) -> RunLine:
+    return RunLine(
+        run=run.name,
+        url=run.url,
+        workload=workload_title,
+        workload_url=f"/workloads/{run.workload}",
+        implementation=run.project,
+        implementation_url=f"/implementations/{run.implementation}",
+        environment=run.environment_title,
+        latency_ns=run.latency_ns,
+        latency=latency(run.latency_ns),
+        statistic=run.primary_statistic,
+        rank=run.rank,
+        group_size=run.group_size,
+        evidence=run.evidence,
+        availability=run.availability,
+        observed_at=run.observed_at,
+    )
+
+
 @page_route(router, "/implementations/{slug}")
 def implementation(request: Request, slug: str, session: SessionDep) -> Response:
-    revisions = catalog.implementations_of_project(session, slug)
-    if not revisions:
+    detail = implementation_detail(session, slug)
+    if detail is None:
         raise NotFound(f"No implementation has the slug {slug!r}.")
-    views = [
-        to_view(run)
-        for run in session.scalars(
-            run_views_query()
-            .where(Run.implementation_id.in_([r.id for r in revisions]))
-            .order_by(Run.observed_at.desc())
-        ).unique()
-    ]
-    lines = _run_lines(session, views)
+    lines = [_run_line(result.title, run) for result in detail.workload_results for run in result.runs]
     context = ImplementationPage(
-        slug=slug,
-        project=revisions[0].project,
-        revisions=[r.revision for r in revisions],
-        workload_count=len({line.workload_url for line in lines}),
-        first_places=sum(line.rank == 1 for line in lines),
+        slug=detail.slug,
+        project=detail.project,
+        revisions=detail.revision_list,
+        workload_count=detail.workloads,
+        first_places=detail.first_places,
+        # Shown best ranks first; the store groups them by workload.
         runs=sorted(lines, key=lambda line: (line.rank or 10**9, line.workload, line.run)),
     )
     return render_page(request, context)
@@ -121,6 +131,18 @@ class GpuLine(Part):
     gaps: int
 
 
+def _gpu_line(gpu: GpuItem) -> GpuLine:
+    return GpuLine(
+        slug=gpu.slug,
+        url=gpu.url,
+        product=gpu.product,
+        architecture=gpu.architecture,
+        measured_workloads=gpu.workloads,
+        runs=gpu.runs,
+        gaps=gpu.gaps,
+    )
+
+
 class GpusPage(PageContext):
     template: ClassVar[str] = "gpus.html"
 
@@ -128,38 +150,12 @@ class GpusPage(PageContext):
     gpus: list[GpuLine]
 
 
-def _gpu_catalogue(session: Any) -> tuple[list[GpuLine], int]:
-    coverage = catalog.gpu_coverage(session)
-    total = session.scalar(select(func.count()).select_from(Workload)) or 0
-    lines = {
-        gpu.slug: GpuLine(
-            slug=gpu.slug,
-            url=f"/gpus/{gpu.slug}",
-            product=gpu.product,
-            architecture=gpu.architecture,
-            measured_workloads=0,
-            runs=0,
-            gaps=total,
-        )
-        for gpu in TRACKED_GPUS
-    }
-    for slug, item in coverage.items():
-        lines[slug] = GpuLine(
-            slug=slug,
-            url=f"/gpus/{slug}",
-            product=item.product,
-            architecture=item.architecture,
-            measured_workloads=item.measured_workloads,
-            runs=item.runs,
-            gaps=total - item.measured_workloads,
-        )
-    return sorted(lines.values(), key=lambda line: (-line.runs, line.product)), total
-
-
 @page_route(router, "/gpus")
 def gpus(request: Request, session: SessionDep) -> Response:
-    lines, total = _gpu_catalogue(session)
-    return render_page(request, GpusPage(workload_count=total, gpus=lines))
+    catalogue = gpu_catalogue(session)
+    # Shown most measured first; the store lists them by slug.
+    lines = sorted((_gpu_line(gpu) for gpu in catalogue.gpus), key=lambda line: (-line.runs, line.product))
+    return render_page(request, GpusPage(workload_count=catalogue.workload_count, gpus=lines))
 
 
 class GapLine(Part):
@@ -180,21 +176,16 @@ class GpuPage(PageContext):
 
 @page_route(router, "/gpus/{slug}")
 def gpu(request: Request, slug: str, session: SessionDep) -> Response:
-    lines, _ = _gpu_catalogue(session)
-    line = next((line for line in lines if line.slug == slug), None)
-    if line is None:
-        raise NotFound(f"No GPU has the slug {slug!r}. Known GPUs: {', '.join(x.slug for x in lines)}.")
-    views = [
-        to_view(run) for run in session.scalars(run_views_query().where(Run.environment.has(gpu_slug=slug))).unique()
-    ]
-    lines_by_run = _run_lines(session, views)
-    best = [run for run in lines_by_run if run.rank == 1]
-    gaps, gap_total = catalog.workloads_without_gpu(session, slug)
+    detail = gpu_detail(session, slug)
+    if detail is None:
+        raise NotFound(f"No GPU has the slug {slug!r}.")
+    best = [_best_line(w.workload, w.title, w.best) for w in detail.measured if w.best is not None]
     context = GpuPage(
-        gpu=line,
+        gpu=_gpu_line(detail),
+        # Shown by workload title; the store lists them by slug.
         best_runs=sorted(best, key=lambda run: (run.workload, run.environment)),
-        gaps=[GapLine(slug=w.name, url=f"/workloads/{w.name}", title=w.title, collection=w.collection) for w in gaps],
-        gap_total=gap_total,
+        gaps=[GapLine(slug=g.slug, url=g.url, title=g.title, collection=g.collection) for g in detail.gap_list],
+        gap_total=detail.gaps,
     )
     return render_page(request, context)
 
@@ -213,21 +204,18 @@ class ModelPage(PageContext):
 
 @page_route(router, "/models/{slug}")
 def model(request: Request, slug: str, session: SessionDep) -> Response:
-    names = catalog.origin_model_spellings(session, slug)
-    if not names:
+    detail = model_detail(session, slug)
+    if detail is None:
         raise NotFound(f"No origin model has the slug {slug!r}.")
-    workloads = catalog.workloads_of_model(session, names)
-    views = [
-        to_view(run)
-        for run in session.scalars(run_views_query().where(Run.workload_id.in_([w.id for w in workloads]))).unique()
-    ]
-    best = [run for run in _run_lines(session, views) if run.rank == 1]
+    best = [_best_line(w.slug, w.title, run) for w in detail.workload_list for run in w.best_by_gpu]
     context = ModelPage(
-        slug=slug,
-        name=names[0],
+        slug=detail.slug,
+        name=detail.name,
         workloads=[
-            GapLine(slug=w.name, url=f"/workloads/{w.name}", title=w.title, collection=w.collection) for w in workloads
+            GapLine(slug=w.slug, url=f"/workloads/{w.slug}", title=w.title, collection=w.collection)
+            for w in detail.workload_list
         ],
+        # Shown by workload title; the store lists them by slug.
         best_runs=sorted(best, key=lambda run: (run.workload, run.environment)),
     )
     return render_page(request, context)
@@ -263,22 +251,18 @@ class SourcePage(PageContext):
 
 @page_route(router, "/sources/{slug}")
 def source(request: Request, slug: str, session: SessionDep) -> Response:
-    found = catalog.source_by_slug(session, slug)
-    if found is None:
+    detail = source_detail(session, slug)
+    if detail is None:
         raise NotFound(f"No source has the slug {slug!r}.")
-    workloads, runs = catalog.source_counts(session, found.id)
     context = SourcePage(
-        slug=found.slug,
-        name=found.name,
-        url=found.url,
-        description=found.description,
-        licence=found.licence,
-        last_observed_at=found.last_observed_at,
-        workload_count=workloads,
-        run_count=runs,
-        reports=[
-            ReportLine.model_validate(report, from_attributes=True)
-            for report in catalog.ingestion_reports(session, found.id)
-        ],
+        slug=detail.slug,
+        name=detail.name,
+        url=detail.website,
+        description=detail.description,
+        licence=detail.licence,
+        last_observed_at=detail.last_observed_at,
+        workload_count=detail.workloads,
+        run_count=detail.runs,
+        reports=[ReportLine(**report.model_dump()) for report in detail.reports],
     )
     return render_page(request, context)

@@ -1,0 +1,120 @@
+"""The GPU, implementation, origin-model and source pages' JSON twins and their API
+endpoints give the same answers: the same items with the same figures."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from kernelindex.app import create_app
+from kernelindex.settings import Settings
+
+
+@pytest.fixture
+def client(loaded_db):
+    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
+        yield client
+
+
+def get_json(client: TestClient, path: str) -> dict:
+    response = client.get(path)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def workload_slug(url: str) -> str:
+    return url.removeprefix("/workloads/")
+
+
+def test_gpus_page_and_api_list_the_same_gpus_with_the_same_counts(client):
+    page = get_json(client, "/gpus.json")
+    api = get_json(client, "/api/v1/gpus?limit=200")
+    assert api["nextCursor"] is None
+    on_page = {g["slug"]: (g["measuredWorkloads"], g["runs"], g["gaps"]) for g in page["gpus"]}
+    in_api = {g["slug"]: (g["workloads"], g["runs"], g["gaps"]) for g in api["items"]}
+    assert on_page == in_api
+    assert on_page["b200"] == (235, 708, 0)
+    assert {measured + gaps for measured, _, gaps in in_api.values()} == {page["workloadCount"]}
+
+
+@pytest.mark.parametrize("slug", ["b200", "h100"])
+def test_gpu_page_and_api_show_the_same_best_runs_and_gaps(client, slug):
+    page = get_json(client, f"/gpus/{slug}.json")
+    api = get_json(client, f"/api/v1/gpus/{slug}")
+    assert (page["gpu"]["runs"], page["gpu"]["measuredWorkloads"], page["gapTotal"]) == (
+        api["runs"],
+        api["workloads"],
+        api["gaps"],
+    )
+    on_page = sorted(
+        (workload_slug(r["workloadUrl"]), r["run"], r["latencyNs"], r["rank"], r["groupSize"]) for r in page["bestRuns"]
+    )
+    in_api = sorted(
+        (w["workload"], w["best"]["run"], w["best"]["latencyNs"], 1, w["best"]["groupEligibleRuns"])
+        for w in api["measured"]
+        if w["best"] is not None
+    )
+    assert on_page == in_api
+    assert [g["slug"] for g in page["gaps"]] == api["notMeasured"] == [g["slug"] for g in api["gapList"]]
+    if slug == "b200":
+        assert len(api["measured"]) == 235 and api["notMeasured"] == []
+        assert len(on_page) == 233  # two workloads have runs on it, none of them eligible
+    else:
+        assert on_page == [] and len(api["notMeasured"]) == 235
+
+
+@pytest.mark.parametrize("slug", ["geometric", "ac4k"])
+def test_implementation_page_and_api_show_the_same_runs_with_the_same_ranks(client, slug):
+    page = get_json(client, f"/implementations/{slug}.json")
+    api = get_json(client, f"/api/v1/implementations/{slug}")
+    on_page = {
+        r["run"]: (workload_slug(r["workloadUrl"]), r["latencyNs"], r["rank"], r["groupSize"]) for r in page["runs"]
+    }
+    in_api = {
+        r["name"]: (r["workload"], r["latencyNs"], r["rank"], r["groupSize"])
+        for w in api["workloadResults"]
+        for r in w["runs"]
+    }
+    assert on_page == in_api
+    assert len(on_page) == api["runs"]
+    assert (page["project"], page["revisions"], page["workloadCount"], page["firstPlaces"]) == (
+        api["project"],
+        api["revisionList"],
+        api["workloads"],
+        api["firstPlaces"],
+    )
+    assert len(page["revisions"]) == api["revisions"]
+    for name in list(on_page)[:5]:  # the API's run detail ranks the same runs alike
+        run = get_json(client, f"/api/v1/runs/{name}")
+        assert (run["rank"], run["groupSize"]) == in_api[name][2:]
+
+
+def test_implementation_page_counts_first_places_by_comparison_group(client):
+    api = get_json(client, "/api/v1/implementations/geometric")
+    groups = {r["comparisonKey"] for w in api["workloadResults"] for r in w["runs"] if r["rank"] == 1}
+    assert api["firstPlaces"] == len(groups) > 0
+    assert get_json(client, "/implementations/geometric.json")["firstPlaces"] == len(groups)
+
+
+def test_model_page_and_api_show_the_same_workloads_and_best_runs(client):
+    page = get_json(client, "/models/nafnet.json")
+    api = get_json(client, "/api/v1/models/nafnet")
+    assert page["name"] == api["name"] == "NAFNet"
+    assert [w["slug"] for w in page["workloads"]] == [w["slug"] for w in api["workloadList"]]
+    on_page = sorted((workload_slug(r["workloadUrl"]), r["run"], r["latencyNs"]) for r in page["bestRuns"])
+    in_api = sorted((w["slug"], b["run"], b["latencyNs"]) for w in api["workloadList"] for b in w["bestByGpu"])
+    assert on_page == in_api and len(in_api) == 4
+    assert ("l1-040-conv2d-residual-block", "sol-submission-36270") in [(w, r) for w, r, _ in on_page]
+
+
+def test_source_page_and_api_show_the_same_counts_and_reports(client):
+    page = get_json(client, "/sources/sol-execbench.json")
+    api = get_json(client, "/api/v1/sources/sol-execbench")
+    assert (page["workloadCount"], page["runCount"]) == (api["workloads"], api["runs"]) == (235, 708)
+    assert (page["name"], page["url"], page["licence"], page["lastObservedAt"]) == (
+        api["name"],
+        api["website"],
+        api["licence"],
+        api["lastObservedAt"],
+    )
+    assert page["reports"] == api["reports"] and len(api["reports"]) == api["reportCount"] == 1
