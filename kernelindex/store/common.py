@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.orm import Session, aliased
 
+from kernelindex import urls
 from kernelindex.db.tables import Environment, ManifestVersion, Run, Source
 from kernelindex.store.keyset import Expr
 from kernelindex.store.reads import eligible
@@ -66,7 +67,7 @@ def contains(expr: Expr, text: str) -> ColumnElement[bool]:
 
 
 def source_ref(source: Source) -> SourceRefItem:
-    return SourceRefItem(slug=source.slug, name=source.name, api_url=f"/api/v1/sources/{source.slug}")
+    return SourceRefItem(slug=source.slug, name=source.name, api_url=urls.api_source(source.slug))
 
 
 def best_per_gpu(session: Session, *conditions: ColumnElement[bool]) -> dict[tuple[int, str], Run]:

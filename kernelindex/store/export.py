@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from kernelindex import urls
 from kernelindex.db.tables import (
     Attestation,
     Environment,
@@ -297,21 +298,21 @@ def sitemap_size(session: Session) -> int:
 def sitemap_urls(session: Session, offset: int, limit: int) -> list[SitemapUrl]:
     """URLs ``offset`` to ``offset + limit`` of the sitemap, in a stable order: the fixed
     pages, sources, GPUs, origin models, implementations, workloads, then runs."""
-    urls: list[SitemapUrl] = []
+    entries: list[SitemapUrl] = []
     small = _small_sections(session)
-    urls += small[offset : offset + limit]
+    entries += small[offset : offset + limit]
     offset = max(0, offset - len(small))
-    limit -= len(urls)
+    limit -= len(entries)
     if limit > 0:
         workloads = _workload_urls(session, offset, limit)
-        urls += workloads
+        entries += workloads
         workload_count = session.scalar(select(func.count()).select_from(Workload)) or 0
         offset = max(0, offset - workload_count)
         limit -= len(workloads)
     if limit > 0:
         rows = session.execute(select(Run.name, Run.updated_at).order_by(Run.id).offset(offset).limit(limit)).all()
-        urls += [SitemapUrl(f"/runs/{name}", updated_at) for name, updated_at in rows]
-    return urls
+        entries += [SitemapUrl(urls.run(name), updated_at) for name, updated_at in rows]
+    return entries
 
 
 def _small_sections(session: Session) -> list[SitemapUrl]:
@@ -323,10 +324,10 @@ def _small_sections(session: Session) -> list[SitemapUrl]:
     ).all()
     return [
         *(SitemapUrl(path) for path in STATIC_PATHS),
-        *(SitemapUrl(f"/sources/{slug}") for slug in sources),
-        *(SitemapUrl(f"/gpus/{slug}") for slug in gpus),
-        *(SitemapUrl(f"/models/{slug}") for slug in models),
-        *(SitemapUrl(f"/implementations/{slug}") for slug in projects),
+        *(SitemapUrl(urls.source(slug)) for slug in sources),
+        *(SitemapUrl(urls.gpu(slug)) for slug in gpus),
+        *(SitemapUrl(urls.model(slug)) for slug in models),
+        *(SitemapUrl(urls.implementation(slug)) for slug in projects),
     ]
 
 
@@ -345,6 +346,5 @@ def _workload_urls(session: Session, offset: int, limit: int) -> list[SitemapUrl
         ).all()
     )
     return [
-        SitemapUrl(f"/workloads/{row.name}", max(filter(None, (row.updated_at, latest_run.get(row.id)))))
-        for row in rows
+        SitemapUrl(urls.workload(row.name), max(filter(None, (row.updated_at, latest_run.get(row.id))))) for row in rows
     ]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
+from kernelindex import urls
 from kernelindex.db.tables import Environment, Run, Workload
 from kernelindex.gpus import TRACKED_GPUS
 from kernelindex.store.common import best_per_gpu, group_sizes, name_by_ref
@@ -68,8 +69,8 @@ def gpu_catalogue(session: Session, slug: str | None = None) -> GpuCatalogue:
             runs=stats.runs if stats else 0,
             workloads=measured,
             gaps=total - measured,
-            url=f"/gpus/{gpu_slug}",
-            api_url=f"/api/v1/gpus/{gpu_slug}",
+            url=urls.gpu(gpu_slug),
+            api_url=urls.api_gpu(gpu_slug),
         )
     # GPUs the registry tracks are listed before anyone measures on them.
     for tracked in TRACKED_GPUS:
@@ -83,8 +84,8 @@ def gpu_catalogue(session: Session, slug: str | None = None) -> GpuCatalogue:
                 runs=0,
                 workloads=0,
                 gaps=total,
-                url=f"/gpus/{tracked.slug}",
-                api_url=f"/api/v1/gpus/{tracked.slug}",
+                url=urls.gpu(tracked.slug),
+                api_url=urls.api_gpu(tracked.slug),
             )
     return GpuCatalogue(gpus=[gpus[key] for key in sorted(gpus)], workload_count=total)
 
@@ -158,8 +159,8 @@ def gpu_detail(session: Session, ref: str) -> GpuDetail | None:
                     slug=workload.name,
                     title=workload.title,
                     collection=workload.collection,
-                    url=f"/workloads/{workload.name}",
-                    api_url=f"/api/v1/workloads/{workload.name}",
+                    url=urls.workload(workload.name),
+                    api_url=urls.api_workload(workload.name),
                 )
             )
             continue

@@ -12,6 +12,7 @@ from collections import defaultdict
 from sqlalchemy import case, func, or_, select
 from sqlalchemy.orm import Session
 
+from kernelindex import urls
 from kernelindex.db.tables import Implementation, Run
 from kernelindex.store.common import contains, group_sizes, name_by_ref, rank_expression
 from kernelindex.store.keyset import SLUG_ORDER, Position, keyset_page
@@ -63,8 +64,8 @@ def _implementation_items(session: Session, projects: list[tuple[str, str]]) -> 
             eligible_runs=stats[slug].eligible_runs,
             workloads=stats[slug].workloads,
             last_observed_at=stats[slug].last_observed_at,
-            url=f"/implementations/{slug}",
-            api_url=f"/api/v1/implementations/{slug}",
+            url=urls.implementation(slug),
+            api_url=urls.api_implementation(slug),
         )
         for slug, project in projects
     ]
@@ -134,7 +135,7 @@ def implementation_detail(session: Session, ref: str) -> ImplementationDetail | 
     return ImplementationDetail(
         **item.model_dump(),
         workload_results=results,
-        runs_url=f"/api/v1/runs?implementation={slug}",
+        runs_url=urls.api_runs(implementation=slug),
         revision_list=list(revisions),
         first_places=len(first_places),
     )

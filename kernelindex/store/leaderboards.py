@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from kernelindex import urls
 from kernelindex.db.tables import Run, Source, Workload
 from kernelindex.ranking import (
     RankedRun,
@@ -153,7 +154,7 @@ def workload_detail(session: Session, workload: Workload) -> WorkloadDetail:
             runs=len(group.runs),
             eligible_runs=len(group.ranked),
             best=_group_best(record) if (record := group.record) else None,
-            runs_url=f"/api/v1/runs?workload={workload.name}&comparison_key={group.key}",
+            runs_url=urls.api_runs(workload=workload.name, comparison_key=group.key),
         )
         for group in board.groups
     ]

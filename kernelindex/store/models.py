@@ -8,6 +8,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from kernelindex import urls
 from kernelindex.db.tables import Run, Workload
 from kernelindex.slugs import slugify
 from kernelindex.store.catalog import origin_model_spellings
@@ -33,7 +34,7 @@ def _models(session: Session) -> dict[str, tuple[str, int]]:
 
 
 def _model_item(slug: str, name: str, count: int) -> ModelItem:
-    return ModelItem(slug=slug, name=name, workloads=count, url=f"/models/{slug}", api_url=f"/api/v1/models/{slug}")
+    return ModelItem(slug=slug, name=name, workloads=count, url=urls.model(slug), api_url=urls.api_model(slug))
 
 
 def list_models(session: Session, after: Position | None, limit: int) -> tuple[list[ModelItem], Position | None]:

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session, joinedload
 
+from kernelindex import urls
 from kernelindex.compare import ComparedRun
 from kernelindex.db.tables import Environment, Implementation, Workload
 from kernelindex.db.tables import Run as Run  # the run row that find_run returns, for its callers' annotations
@@ -101,8 +102,8 @@ def run_fields(run: Run) -> dict[str, Any]:
         "gpu": run.environment.gpu_slug,
         "environment": run.environment.name,
         "protocol": run.protocol.name,
-        "url": f"/runs/{run.name}",
-        "api_url": f"/api/v1/runs/{run.name}",
+        "url": urls.run(run.name),
+        "api_url": urls.api_run(run.name),
     }
 
 

@@ -52,6 +52,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from kernelindex import urls
 from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord
 from kernelindex.db.tables import Environment, Implementation, Workload
 from kernelindex.ingest.batch import Batch
@@ -60,7 +61,13 @@ from kernelindex.store.schemas import SearchHitItem, SearchResponse
 from kernelindex.store.version import mark_changed
 
 KINDS = ("workload", "implementation", "gpu", "model")
-URL_PREFIXES = {"workload": "/workloads/", "implementation": "/implementations/", "gpu": "/gpus/", "model": "/models/"}
+PAGE_URLS = {"workload": urls.workload, "implementation": urls.implementation, "gpu": urls.gpu, "model": urls.model}
+API_URLS = {
+    "workload": urls.api_workload,
+    "implementation": urls.api_implementation,
+    "gpu": urls.api_gpu,
+    "model": urls.api_model,
+}
 
 # Where a term came from. A whole-word match counts double a prefix match.
 NAME, ALIAS, TEXT = 8, 4, 1
@@ -475,7 +482,7 @@ def _ranked(
         params[f"lo{i}"], params[f"hi{i}"] = _term_range(term, prefix=True)
     statement = _ranked_statement(len(terms), _is_postgresql(session), require_all)
     return [
-        SearchHit(kind, slug, title, subtitle, URL_PREFIXES[kind] + slug)
+        SearchHit(kind, slug, title, subtitle, PAGE_URLS[kind](slug))
         for kind, slug, title, subtitle, _ in session.connection().execute(statement, params)
     ]
 
@@ -590,9 +597,6 @@ def edit_distance(a: str, b: str, limit: int) -> int:
     return min(previous[-1], limit + 1)
 
 
-API_PATHS = {"workload": "workloads", "implementation": "implementations", "gpu": "gpus", "model": "models"}
-
-
 def search_response(results: SearchResults) -> SearchResponse:
     """The API form of ``kernelindex.store.search.SearchResults``."""
     return SearchResponse(
@@ -606,7 +610,7 @@ def search_response(results: SearchResults) -> SearchResponse:
                     "title": hit.title,
                     "subtitle": hit.subtitle,
                     "url": hit.url,
-                    "api_url": f"/api/v1/{API_PATHS[hit.kind]}/{hit.slug}",
+                    "api_url": API_URLS[hit.kind](hit.slug),
                 }
             )
             for hit in results.hits

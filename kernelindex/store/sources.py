@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from kernelindex import urls
 from kernelindex.db.tables import IngestionReport, Run, Source, Workload
 from kernelindex.store.catalog import ingestion_reports, source_by_slug
 from kernelindex.store.keyset import SLUG_ORDER, Position, keyset_page
@@ -31,8 +32,8 @@ def _source_items(session: Session, sources: Sequence[Source]) -> list[SourceIte
             last_observed_at=s.last_observed_at,
             workloads=workloads.get(s.id, 0),
             runs=runs.get(s.id, 0),
-            url=f"/sources/{s.slug}",
-            api_url=f"/api/v1/sources/{s.slug}",
+            url=urls.source(s.slug),
+            api_url=urls.api_source(s.slug),
         )
         for s in sources
     ]

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, Text, and_, cast, func, or_, select
 from sqlalchemy.orm import Session, joinedload
 
+from kernelindex import urls
 from kernelindex.db.tables import Environment, Run, Workload
 from kernelindex.slugs import slugify
 from kernelindex.store.catalog import origin_model_spellings
@@ -215,8 +216,8 @@ def workload_items(session: Session, workloads: Sequence[Workload], whole: bool 
                 fastest=fastest_run(top) if top else None,
                 last_record_at=last.get(workload.id),
                 digest=workload.digest,
-                url=f"/workloads/{workload.name}",
-                api_url=f"/api/v1/workloads/{workload.name}",
+                url=urls.workload(workload.name),
+                api_url=urls.api_workload(workload.name),
             )
         )
     return items
