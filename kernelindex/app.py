@@ -12,6 +12,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.middleware.sessions import SessionMiddleware
 
+from kernelindex import urls
 from kernelindex.accounts.csrf import csrf_token
 from kernelindex.accounts.ratelimit import DatabaseCounter, RateLimiter, RedisCounter
 from kernelindex.accounts.secrets import session_secret
@@ -56,7 +57,7 @@ def make_templates() -> Jinja2Templates:
         lstrip_blocks=True,
     )
     environment.filters.update(FILTERS)
-    environment.globals.update(csrf_token=csrf_token, signed_in_handle=signed_in_handle)
+    environment.globals.update(csrf_token=csrf_token, signed_in_handle=signed_in_handle, urls=urls)
     return Jinja2Templates(env=environment)
 
 

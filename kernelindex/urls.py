@@ -64,6 +64,16 @@ def run_citation(name: str, fmt: str, **query: Any) -> str:
     return with_query(f"/runs/{_segment(name)}/cite.{fmt}", **query)
 
 
+def run_attestations(name: str) -> str:
+    """Where a run's attestation form posts."""
+    return f"/runs/{_segment(name)}/attestations"
+
+
+def run_reports(name: str) -> str:
+    """Where a run's report form posts."""
+    return f"/runs/{_segment(name)}/reports"
+
+
 def attestation(name: str) -> str:
     return f"/attestations/{_segment(name)}"
 
@@ -128,6 +138,14 @@ def signin(next_path: str | None = None) -> str:
     return with_query("/signin", next=next_path)
 
 
+def catalogue_export() -> str:
+    return "/exports/catalog.jsonl.gz"
+
+
+def api_docs() -> str:
+    return "/api/docs"
+
+
 def json_twin(path: str) -> str:
     """The JSON twin of a page: the same path plus ``.json`` (``/index.json`` for ``/``), query kept."""
     route, _, query = path.partition("?")
@@ -160,6 +178,10 @@ def api_gpu(slug: str) -> str:
 
 def api_model(slug: str) -> str:
     return f"{API}/models/{_segment(slug)}"
+
+
+def api_compare(run_names: Iterable[str]) -> str:
+    return with_query(f"{API}/compare", run=list(run_names))
 
 
 def api_source(slug: str) -> str:

@@ -39,6 +39,9 @@ BUILT = [
     urls.compare(["a", "b"]),
     urls.compare(["a", "b"], fmt="csv"),
     urls.signin("/account"),
+    urls.catalogue_export(),
+    urls.api_docs(),
+    urls.api_compare(["a", "b"]),
     urls.json_twin("/workloads/l1-040-conv2d-residual-block?group=abc"),
     urls.json_twin("/"),
     urls.api_workload("l1-040-conv2d-residual-block"),
@@ -51,6 +54,9 @@ BUILT = [
 ]
 
 
+POSTED = [urls.run_attestations("sol-submission-16893"), urls.run_reports("sol-submission-16893")]
+
+
 @pytest.fixture(scope="module")
 def routes(tmp_path_factory):
     unused = tmp_path_factory.mktemp("urls") / "unused.db"  # routes are matched, never served
@@ -58,11 +64,11 @@ def routes(tmp_path_factory):
     return app.routes
 
 
-@pytest.mark.parametrize("url", BUILT)
-def test_every_built_url_is_answered_by_a_get_route(routes, url):
+@pytest.mark.parametrize(("method", "url"), [("GET", url) for url in BUILT] + [("POST", url) for url in POSTED])
+def test_every_built_url_is_answered_by_a_route(routes, method, url):
     path = urlsplit(url).path
-    scope = {"type": "http", "path": path, "root_path": "", "method": "GET", "headers": [], "query_string": b""}
-    assert any(route.matches(scope)[0] is Match.FULL for route in routes), f"no route answers GET {path}"
+    scope = {"type": "http", "path": path, "root_path": "", "method": method, "headers": [], "query_string": b""}
+    assert any(route.matches(scope)[0] is Match.FULL for route in routes), f"no route answers {method} {path}"
 
 
 def test_segments_and_queries_are_encoded_and_empty_parameters_left_out():

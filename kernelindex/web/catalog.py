@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from kernelindex import urls
 from kernelindex.store.gpus import gpu_catalogue, gpu_detail
 from kernelindex.store.implementations import implementation_detail
 from kernelindex.store.models import model_detail
@@ -49,11 +50,11 @@ def _best_line(workload_slug: str, workload_title: str, best: BestOnGpu) -> RunL
     """A workload's best run on a GPU: the fastest eligible there, so #1 of its own group."""
     return RunLine(
         run=best.run,
-        url=f"/runs/{best.run}",
+        url=urls.run(best.run),
         workload=workload_title,
-        workload_url=f"/workloads/{workload_slug}",
+        workload_url=urls.workload(workload_slug),
         implementation=best.project,
-        implementation_url=f"/implementations/{best.implementation}",
+        implementation_url=urls.implementation(best.implementation),
         environment=best.environment_title,
         latency_ns=best.latency_ns,
         latency=latency(best.latency_ns),
@@ -85,9 +86,9 @@ def _run_line(workload_title: str, run: ImplementationRun) -> RunLine:
         run=run.name,
         url=run.url,
         workload=workload_title,
-        workload_url=f"/workloads/{run.workload}",
+        workload_url=urls.workload(run.workload),
         implementation=run.project,
-        implementation_url=f"/implementations/{run.implementation}",
+        implementation_url=urls.implementation(run.implementation),
         environment=run.environment_title,
         latency_ns=run.latency_ns,
         latency=latency(run.latency_ns),
@@ -212,7 +213,7 @@ def model(request: Request, slug: str, session: SessionDep) -> Response:
         slug=detail.slug,
         name=detail.name,
         workloads=[
-            GapLine(slug=w.slug, url=f"/workloads/{w.slug}", title=w.title, collection=w.collection)
+            GapLine(slug=w.slug, url=urls.workload(w.slug), title=w.title, collection=w.collection)
             for w in detail.workload_list
         ],
         # Shown by workload title; the store lists them by slug.

@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from kernelindex import urls
 from kernelindex.citations import FORMATS, RENDERERS, CitableRecord
 from kernelindex.store.leaderboards import Leaderboard, leaderboard, workload_by_slug
 from kernelindex.store.run_queries import find_run
@@ -75,7 +76,7 @@ def leaderboard_citable(board: Leaderboard, base_url: str, as_of: date, accessed
         author="KernelIndex",
         source=source.name if source else "KernelIndex",
         external_id=external_id,
-        permalink=f"{base_url}/workloads/{workload.name}",
+        permalink=urls.absolute(base_url, urls.workload(workload.name)),
         digest=workload.digest,
         issued=as_of,
         accessed=accessed,
@@ -91,7 +92,7 @@ def cite_run(request: Request, name: str, fmt: str, session: SessionDep, accesse
     run = find_run(session, name)
     if run is None:
         raise NotFound(f"No run is named {name!r}. Run names look like sol-submission-16893.")
-    permalink = f"{str(request.base_url).rstrip('/')}/runs/{run.name}"
+    permalink = urls.absolute(str(request.base_url), urls.run(run.name))
     return citation_response(request, run_citable(run, permalink, accessed_on), fmt)
 
 
@@ -117,5 +118,5 @@ def cite_leaderboard(
     if workload is None:
         raise NotFound(f"No workload has the slug {slug!r}. Slugs look like l1-040-conv2d-residual-block.")
     board = leaderboard(session, workload, before=end_of_day(as_of_day))
-    record = leaderboard_citable(board, str(request.base_url).rstrip("/"), as_of_day, accessed_on)
+    record = leaderboard_citable(board, str(request.base_url), as_of_day, accessed_on)
     return citation_response(request, record, fmt)

@@ -7,13 +7,13 @@ import io
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from kernelindex import urls
 from kernelindex.compare import MAX_RUNS, ComparedRun, CompareError, Comparison, check_run_names, compare_runs
 from kernelindex.manifests.types import format_utc
 from kernelindex.store.run_queries import runs_to_compare
@@ -121,10 +121,6 @@ def _display(key: str, value: Any) -> str:
     return str(value)
 
 
-def _query(names: Sequence[str]) -> str:
-    return urlencode([("run", name) for name in names])
-
-
 def comparison_result(comparison: Comparison, runs: Sequence[ComparedRun]) -> CompareResult:
     names = list(comparison.runs)
     fields = [
@@ -141,17 +137,17 @@ def comparison_result(comparison: Comparison, runs: Sequence[ComparedRun]) -> Co
     columns = [
         ComparedColumn(
             name=run.name,
-            url=f"/runs/{run.name}",
-            api_url=f"/api/v1/runs/{run.name}",
+            url=urls.run(run.name),
+            api_url=urls.api_run(run.name),
             project=run.project,
-            implementation_url=f"/implementations/{run.project_slug}",
+            implementation_url=urls.implementation(run.project_slug),
             workload=run.workload_slug,
             workload_title=run.workload_title,
             gpu=run.gpu_product,
             stack=run.stack,
             latency=f"{latency(run.latency_ns)} {run.primary_statistic}",
             winner=run.name == comparison.winner,
-            remove_url="/compare?" + _query([n for n in names if n != run.name]) if len(names) > 2 else None,
+            remove_url=urls.compare(n for n in names if n != run.name) if len(names) > 2 else None,
         )
         for run in runs
     ]
@@ -181,11 +177,11 @@ def compare_named(session: Any, names: Sequence[str] | None) -> CompareResult:
 @page_route(router, "/compare")
 def compare(request: Request, session: SessionDep, run: RunsParam = None) -> Response:
     result = compare_named(session, run)
-    query = _query([column.name for column in result.runs])
+    names = [column.name for column in result.runs]
     context = ComparePage(
         comparison=result,
-        csv_url=f"/compare.csv?{query}",
-        api_url=f"/api/v1/compare?{query}",
+        csv_url=urls.compare(names, fmt="csv"),
+        api_url=urls.api_compare(names),
         add_limit_reached=len(result.runs) >= MAX_RUNS,
     )
     return render_page(request, context)
@@ -221,6 +217,6 @@ def compare_csv(request: Request, session: SessionDep, run: RunsParam = None) ->
         "text/csv; charset=utf-8",
         {
             "Content-Disposition": f'attachment; filename="{filename}"',
-            "Link": f'</compare.json?{_query(names)}>; rel="alternate"; type="application/json"',
+            "Link": f'<{urls.compare(names, fmt="json")}>; rel="alternate"; type="application/json"',
         },
     )

@@ -8,6 +8,7 @@ from typing import ClassVar
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from kernelindex import urls
 from kernelindex.store import reads
 from kernelindex.store.records import catalogue_records
 from kernelindex.store.workloads import by_collection, every_workload
@@ -86,11 +87,11 @@ def home(request: Request, session: SessionDep) -> Response:
             CollectionPart(
                 name=name,
                 workload_count=len(workloads),
-                url=f"/workloads?collection={name}",
+                url=urls.workloads(collection=name),
                 workloads=[
                     WorkloadPart(
                         slug=w.slug,
-                        url=f"/workloads/{w.slug}",
+                        url=urls.workload(w.slug),
                         title=w.title,
                         cases=w.case_count,
                         eligible_runs=w.eligible_runs,
@@ -98,7 +99,7 @@ def home(request: Request, session: SessionDep) -> Response:
                         if w.fastest is None
                         else BestRunPart(
                             run=w.fastest.run,
-                            url=f"/runs/{w.fastest.run}",
+                            url=urls.run(w.fastest.run),
                             latency_ns=w.fastest.latency_ns,
                             primary_statistic=w.fastest.primary_statistic,
                             sol_score=w.fastest.sol_score,
@@ -119,18 +120,18 @@ def home(request: Request, session: SessionDep) -> Response:
             RecordPart(
                 observed_at=entry.observed_at,
                 workload=entry.workload_title,
-                workload_url=f"/workloads/{entry.workload_slug}",
+                workload_url=urls.workload(entry.workload_slug),
                 group=f"{entry.gpu} · stack {entry.stack}" if entry.stack else entry.gpu,
                 implementation=entry.implementation,
                 run=entry.run_name,
-                url=f"/runs/{entry.run_name}",
+                url=urls.run(entry.run_name),
                 latency_ns=entry.latency_ns,
                 improvement=entry.improvement,
             )
             for entry in catalogue_records(session, limit=NEWEST_RECORDS)
         ],
         sources=[
-            SourcePart(slug=s.slug, name=s.name, url=f"/sources/{s.slug}", last_observed_at=s.last_observed_at)
+            SourcePart(slug=s.slug, name=s.name, url=urls.source(s.slug), last_observed_at=s.last_observed_at)
             for s in reads.sources(session)
         ],
     )

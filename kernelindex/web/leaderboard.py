@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from kernelindex import urls
 from kernelindex.gpus import TRACKED_GPUS
 from kernelindex.ingest.reruns import RERUN_PROTOCOL_NAME
 from kernelindex.ranking import RankedRun, best_per_implementation, current_record, ineligibility_reasons
@@ -196,9 +197,9 @@ def _row(view: RunView, ranked: RankedRun | None) -> RunRow:
     return RunRow(
         rank=ranked.rank if ranked else None,
         name=view.name,
-        url=f"/runs/{view.name}",
+        url=urls.run(view.name),
         implementation=view.project,
-        implementation_url=f"/implementations/{view.project_slug}",
+        implementation_url=urls.implementation(view.project_slug),
         latency_ns=view.latency_ns,
         latency=latency(view.latency_ns),
         statistic=view.primary_statistic,
@@ -241,7 +242,7 @@ def _selected_key(board: Leaderboard, group: str | None) -> str | None:
     return matches[0]
 
 
-def _tab(standing: GroupStanding, base: str, selected_key: str | None) -> GroupTab:
+def _tab(standing: GroupStanding, selected_key: str | None) -> GroupTab:
     sample, record = standing.sample, standing.record
     return GroupTab(
         key=standing.key,
@@ -249,14 +250,14 @@ def _tab(standing: GroupStanding, base: str, selected_key: str | None) -> GroupT
         gpu=sample.gpu_product,
         stack=sample.stack,
         protocol=sample.protocol_title,
-        protocol_url=f"/protocols/{sample.protocol_name}",
+        protocol_url=urls.protocol(sample.protocol_name),
         controlled_rerun=sample.protocol_name == RERUN_PROTOCOL_NAME,
         run_count=len(standing.runs),
         eligible_count=len(standing.ranked),
         best_latency_ns=record.latency_ns if record else None,
         best_latency=latency(record.latency_ns) if record else "–",
         best_implementation=record.project if record else None,
-        url=params.with_query(base, group=standing.key.removeprefix("sha256:")[:16]),
+        url=urls.workload_group(sample.workload_slug, standing.key),
         selected=standing.key == selected_key,
     )
 
@@ -269,11 +270,11 @@ def _implementation_rows(standing: GroupStanding) -> list[ImplementationRow]:
         rows.append(
             ImplementationRow(
                 project=view.project,
-                url=f"/implementations/{view.project_slug}",
+                url=urls.implementation(view.project_slug),
                 runtime=view.runtime or "unknown",
                 run_count=line.ranked_runs,
                 best_run=view.name,
-                best_run_url=f"/runs/{view.name}",
+                best_run_url=urls.run(view.name),
                 best_latency_ns=view.latency_ns,
                 best_latency=latency(view.latency_ns),
                 vs_best_text=ratio(view.latency_ns / best.run.latency_ns) if best else "–",
@@ -289,7 +290,7 @@ def _record_rows(standing: GroupStanding) -> list[RecordRow]:
         RecordRow(
             observed_at=brk.run.observed_at,
             run=brk.run.name,
-            url=f"/runs/{brk.run.name}",
+            url=urls.run(brk.run.name),
             implementation=standing.view(brk.run.name).project,
             latency_ns=brk.run.latency_ns,
             latency=latency(brk.run.latency_ns),
@@ -310,7 +311,7 @@ def _header(board: Leaderboard) -> WorkloadHeader:
         collection=workload.collection,
         tags=list(workload.tags),
         origin_model=workload.origin_model,
-        origin_model_url=f"/models/{slugify(workload.origin_model)}" if workload.origin_model else None,
+        origin_model_url=urls.model(slugify(workload.origin_model)) if workload.origin_model else None,
         case_count=workload.case_count,
         run_count=len(board.runs),
         eligible_count=len(board.rank_of),
@@ -378,13 +379,12 @@ def build_leaderboard(
     implementation_filter = params.text("implementation", implementation_filter) or ""
     page = params.page_number(page_value)
     workload, views = board.workload, board.runs
-    base = f"/workloads/{workload.name}"
+    slug = workload.name
     rank_of = board.rank_of
     selected_key = _selected_key(board, group)
     selected = board.group(selected_key)
     tabs = [
-        _tab(standing, base, selected_key)
-        for standing in sorted(board.groups, key=lambda g: (_group_label(g.sample), g.key))
+        _tab(standing, selected_key) for standing in sorted(board.groups, key=lambda g: (_group_label(g.sample), g.key))
     ]
     selected_tab = next((tab for tab in tabs if tab.selected), None)
 
@@ -406,8 +406,8 @@ def build_leaderboard(
     group_param = selected_key.removeprefix("sha256:")[:16] if selected_key and group else None
 
     def page_url(number: int) -> str:
-        return params.with_query(
-            base,
+        return urls.workload(
+            slug,
             group=group_param,
             sort=None if sort == "rank" else sort,
             implementation=implementation_filter or None,
@@ -443,8 +443,8 @@ def build_leaderboard(
             SortLink(
                 key=key,
                 label=label,
-                url=params.with_query(
-                    base,
+                url=urls.workload(
+                    slug,
                     group=group_param,
                     sort=None if key == "rank" else key,
                     implementation=implementation_filter or None,

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
-from urllib.parse import urlencode
 
 from kernelindex.web.errors import BadRequest
 
@@ -34,9 +32,3 @@ def text(name: str, value: str | None, max_length: int = 100) -> str | None:
     if any(ord(ch) < 32 for ch in value):
         raise BadRequest(f"{name} must not contain control characters.")
     return value.strip()
-
-
-def with_query(base: str, **params: Any) -> str:
-    """``base`` with the given query parameters, leaving out empty ones and page 1."""
-    kept = {key: value for key, value in params.items() if value not in (None, "") and (key, value) != ("page", 1)}
-    return f"{base}?{urlencode(kept)}" if kept else base

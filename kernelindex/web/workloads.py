@@ -8,6 +8,7 @@ from typing import ClassVar
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from kernelindex import urls
 from kernelindex.store.leaderboards import leaderboard as leaderboard_of
 from kernelindex.store.leaderboards import workload_by_slug
 from kernelindex.store.workloads import WORKLOAD_SORTS, WorkloadFilters, facet_values, workloads_page
@@ -109,7 +110,7 @@ def workloads(
 
     def url(page_number: int) -> str:
         sort_param = None if chosen_sort == "name" else chosen_sort
-        return params.with_query("/workloads", **current, sort=sort_param, page=page_number)
+        return urls.workloads(**current, sort=sort_param, page=page_number)
 
     facets = facet_values(session)
     context = WorkloadsPage(
@@ -128,7 +129,7 @@ def workloads(
         workloads=[
             WorkloadRow(
                 slug=row.slug,
-                url=f"/workloads/{row.slug}",
+                url=urls.workload(row.slug),
                 title=row.title,
                 collection=row.collection,
                 tags=row.tags,
