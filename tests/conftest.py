@@ -6,6 +6,7 @@
   per session into a template, then isolated per test the same way).
 - ``database_url``: a brand-new database of each backend that real commits, other
   processes and the CLI can use.
+- ``client``, ``empty_client`` and ``make_app`` (tests/fixtures_web.py): the app over these.
 
 PostgreSQL is expected at ``KERNELINDEX_TEST_POSTGRES_URL`` (default
 ``postgresql+psycopg://postgres@127.0.0.1:5432/test``). Locally its tests are skipped
@@ -37,6 +38,9 @@ POSTGRES_URL = os.environ.get("KERNELINDEX_TEST_POSTGRES_URL", "postgresql+psyco
 REQUIRE_ALL = os.environ.get("KERNELINDEX_TEST_REQUIRE_ALL") == "1"
 BACKENDS = ["sqlite", "postgresql"]
 TEST_DB_PREFIX = "kernelindex_test_"
+
+# The app and its browsers over these stores: client, empty_client, make_app.
+pytest_plugins = ["tests.fixtures_web"]
 
 
 @dataclass

@@ -126,11 +126,8 @@ def test_ingest_unreachable_api_fails_clearly(tmp_path):
 
 
 @pytest.fixture
-def permalink(loaded_db, tmp_path) -> Path:
-    from fastapi.testclient import TestClient
-
-    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
-        body = client.get("/runs/sol-submission-16893.json").json()
+def permalink(client, tmp_path) -> Path:
+    body = client.get("/runs/sol-submission-16893.json").json()
     path = tmp_path / "run.json"
     path.write_text(json.dumps(body))
     return path
@@ -182,11 +179,9 @@ def test_verify_missing_file_is_a_clear_error():
     assert "No such file" in result.output
 
 
-def test_verify_url_from_a_running_server(loaded_db):
-    app = create_app(Settings(database_url=loaded_db.url)) if loaded_db.backend == "sqlite" else None
-    if app is None:
-        # A rolled-back PostgreSQL transaction is not visible to a server thread's own engine.
-        app = create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)
+def test_verify_url_from_a_running_server(loaded_db, make_app):
+    # A rolled-back PostgreSQL transaction is not visible to a server thread's own engine.
+    app = create_app(Settings(database_url=loaded_db.url)) if loaded_db.backend == "sqlite" else make_app(loaded_db)
     with serving(app) as base:
         result = invoke("verify", f"{base}/runs/sol-submission-16893.json")
     assert result.exit_code == 0, result.output

@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError, InternalError, OperationalError, Prog
 from kernelindex.app import create_app
 from kernelindex.settings import Settings
 from kernelindex.web.errors import READ_ONLY, RETRY_AFTER_S, UNREACHABLE, database_trouble
+from tests.factories import csrf_token
 from tests.servers import free_port
 
 SECRET = "a fixed secret, so that starting the app needs no write"
@@ -54,9 +55,7 @@ def assert_available(client: TestClient) -> None:
 
 def sign_in_attempt(client: TestClient) -> int:
     """A wrong password: a write (the sign-in rate-limit counter) before a 400."""
-    page = BeautifulSoup(client.get("/signin").text, "html.parser")
-    token = page.select_one('input[name="csrf_token"]')["value"]
-    data = {"csrf_token": token, "handle": "nobody", "password": "not the password"}
+    data = {"csrf_token": csrf_token(client, "/signin"), "handle": "nobody", "password": "not the password"}
     response = client.post("/signin", data=data, follow_redirects=False)
     if response.status_code == 503:
         assert response.headers["retry-after"] == str(RETRY_AFTER_S)

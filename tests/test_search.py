@@ -6,16 +6,13 @@ from collections import Counter
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from kernelindex.app import create_app
 from kernelindex.db import migrate
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord
 from kernelindex.db.tables import Implementation, Workload
 from kernelindex.ingest.runner import run_ingest
-from kernelindex.settings import Settings
 from kernelindex.store import search as store
 from tests.conftest import StoreUnderTest
 from tests.upstream import FakeUpstream
@@ -51,12 +48,6 @@ HOSTILE = [
 ]
 # Refused with a 400 before any page sees them (kernelindex.web.request_guard); the store takes them too.
 CONTROL = ["\x00", "conv\x00 2d", "\x01\x1f\x7f", "\x1b[31m"]
-
-
-@pytest.fixture
-def client(loaded_db):
-    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
-        yield client
 
 
 def slugs(hits, kind=None):  # type: ignore[no-untyped-def]

@@ -19,6 +19,7 @@ from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.tables import Attestation
 from kernelindex.store import accounts
 from tests.conftest import _load_bundled_snapshot
+from tests.factories import PASSWORD
 from tests.servers import free_port
 
 REDIS_URL = "redis://127.0.0.1:6379/14"
@@ -78,7 +79,7 @@ def test_attestation_limit_holds_across_two_worker_processes(catalogue, backend,
         redis_url = REDIS_URL
     engine = make_engine(catalogue)
     with make_sessionmaker(engine).begin() as session:
-        user = accounts.create_user(session, "busy", "correct horse battery")
+        user = accounts.create_user(session, "busy", PASSWORD)
         _, secret = accounts.create_api_key(session, user, "workers", ["attest"])
     workers = [start_worker(catalogue, redis_url, tmp_path / f"worker-{n}.log") for n in range(2)]
     try:

@@ -7,22 +7,13 @@ import re
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi.testclient import TestClient
 
-from kernelindex.app import create_app
 from kernelindex.paths import BUNDLED_SNAPSHOT
-from kernelindex.settings import Settings
 from kernelindex.verify import verify_document
 
 L039 = "l1-039-adaptive-instance-normalization-2d-backward"
 L040 = "l1-040-conv2d-residual-block"
 PROTOCOL_V1_0 = "sha256:2964c5c4ed9cb0dcdc0f74674035bc71bf5e66620939e38441060f76434ed3e5"
-
-
-@pytest.fixture
-def client(loaded_db):
-    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
-        yield client
 
 
 def html(client, path: str) -> BeautifulSoup:
