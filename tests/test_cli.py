@@ -14,10 +14,14 @@ from pathlib import Path
 import httpx
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import func, select
 
 from kernelindex.app import create_app
 from kernelindex.cli import main
-from kernelindex.paths import BUNDLED_SNAPSHOT, PROJECT_ROOT
+from kernelindex.db.engine import make_engine, make_sessionmaker
+from kernelindex.db.rerun_tables import RerunBundle
+from kernelindex.db.tables import Workload
+from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
 from tests.servers import free_port, serving, snapshot_api
 
@@ -221,4 +225,11 @@ def test_serve_migrates_loads_the_bundled_snapshot_and_serves(tmp_path):
     assert "loading the bundled SOL-ExecBench snapshot" in output
     assert "Loading the bundled controlled reruns" in output and "refused" not in output
     assert "succeeded" in output
-    assert PROJECT_ROOT.exists()
+    # The store is the configured file, holding the catalogue and the controlled reruns; no
+    # default ./kernelindex.db was made in the working directory.
+    assert (tmp_path / "fresh.db").is_file() and not (tmp_path / "kernelindex.db").exists()
+    engine = make_engine(f"sqlite:///{tmp_path}/fresh.db")
+    with make_sessionmaker(engine)() as session:
+        assert session.scalar(select(func.count()).select_from(Workload)) == 235
+        assert session.scalar(select(func.count()).select_from(RerunBundle)) == 17  # fixtures/reruns/bundles
+    engine.dispose()
