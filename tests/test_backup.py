@@ -31,6 +31,9 @@ from tests.catalogue import catalogue_fingerprint
 from tests.factories import PASSWORD
 from tests.upstream import FakeUpstream
 
+# One worker runs them all, so that the backup below is made once.
+pytestmark = pytest.mark.xdist_group("backup")
+
 
 def cli(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(main, list(args))

@@ -8,7 +8,6 @@ back, made read-only and writable again, or the app is pointed at a port nobody 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 
 import pytest
 from bs4 import BeautifulSoup
@@ -89,16 +88,9 @@ def test_sqlite_read_only_file_serves_pages_and_refuses_writes_with_503(sqlite_l
 
 
 @pytest.fixture
-def pg_catalogue(postgres, pg_loaded_url) -> Iterator[str]:  # type: ignore[no-untyped-def]
+def pg_catalogue(postgres, pg_loaded_template) -> str:  # type: ignore[no-untyped-def]
     """A scratch copy of the loaded catalogue this test may rename and reconfigure."""
-    template = make_url(pg_loaded_url).database
-    url = postgres.create("trouble")
-    name = make_url(url).database
-    with postgres.admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE "{name}"'))
-        terminate(connection, template)
-        connection.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
-    yield url
+    return postgres.create("trouble", template=pg_loaded_template)
 
 
 def terminate(connection, database: str) -> None:  # type: ignore[no-untyped-def]

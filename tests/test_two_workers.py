@@ -18,7 +18,6 @@ from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.tables import Attestation
 from kernelindex.store import accounts
-from tests.conftest import _load_bundled_snapshot
 from tests.factories import PASSWORD
 from tests.servers import free_port
 
@@ -27,10 +26,8 @@ RUN = "sol-submission-16893"
 
 
 @pytest.fixture
-def catalogue(postgres) -> str:  # type: ignore[no-untyped-def]
-    url = postgres.create("workers")
-    _load_bundled_snapshot(url)
-    return url
+def catalogue(postgres, pg_loaded_template) -> str:  # type: ignore[no-untyped-def]
+    return postgres.create("workers", template=pg_loaded_template)
 
 
 def start_worker(database_url: str, redis_url: str | None, log: Path) -> tuple[subprocess.Popen[bytes], str]:
