@@ -6,6 +6,10 @@
   per session into a template, then isolated per test the same way).
 - ``database_url``: a brand-new database of each backend that real commits, other
   processes and the CLI can use.
+- ``client``, ``empty_client`` and ``make_app`` (tests/fixtures_web.py): the app over these.
+
+The session-scoped templates are made once per pytest-xdist worker: each worker has its own
+temporary folder and its own PostgreSQL databases (uuid names), so workers never share one.
 
 PostgreSQL is expected at ``KERNELINDEX_TEST_POSTGRES_URL`` (default
 ``postgresql+psycopg://postgres@127.0.0.1:5432/test``). Locally its tests are skipped
@@ -38,6 +42,9 @@ REQUIRE_ALL = os.environ.get("KERNELINDEX_TEST_REQUIRE_ALL") == "1"
 BACKENDS = ["sqlite", "postgresql"]
 TEST_DB_PREFIX = "kernelindex_test_"
 
+# The app and its browsers over these stores: client, empty_client, make_app.
+pytest_plugins = ["tests.fixtures_web"]
+
 
 @dataclass
 class StoreUnderTest:
@@ -55,6 +62,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+@pytest.fixture(scope="session", autouse=True)
+def exports_in_a_folder_of_this_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Apps made with default settings (test servers, the CLI, worker processes) cache their
+    export in this session's folder, not in the /tmp/kernelindex-exports every run shares."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KERNELINDEX_EXPORT_DIR", str(tmp_path_factory.mktemp("exports")))
+        yield
+
+
 # --- PostgreSQL ---------------------------------------------------------------------
 
 
@@ -66,10 +82,12 @@ class Postgres:
         self.admin = create_engine(self.url, isolation_level="AUTOCOMMIT")
         self.created: list[str] = []
 
-    def create(self, label: str) -> str:
+    def create(self, label: str, template: str | None = None) -> str:
+        """A new database, empty or a copy of the database at ``template`` (which nobody may be connected to)."""
         name = f"{TEST_DB_PREFIX}{label}_{uuid.uuid4().hex[:8]}"
+        copy = f' TEMPLATE "{make_url(template).database}"' if template else ""
         with self.admin.connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
+            connection.execute(text(f'CREATE DATABASE "{name}"{copy}'))
         self.created.append(name)
         return self.url.set(database=name).render_as_string(hide_password=False)
 
@@ -103,10 +121,17 @@ def pg_empty_url(postgres: Postgres) -> str:
 
 
 @pytest.fixture(scope="session")
-def pg_loaded_url(postgres: Postgres) -> str:
-    url = postgres.create("loaded")
+def pg_loaded_template(postgres: Postgres) -> str:
+    """The bundled snapshot, ingested once per session into a database nothing stays connected
+    to: copying it (``Postgres.create(..., template=)``) takes a second, an ingest ten."""
+    url = postgres.create("template")
     _load_bundled_snapshot(url)
     return url
+
+
+@pytest.fixture(scope="session")
+def pg_loaded_url(postgres: Postgres, pg_loaded_template: str) -> str:
+    return postgres.create("loaded", template=pg_loaded_template)
 
 
 @pytest.fixture(scope="session")
@@ -199,6 +224,5 @@ def committed_catalogue_url(request: pytest.FixtureRequest, tmp_path: Path) -> s
         path = tmp_path / "catalogue.db"
         shutil.copy(request.getfixturevalue("sqlite_loaded_template"), path)
         return f"sqlite:///{path}"
-    url = request.getfixturevalue("postgres").create("catalogue")
-    _load_bundled_snapshot(url)
-    return url
+    postgres, template = request.getfixturevalue("postgres"), request.getfixturevalue("pg_loaded_template")
+    return postgres.create("catalogue", template=template)

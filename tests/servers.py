@@ -17,6 +17,8 @@ from kernelindex.ingest.snapshot import snapshot_transport
 
 
 def free_port() -> int:
+    """A port free now, for a server in another process (which may lose it to a race; a server
+    in this process takes its socket from ``serving`` instead)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -24,10 +26,13 @@ def free_port() -> int:
 
 @contextmanager
 def serving(app: Any) -> Iterator[str]:
-    """Run an ASGI app under uvicorn in a thread; yields its base URL."""
-    port = free_port()
+    """Run an ASGI app under uvicorn in a thread, on a socket bound to port 0 (so parallel
+    test workers never collide); yields its base URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = int(sock.getsockname()[1])
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
@@ -39,6 +44,7 @@ def serving(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+        sock.close()
 
 
 def snapshot_api(root: Path) -> Any:

@@ -8,47 +8,27 @@ import time
 import pytest
 from bs4 import BeautifulSoup
 from click.testing import CliRunner
-from fastapi.testclient import TestClient
 from itsdangerous import TimestampSigner
 from sqlalchemy import select
 
 from kernelindex.accounts.ratelimit import LIMITS, DatabaseCounter, RateLimiter, RedisCounter
 from kernelindex.accounts.secrets import session_secret
-from kernelindex.app import create_app
 from kernelindex.cli import main
 from kernelindex.db.account_tables import ApiKey
 from kernelindex.db.tables import User
-from kernelindex.settings import Settings
 from kernelindex.store import accounts
-
-PASSWORD = "correct horse battery"
-
-
-@pytest.fixture
-def client(db):
-    with TestClient(create_app(Settings(database_url=db.url), sessions=db.sessions)) as client:
-        yield client
+from tests.factories import PASSWORD, csrf_token, signup
 
 
-def token(client: TestClient, path: str = "/signup") -> str:
-    page = BeautifulSoup(client.get(path).text, "html.parser")
-    return page.select_one('input[name="csrf_token"]')["value"]
-
-
-def signup(client: TestClient, handle: str = "ada", password: str = PASSWORD, confirm: str | None = None):  # type: ignore[no-untyped-def]
-    data = {"csrf_token": token(client), "handle": handle, "password": password, "confirm": confirm or password}
-    return client.post("/signup", data=data, follow_redirects=False)
-
-
-def test_signup_signs_in_and_the_cookie_is_protected(client):
-    response = signup(client)
+def test_signup_signs_in_and_the_cookie_is_protected(empty_client):
+    response = signup(empty_client)
     assert response.status_code == 303 and response.headers["location"] == "/account"
     cookie = response.headers["set-cookie"]
     assert "kernelindex_session=" in cookie and "httponly" in cookie.lower() and "samesite=lax" in cookie.lower()
-    account = client.get("/account")
+    account = empty_client.get("/account")
     assert account.status_code == 200
     assert BeautifulSoup(account.text, "html.parser").select_one("h1").get_text() == "ada"
-    assert '<a href="/account">ada</a>' in client.get("/").text
+    assert '<a href="/account">ada</a>' in empty_client.get("/").text
 
 
 @pytest.mark.parametrize(
@@ -61,8 +41,10 @@ def test_signup_signs_in_and_the_cookie_is_protected(client):
         ("ada", PASSWORD, PASSWORD + "x", "confirm", "The two passwords differ."),
     ],
 )
-def test_signup_errors_are_shown_on_the_form_with_the_input_kept(client, db, handle, password, confirm, field, message):
-    response = signup(client, handle, password, confirm)
+def test_signup_errors_are_shown_on_the_form_with_the_input_kept(
+    empty_client, db, handle, password, confirm, field, message
+):
+    response = signup(empty_client, handle, password, confirm)
     assert response.status_code == 400
     page = BeautifulSoup(response.text, "html.parser")
     assert message in page.select_one(f"#e-{field}").get_text()
@@ -72,98 +54,107 @@ def test_signup_errors_are_shown_on_the_form_with_the_input_kept(client, db, han
         assert session.scalar(select(User)) is None
 
 
-def test_handles_are_unique_regardless_of_case(client):
-    assert signup(client, "Ada").status_code == 303
-    client.cookies.clear()
-    response = signup(client, "ada")
+def test_handles_are_unique_regardless_of_case(empty_client):
+    assert signup(empty_client, "Ada").status_code == 303
+    empty_client.cookies.clear()
+    response = signup(empty_client, "ada")
     assert response.status_code == 400 and "is taken" in response.text
 
 
 @pytest.mark.parametrize("given", [None, "", "forged-token"])
-def test_a_form_without_this_sessions_csrf_token_is_refused(client, db, given):
-    token(client)
+def test_a_form_without_this_sessions_csrf_token_is_refused(empty_client, db, given):
+    csrf_token(empty_client, "/signup")
     data = {"handle": "ada", "password": PASSWORD, "confirm": PASSWORD}
     if given is not None:
         data["csrf_token"] = given
-    response = client.post("/signup", data=data, headers={"Accept": "text/html"})
+    response = empty_client.post("/signup", data=data, headers={"Accept": "text/html"})
     assert response.status_code == 403
     assert "did not come from this site" in response.text
     with db.sessions() as session:
         assert session.scalar(select(User)) is None
 
 
-def test_signin_signout_and_safe_redirects(client):
-    signup(client)
-    client.post("/signout", data={"csrf_token": token(client, "/account")})
-    assert client.get("/account", follow_redirects=False).headers["location"] == "/signin?next=/account"
-    bad = client.post(
-        "/signin", data={"csrf_token": token(client, "/signin"), "handle": "ada", "password": "wrong password"}
+def test_signin_signout_and_safe_redirects(empty_client):
+    signup(empty_client)
+    empty_client.post("/signout", data={"csrf_token": csrf_token(empty_client, "/account")})
+    assert empty_client.get("/account", follow_redirects=False).headers["location"] == "/signin?next=/account"
+    bad = empty_client.post(
+        "/signin",
+        data={"csrf_token": csrf_token(empty_client, "/signin"), "handle": "ada", "password": "wrong password"},
     )
     assert bad.status_code == 400 and "do not match an account" in bad.text
     assert BeautifulSoup(bad.text, "html.parser").select_one("#f-handle")["value"] == "ada"
-    data = {"csrf_token": token(client, "/signin"), "handle": "ADA", "password": PASSWORD, "next": "//evil.example/x"}
-    good = client.post("/signin", data=data, follow_redirects=False)
+    data = {
+        "csrf_token": csrf_token(empty_client, "/signin"),
+        "handle": "ADA",
+        "password": PASSWORD,
+        "next": "//evil.example/x",
+    }
+    good = empty_client.post("/signin", data=data, follow_redirects=False)
     assert good.status_code == 303 and good.headers["location"] == "/account"
     # Signing in starts a new session, so the old form's token no longer works.
     data["next"] = "/workloads"
-    assert client.post("/signin", data=data, follow_redirects=False).status_code == 403
-    data["csrf_token"] = token(client, "/signin")
-    assert client.post("/signin", data=data, follow_redirects=False).headers["location"] == "/workloads"
+    assert empty_client.post("/signin", data=data, follow_redirects=False).status_code == 403
+    data["csrf_token"] = csrf_token(empty_client, "/signin")
+    assert empty_client.post("/signin", data=data, follow_redirects=False).headers["location"] == "/workloads"
 
 
-def test_a_forged_or_expired_session_cookie_signs_nobody_in(client, db):
-    signup(client)
-    cookie = client.cookies["kernelindex_session"]
-    client.cookies.set("kernelindex_session", cookie[:-3] + ("AAA" if not cookie.endswith("AAA") else "BBB"))
-    assert client.get("/account", follow_redirects=False).status_code == 303
+def test_a_forged_or_expired_session_cookie_signs_nobody_in(empty_client, db):
+    signup(empty_client)
+    cookie = empty_client.cookies["kernelindex_session"]
+    empty_client.cookies.set("kernelindex_session", cookie[:-3] + ("AAA" if not cookie.endswith("AAA") else "BBB"))
+    assert empty_client.get("/account", follow_redirects=False).status_code == 303
     payload = cookie.split(".")[0]
     signer = TimestampSigner(session_secret(db.sessions))
     old = signer.sign(payload.encode())
     # Re-sign the same session as of 15 days ago: past the 14-day lifetime.
     signer.get_timestamp = lambda: int(time.time()) - 15 * 86400  # type: ignore[method-assign]
-    client.cookies.set("kernelindex_session", signer.sign(payload.encode()).decode())
-    assert client.get("/account", follow_redirects=False).status_code == 303
-    client.cookies.set("kernelindex_session", old.decode())
-    assert client.get("/account", follow_redirects=False).status_code == 200
+    empty_client.cookies.set("kernelindex_session", signer.sign(payload.encode()).decode())
+    assert empty_client.get("/account", follow_redirects=False).status_code == 303
+    empty_client.cookies.set("kernelindex_session", old.decode())
+    assert empty_client.get("/account", follow_redirects=False).status_code == 200
 
 
-def test_signin_attempts_are_rate_limited_per_address(client):
+def test_signin_attempts_are_rate_limited_per_address(empty_client):
     limit = LIMITS["signin"].count
-    csrf = token(client, "/signin")
+    csrf = csrf_token(empty_client, "/signin")
     statuses = [
-        client.post("/signin", data={"csrf_token": csrf, "handle": "nobody", "password": "x" * 12}).status_code
+        empty_client.post("/signin", data={"csrf_token": csrf, "handle": "nobody", "password": "x" * 12}).status_code
         for _ in range(limit + 1)
     ]
     assert statuses == [400] * limit + [429]
-    last = client.post("/signin", data={"csrf_token": csrf, "handle": "nobody", "password": "x" * 12})
+    last = empty_client.post("/signin", data={"csrf_token": csrf, "handle": "nobody", "password": "x" * 12})
     assert last.status_code == 429 and "Too many sign-in attempts" in last.text and last.headers["retry-after"]
 
 
-def test_api_keys_are_shown_once_stored_hashed_and_revocable(client, db):
-    signup(client)
-    response = client.post(
-        "/account/keys", data={"csrf_token": token(client, "/account"), "label": "laptop", "scope": ["read", "attest"]}
+def test_api_keys_are_shown_once_stored_hashed_and_revocable(empty_client, db):
+    signup(empty_client)
+    response = empty_client.post(
+        "/account/keys",
+        data={"csrf_token": csrf_token(empty_client, "/account"), "label": "laptop", "scope": ["read", "attest"]},
     )
     assert response.status_code == 200
     secret = re.search(r"<code>(ki_[0-9a-f]{12}_[A-Za-z0-9_-]+)</code>", response.text)[1]
-    assert secret not in client.get("/account").text
+    assert secret not in empty_client.get("/account").text
     with db.sessions() as session:
         key = session.scalar(select(ApiKey))
         assert key.key_hash != secret and secret not in key.key_hash and key.scopes == ["attest", "read"]
         assert accounts.user_for_api_key(session, secret, "attest").handle == "ada"
         assert accounts.user_for_api_key(session, secret[:-1] + "x", "attest") is None
         key_id = key.id
-    revoked = client.post(f"/account/keys/{key_id}/revoke", data={"csrf_token": token(client, "/account")})
+    revoked = empty_client.post(
+        f"/account/keys/{key_id}/revoke", data={"csrf_token": csrf_token(empty_client, "/account")}
+    )
     assert revoked.status_code == 200 and "revoked" in revoked.text
     with db.sessions() as session:
         assert accounts.user_for_api_key(session, secret, "attest") is None
 
 
 @pytest.mark.parametrize(("label", "scopes"), [("", ["read"]), ("x" * 101, ["read"]), ("k", []), ("k", ["admin"])])
-def test_bad_api_key_requests_are_explained(client, db, label, scopes):
-    signup(client)
-    response = client.post(
-        "/account/keys", data={"csrf_token": token(client, "/account"), "label": label, "scope": scopes}
+def test_bad_api_key_requests_are_explained(empty_client, db, label, scopes):
+    signup(empty_client)
+    response = empty_client.post(
+        "/account/keys", data={"csrf_token": csrf_token(empty_client, "/account"), "label": label, "scope": scopes}
     )
     assert response.status_code == 400
     assert "label" in response.text.lower() or "scopes" in response.text.lower()
@@ -171,8 +162,8 @@ def test_bad_api_key_requests_are_explained(client, db, label, scopes):
         assert session.scalar(select(ApiKey)) is None
 
 
-def test_oversized_bodies_are_refused(client):
-    response = client.post(
+def test_oversized_bodies_are_refused(empty_client):
+    response = empty_client.post(
         "/signup", content=b"x" * (65 * 1024), headers={"Content-Type": "application/x-www-form-urlencoded"}
     )
     assert response.status_code == 413
@@ -219,12 +210,12 @@ def test_cli_creates_a_maintainer_with_a_password_from_stdin(database_url):
     assert short.exit_code == 1 and "at least 10 characters" in short.output
 
 
-def test_sign_ups_are_rate_limited_per_address(client, db):
+def test_sign_ups_are_rate_limited_per_address(empty_client, db):
     limit = LIMITS["signup"].count
     statuses = []
     for n in range(limit + 1):
-        client.cookies.clear()
-        statuses.append(signup(client, f"user{n}").status_code)
+        empty_client.cookies.clear()
+        statuses.append(signup(empty_client, f"user{n}").status_code)
     assert statuses == [303] * limit + [429]
     with db.sessions() as session:
         assert len(session.scalars(select(User)).all()) == limit

@@ -14,15 +14,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from kernelindex.app import create_app
 from kernelindex.db.account_tables import AuditEntry
-from kernelindex.db.tables import Attestation, ManifestVersion, Report, Run, User
-from kernelindex.manifests import parse_manifest
-from kernelindex.settings import Settings
+from kernelindex.db.tables import Attestation, ManifestVersion, Report, Run
 from kernelindex.store import accounts, moderation
-from kernelindex.store.manifests import manifest_text
+from tests.factories import PASSWORD, attestation_row, csrf_token, sign_in
 
-PASSWORD = "correct horse battery"
 ATTESTED_RUN = "sol-submission-16893"
 LEADER = "sol-submission-36270"  # #1 of its group on the leaderboard below
 RUNNER_UP = "sol-submission-36339"
@@ -43,52 +39,27 @@ class Site:
         """A browser of its own: signed out, or signed in as ``handle``."""
         client = self.clients.enter_context(TestClient(self.app))
         if handle is not None:
-            data = {"csrf_token": token(client, "/signin"), "handle": handle, "password": PASSWORD, "next": "/"}
-            assert client.post("/signin", data=data, follow_redirects=False).status_code == 303
+            sign_in(client, handle, next_path="/")
         return client
 
 
-def token(client: TestClient, path: str = "/admin") -> str:
-    page = BeautifulSoup(client.get(path).text, "html.parser")
-    return page.select_one('input[name="csrf_token"]')["value"]
-
-
-def attestation(run: Run, author: User, name: str, state: str) -> Attestation:
-    manifest = parse_manifest(
-        {
-            "apiVersion": "kernelindex.dev/v1alpha1",
-            "kind": "Attestation",
-            "metadata": {"name": name},
-            "spec": {
-                "runDigest": run.digest,
-                "type": "reproduced",
-                "body": f"Reproduced on my B200 within 2% ({name}).",
-                "author": {"handle": author.handle},
-                "createdAt": CREATED.isoformat(),
-            },
-        }
-    )
-    return Attestation(
-        name=name,
-        digest=manifest.digest,
-        manifest_json=manifest_text(manifest),
-        run_id=run.id,
-        user_id=author.id,
-        type="reproduced",
-        state=state,
-        hidden_reason="spam" if state == "hidden" else None,
-        created_at=CREATED,
-        updated_at=CREATED,
-    )
+def token(client: TestClient) -> str:
+    """The CSRF token of the admin page's forms."""
+    return csrf_token(client, "/admin")
 
 
 @pytest.fixture
-def site(loaded_db) -> Iterator[Site]:
+def site(loaded_db, make_app) -> Iterator[Site]:
     with loaded_db.sessions.begin() as session:
         accounts.create_user(session, "mod", PASSWORD, maintainer=True)
         ada = accounts.create_user(session, "ada", PASSWORD)
         run = session.scalar(select(Run).where(Run.name == ATTESTED_RUN))
-        session.add_all([attestation(run, ada, PUBLISHED, "published"), attestation(run, ada, HIDDEN, "hidden")])
+        session.add_all(
+            [
+                attestation_row(run, ada, PUBLISHED, "published", CREATED),
+                attestation_row(run, ada, HIDDEN, "hidden", CREATED),
+            ]
+        )
         reports = [
             Report(run_id=run.id, user_id=ada.id, reason="wrong_result", body="Latency looks too good.", state="open"),
             Report(run_id=run.id, user_id=None, reason="reward_hack", body="Skips the reduction.", state="open"),
@@ -98,7 +69,7 @@ def site(loaded_db) -> Iterator[Site]:
         session.add_all(reports)
         session.flush()
         ids = [report.id for report in reports]
-    app = create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)
+    app = make_app(loaded_db)
     with ExitStack() as clients:
         yield Site(app, loaded_db.sessions, ids[0], ids[1], clients)
 
@@ -151,7 +122,7 @@ def send(client: TestClient, method: str, path: str, data: dict[str, str], site:
 @pytest.mark.parametrize(("method", "path", "data", "prepare"), ROUTES, ids=ROUTE_IDS)
 def test_admin_route_sends_signed_out_visitors_to_sign_in(site, method, path, data, prepare):
     client = site.client()
-    response = send(client, method, path, data, site, csrf=token(client, "/signin"))
+    response = send(client, method, path, data, site, csrf=csrf_token(client, "/signin"))
     assert response.status_code == 303
     expected = "/signin?next=" + (path.replace("?", "%3F").replace("=", "%3D") if method == "GET" else "/admin")
     assert response.headers["location"] == expected
@@ -161,7 +132,7 @@ def test_admin_route_sends_signed_out_visitors_to_sign_in(site, method, path, da
 @pytest.mark.parametrize(("method", "path", "data", "prepare"), ROUTES, ids=ROUTE_IDS)
 def test_admin_route_refuses_accounts_that_are_not_maintainers(site, method, path, data, prepare):
     client = site.client("ada")
-    response = send(client, method, path, data, site, csrf=token(client, "/account"))
+    response = send(client, method, path, data, site, csrf=csrf_token(client, "/account"))
     assert response.status_code == 403
     assert "for maintainers only" in page_of(response).select_one("main").get_text()
     assert audit_count(site) == 0

@@ -14,18 +14,10 @@ from urllib.parse import urlencode
 import pytest
 from fastapi.testclient import TestClient
 
-from kernelindex.app import create_app
-from kernelindex.settings import Settings
 from kernelindex.web.search import PAGE_LIMIT
 
 L039 = "l1-039-adaptive-instance-normalization-2d-backward"
 L040 = "l1-040-conv2d-residual-block"
-
-
-@pytest.fixture
-def client(loaded_db):
-    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
-        yield client
 
 
 def page_twin_workloads(client: TestClient, query: dict[str, str]) -> list[dict]:

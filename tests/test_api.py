@@ -12,11 +12,9 @@ from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
-from kernelindex.app import create_app
 from kernelindex.db.tables import Run, Workload
 from kernelindex.paths import STATIC
 from kernelindex.ranking import RunFacts, rank_group
-from kernelindex.settings import Settings
 from kernelindex.store.run_queries import RUN_SORTS, RunFilters, list_runs
 from kernelindex.store.workloads import WORKLOAD_SORTS, WorkloadFilters, list_workloads
 from kernelindex.verify import verify_document
@@ -40,12 +38,6 @@ API_PATHS = {
     "/api/v1/search",
     "/api/v1/compare",
 }
-
-
-@pytest.fixture
-def client(loaded_db):
-    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
-        yield client
 
 
 def get_json(client: TestClient, path: str, **params: object) -> dict:
@@ -541,8 +533,8 @@ LIST_PARAMETERS = {
 }
 
 
-def test_odd_values_in_any_parameter_never_cause_a_server_error(loaded_db):
-    app = create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)
+def test_odd_values_in_any_parameter_never_cause_a_server_error(loaded_db, make_app):
+    app = make_app(loaded_db)
     failures = []
     with TestClient(app, raise_server_exceptions=False) as client:
         for value in ODD_VALUES:

@@ -7,15 +7,13 @@ import json
 import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from kernelindex.accounts.ratelimit import LIMITS
-from kernelindex.app import create_app
 from kernelindex.db.tables import Attestation, Report, Run
-from kernelindex.settings import Settings
 from kernelindex.store import accounts
 from kernelindex.verify import verify_document
-from tests.test_accounts import signup, token
+from tests.factories import api_key, count, csrf_token, signup
 
 RUN = "sol-submission-16893"
 XSS = [
@@ -26,25 +24,14 @@ XSS = [
 ]
 
 
-@pytest.fixture
-def client(loaded_db):
-    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
-        yield client
-
-
 def attest(client: TestClient, run: str = RUN, **fields: str):  # type: ignore[no-untyped-def]
     data = {
-        "csrf_token": token(client, f"/runs/{run}"),
+        "csrf_token": csrf_token(client, f"/runs/{run}"),
         "type": "reproduced",
         "body": "Same figure on my B200.",
         **fields,
     }
     return client.post(f"/runs/{run}/attestations", data=data, follow_redirects=False)
-
-
-def count(db, table) -> int:  # type: ignore[no-untyped-def]
-    with db.sessions() as session:
-        return session.scalar(select(func.count()).select_from(table))
 
 
 def test_signed_out_readers_are_invited_to_sign_in(client):
@@ -104,14 +91,14 @@ def test_hostile_text_is_rendered_inert(client, payload, body_format):
 )
 def test_bad_attestations_are_explained_on_the_form_with_the_input_kept(client, loaded_db, fields, field, message):
     signup(client)
-    before = count(loaded_db, Attestation)
+    before = count(loaded_db.sessions, Attestation)
     response = attest(client, **{"body": "kept text", **fields})
     assert response.status_code == 400
     page = BeautifulSoup(response.text, "html.parser")
     assert message.lower() in page.select_one("#attestations").get_text().lower()
     if field != "body":
         assert page.select_one("#f-body").get_text() == "kept text"
-    assert count(loaded_db, Attestation) == before
+    assert count(loaded_db.sessions, Attestation) == before
 
 
 def test_a_double_submit_is_stored_once(client, loaded_db):
@@ -119,17 +106,17 @@ def test_a_double_submit_is_stored_once(client, loaded_db):
     assert attest(client).status_code == 303
     again = attest(client)
     assert again.status_code == 400 and "just added this same attestation" in again.text
-    assert count(loaded_db, Attestation) == 1
+    assert count(loaded_db.sessions, Attestation) == 1
 
 
 def test_attesting_a_run_that_does_not_exist_is_a_404(client):
     signup(client)
-    response = client.post("/runs/sol-submission-1/attestations", data={"csrf_token": token(client, "/account")})
+    response = client.post("/runs/sol-submission-1/attestations", data={"csrf_token": csrf_token(client, "/account")})
     assert response.status_code == 404
 
 
-def test_many_reproductions_never_move_the_evidence_level_or_rank(loaded_db):
-    app = create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)
+def test_many_reproductions_never_move_the_evidence_level_or_rank(loaded_db, make_app):
+    app = make_app(loaded_db)
     with TestClient(app) as reader:
         before = reader.get(f"/runs/{RUN}.json").json()
         board = reader.get("/workloads/l1-039-adaptive-instance-normalization-2d-backward.json").json()
@@ -156,15 +143,7 @@ def test_attestations_are_limited_per_account_per_day(client, loaded_db):
     limit = LIMITS["attest"].count
     statuses = [attest(client, body=f"note {n}").status_code for n in range(limit + 1)]
     assert statuses == [303] * limit + [429]
-    assert count(loaded_db, Attestation) == limit
-
-
-def api_key(client: TestClient, scopes: list[str]) -> str:
-    response = client.post(
-        "/account/keys", data={"csrf_token": token(client, "/account"), "label": "ci", "scope": scopes}
-    )
-    page = BeautifulSoup(response.text, "html.parser")
-    return page.select_one(".card code").get_text()
+    assert count(loaded_db.sessions, Attestation) == limit
 
 
 def test_the_api_accepts_attestations_with_an_attest_key_only(client, loaded_db):
@@ -198,11 +177,11 @@ def test_the_api_accepts_attestations_with_an_attest_key_only(client, loaded_db)
         session.commit()
     assert key_id
     assert client.post(url, json=body, headers={"Authorization": f"Bearer {attest_key}"}).status_code == 401
-    assert count(loaded_db, Attestation) == 1
+    assert count(loaded_db.sessions, Attestation) == 1
 
 
 def test_anyone_can_report_a_run_and_bad_reports_are_explained(client, loaded_db):
-    csrf = token(client, f"/runs/{RUN}")
+    csrf = csrf_token(client, f"/runs/{RUN}")
     sent = client.post(
         f"/runs/{RUN}/reports", data={"csrf_token": csrf, "reason": "reward_hack", "report_body": "Too fast."}
     )
@@ -217,7 +196,7 @@ def test_anyone_can_report_a_run_and_bad_reports_are_explained(client, loaded_db
 
 
 def test_reports_are_limited_per_address(client):
-    csrf = token(client, f"/runs/{RUN}")
+    csrf = csrf_token(client, f"/runs/{RUN}")
     limit = LIMITS["report"].count
     statuses = [
         client.post(

@@ -28,9 +28,11 @@ from kernelindex.paths import BUNDLED_RERUNS
 from kernelindex.settings import Settings
 from kernelindex.store import accounts, attestations, moderation
 from tests.catalogue import catalogue_fingerprint
+from tests.factories import PASSWORD
 from tests.upstream import FakeUpstream
 
-PASSWORD = "correct horse battery"
+# One worker runs them all, so that the backup below is made once.
+pytestmark = pytest.mark.xdist_group("backup")
 
 
 def cli(*args: str) -> tuple[int, str]:

@@ -22,17 +22,14 @@ from fastapi.testclient import TestClient
 from httpx import Response
 from sqlalchemy import select
 
-from kernelindex.app import create_app
 from kernelindex.db.rerun_tables import RerunBundle
 from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Source, Workload
 from kernelindex.ingest.rerun_import import import_bundled_reruns
 from kernelindex.paths import BUNDLED_RERUNS
 from kernelindex.rerun.implementations import REGISTRY
-from kernelindex.settings import Settings
 from kernelindex.slugs import slugify
 from kernelindex.store import accounts, attestations
-
-PASSWORD = "correct horse battery"
+from tests.factories import PASSWORD, sign_in
 
 # id → value; bytes are sent as they are (percent-encoded), so they can be invalid UTF-8.
 PAYLOADS: dict[str, str | bytes] = {
@@ -114,7 +111,7 @@ class AllowEverything:
 
 
 @pytest.fixture
-def site(loaded_db) -> Iterator[Site]:  # type: ignore[no-untyped-def]
+def site(loaded_db, make_app) -> Iterator[Site]:  # type: ignore[no-untyped-def]
     assert all(result.error is None for result in import_bundled_reruns(loaded_db.sessions, BUNDLED_RERUNS))
     with loaded_db.sessions.begin() as session:
         ada = accounts.create_user(session, "ada", PASSWORD)
@@ -141,7 +138,7 @@ def site(loaded_db) -> Iterator[Site]:  # type: ignore[no-untyped-def]
             "kind": ["BenchmarkRun"],
             "part": ["1"],
         }
-    app = create_app(Settings(database_url=loaded_db.url, secret_key="bad input"), sessions=loaded_db.sessions)
+    app = make_app(loaded_db, secret_key="bad input")
     app.state.rate_limiter = AllowEverything()
     with TestClient(app, follow_redirects=False) as client:
         yield Site(client, values)
@@ -215,12 +212,6 @@ DEFAULTS = {
     "report_body": "The figure looks wrong.",
     "label": "laptop",
 }
-
-
-def sign_in(client: TestClient, handle: str) -> None:
-    token = BeautifulSoup(client.get("/signin").text, "html.parser").select_one('input[name="csrf_token"]')["value"]
-    response = client.post("/signin", data={"csrf_token": token, "handle": handle, "password": PASSWORD})
-    assert response.status_code == 303
 
 
 def forms_on(client: TestClient, path: str) -> list[tuple[str, dict[str, str], list[str]]]:

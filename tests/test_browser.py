@@ -125,6 +125,7 @@ def test_search_suggestions_appear_as_you_type(browser, committed_catalogue_url,
         page.screenshot(path=screenshots / "suggestions.png")
         suggestion.click()
         page.wait_for_url("**/workloads/l1-040-conv2d-residual-block")
+        assert page.locator("h1").inner_text() == "Conv2d residual block"
 
 
 def test_community_path_from_sign_up_to_a_withdrawal(browser, committed_catalogue_url, screenshots):

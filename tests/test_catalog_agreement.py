@@ -6,15 +6,6 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from kernelindex.app import create_app
-from kernelindex.settings import Settings
-
-
-@pytest.fixture
-def client(loaded_db):
-    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
-        yield client
-
 
 def get_json(client: TestClient, path: str) -> dict:
     response = client.get(path)

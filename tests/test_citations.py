@@ -20,14 +20,11 @@ import jsonschema
 import pytest
 from bibtexparser.middlewares import LatexDecodingMiddleware
 from bs4 import BeautifulSoup
-from fastapi.testclient import TestClient
 from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec, get_default_latex_context_db
 from sqlalchemy import select
 
-from kernelindex.app import create_app
 from kernelindex.citations import FORMATS, RENDERERS, CitableRecord, bibtex, csl_json, plain_text, ris
 from kernelindex.db.tables import Run
-from kernelindex.settings import Settings
 from kernelindex.store.leaderboards import leaderboard, workload_by_slug
 from kernelindex.web.cite import end_of_day, leaderboard_citable
 
@@ -156,12 +153,6 @@ def test_every_format_has_a_renderer_and_a_media_type():
 
 
 # --- A run's citation over HTTP -----------------------------------------------------------------
-
-
-@pytest.fixture
-def client(loaded_db):
-    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
-        yield client
 
 
 def digest_of(client, name: str) -> str:

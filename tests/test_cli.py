@@ -14,9 +14,13 @@ from pathlib import Path
 import httpx
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import func, select
 
 from kernelindex.app import create_app
 from kernelindex.cli import main
+from kernelindex.db.engine import make_engine, make_sessionmaker
+from kernelindex.db.rerun_tables import RerunBundle
+from kernelindex.db.tables import Workload
 from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
 from tests.servers import free_port, serving, snapshot_api
@@ -128,11 +132,8 @@ def test_ingest_unreachable_api_fails_clearly(tmp_path):
 
 
 @pytest.fixture
-def permalink(loaded_db, tmp_path) -> Path:
-    from fastapi.testclient import TestClient
-
-    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
-        body = client.get("/runs/sol-submission-16893.json").json()
+def permalink(client, tmp_path) -> Path:
+    body = client.get("/runs/sol-submission-16893.json").json()
     path = tmp_path / "run.json"
     path.write_text(json.dumps(body))
     return path
@@ -184,11 +185,9 @@ def test_verify_missing_file_is_a_clear_error():
     assert "No such file" in result.output
 
 
-def test_verify_url_from_a_running_server(loaded_db):
-    app = create_app(Settings(database_url=loaded_db.url)) if loaded_db.backend == "sqlite" else None
-    if app is None:
-        # A rolled-back PostgreSQL transaction is not visible to a server thread's own engine.
-        app = create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)
+def test_verify_url_from_a_running_server(loaded_db, make_app):
+    # A rolled-back PostgreSQL transaction is not visible to a server thread's own engine.
+    app = create_app(Settings(database_url=loaded_db.url)) if loaded_db.backend == "sqlite" else make_app(loaded_db)
     with serving(app) as base:
         result = invoke("verify", f"{base}/runs/sol-submission-16893.json")
     assert result.exit_code == 0, result.output
@@ -228,4 +227,11 @@ def test_serve_migrates_loads_the_bundled_snapshot_and_serves(tmp_path):
     assert "loading the bundled SOL-ExecBench snapshot" in output
     assert "Loading the bundled controlled reruns" in output and "refused" not in output
     assert "succeeded" in output
-    assert PROJECT_ROOT.exists()
+    # The store is the configured file, holding the catalogue and the controlled reruns; no
+    # default ./kernelindex.db was made in the working directory.
+    assert (tmp_path / "fresh.db").is_file() and not (tmp_path / "kernelindex.db").exists()
+    engine = make_engine(f"sqlite:///{tmp_path}/fresh.db")
+    with make_sessionmaker(engine)() as session:
+        assert session.scalar(select(func.count()).select_from(Workload)) == 235
+        assert session.scalar(select(func.count()).select_from(RerunBundle)) == 17  # fixtures/reruns/bundles
+    engine.dispose()

@@ -10,15 +10,12 @@ from datetime import UTC, datetime
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlalchemy.orm import aliased
 
-from kernelindex.app import create_app
 from kernelindex.compare import ComparedRun, CompareError, compare_runs
 from kernelindex.db.tables import Run
 from kernelindex.paths import BUNDLED_SNAPSHOT
-from kernelindex.settings import Settings
 
 L039 = "l1-039-adaptive-instance-normalization-2d-backward"
 L040 = "l1-040-conv2d-residual-block"
@@ -143,12 +140,6 @@ def test_too_few_too_many_or_repeated_runs_are_refused(runs, message):
 
 
 # --- The page, its JSON twin, CSV and the API ---------------------------------------------
-
-
-@pytest.fixture
-def client(loaded_db):
-    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
-        yield client
 
 
 def query(names: list[str]) -> str:

@@ -8,7 +8,6 @@ back, made read-only and writable again, or the app is pointed at a port nobody 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 
 import pytest
 from bs4 import BeautifulSoup
@@ -20,6 +19,7 @@ from sqlalchemy.exc import IntegrityError, InternalError, OperationalError, Prog
 from kernelindex.app import create_app
 from kernelindex.settings import Settings
 from kernelindex.web.errors import READ_ONLY, RETRY_AFTER_S, UNREACHABLE, database_trouble
+from tests.factories import csrf_token
 from tests.servers import free_port
 
 SECRET = "a fixed secret, so that starting the app needs no write"
@@ -54,9 +54,7 @@ def assert_available(client: TestClient) -> None:
 
 def sign_in_attempt(client: TestClient) -> int:
     """A wrong password: a write (the sign-in rate-limit counter) before a 400."""
-    page = BeautifulSoup(client.get("/signin").text, "html.parser")
-    token = page.select_one('input[name="csrf_token"]')["value"]
-    data = {"csrf_token": token, "handle": "nobody", "password": "not the password"}
+    data = {"csrf_token": csrf_token(client, "/signin"), "handle": "nobody", "password": "not the password"}
     response = client.post("/signin", data=data, follow_redirects=False)
     if response.status_code == 503:
         assert response.headers["retry-after"] == str(RETRY_AFTER_S)
@@ -90,16 +88,9 @@ def test_sqlite_read_only_file_serves_pages_and_refuses_writes_with_503(sqlite_l
 
 
 @pytest.fixture
-def pg_catalogue(postgres, pg_loaded_url) -> Iterator[str]:  # type: ignore[no-untyped-def]
+def pg_catalogue(postgres, pg_loaded_template) -> str:  # type: ignore[no-untyped-def]
     """A scratch copy of the loaded catalogue this test may rename and reconfigure."""
-    template = make_url(pg_loaded_url).database
-    url = postgres.create("trouble")
-    name = make_url(url).database
-    with postgres.admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE "{name}"'))
-        terminate(connection, template)
-        connection.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
-    yield url
+    return postgres.create("trouble", template=pg_loaded_template)
 
 
 def terminate(connection, database: str) -> None:  # type: ignore[no-untyped-def]

@@ -9,19 +9,16 @@ import json
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 
-import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from kernelindex.app import create_app
 from kernelindex.db.tables import Attestation, Environment, Implementation, Protocol, Run, User, Workload
-from kernelindex.manifests import Attestation as AttestationManifest
 from kernelindex.manifests import Implementation as ImplementationManifest
-from kernelindex.settings import Settings
 from kernelindex.store import export
 from kernelindex.store.manifests import put
 from kernelindex.verify import verify_document
 from kernelindex.web import exports as web_exports
+from tests.factories import attestation_manifest
 
 EXPORT = "/exports/catalog.jsonl.gz"
 SITEMAP = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
@@ -33,18 +30,6 @@ TABLES = {
     "BenchmarkRun": Run,
     "Attestation": Attestation,
 }
-
-
-@pytest.fixture
-def export_dir(tmp_path):
-    return tmp_path / "exports"
-
-
-@pytest.fixture
-def client(loaded_db, export_dir):
-    settings = Settings(database_url=loaded_db.url, export_dir=export_dir)
-    with TestClient(create_app(settings, sessions=loaded_db.sessions)) as client:
-        yield client
 
 
 def lines_of(response) -> list[dict]:
@@ -191,20 +176,8 @@ def add_attestations(sessions) -> dict[str, str]:
         session.add(user)
         session.flush()
         for state in ("published", "hidden"):
-            manifest = AttestationManifest.model_validate(
-                {
-                    "apiVersion": "kernelindex.dev/v1alpha1",
-                    "kind": "Attestation",
-                    "metadata": {"name": f"attestation-{state}"},
-                    "spec": {
-                        "runDigest": run.digest,
-                        "type": "reproduced",
-                        "body": f"Reproduced within 2% ({state}).",
-                        "author": {"handle": "reader"},
-                        "createdAt": now,
-                    },
-                }
-            )
+            body = f"Reproduced within 2% ({state})."
+            manifest = attestation_manifest(run, f"attestation-{state}", "reader", body, now)
             columns = {"run_id": run.id, "user_id": user.id, "type": "reproduced", "state": state}
             put(session, Attestation, manifest, columns, None, now)
             digests[state] = manifest.digest
@@ -299,10 +272,9 @@ def test_sitemap_lists_every_page_worth_indexing(client, loaded_db):
     assert run.findtext(f"{SITEMAP}lastmod") == "2026-08-15T02:11:00Z"
 
 
-def test_a_large_sitemap_becomes_an_index_of_parts(loaded_db, export_dir, monkeypatch):
+def test_a_large_sitemap_becomes_an_index_of_parts(loaded_db, make_app, monkeypatch):
     # The limit changes between requests, which only a restart does in production: no response cache.
-    settings = Settings(database_url=loaded_db.url, export_dir=export_dir, response_cache_mb=0)
-    client = TestClient(create_app(settings, sessions=loaded_db.sessions))
+    client = TestClient(make_app(loaded_db, response_cache_mb=0))
     whole = urls_of(client.get("/sitemap.xml").content)
     monkeypatch.setattr(web_exports, "SITEMAP_LIMIT", 200)
     response = client.get("/sitemap.xml")

@@ -6,22 +6,12 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 
 import pytest
-from fastapi.testclient import TestClient
 
-from kernelindex.app import create_app
 from kernelindex.feeds import ATOM, Feed, FeedEntry, atom_feed, improvement_ratio
-from kernelindex.settings import Settings
 from kernelindex.store.records import catalogue_records, find_workload, workload_records
 
 A = f"{{{ATOM}}}"
 CONV2D = "l1-040-conv2d-residual-block"
-
-
-@pytest.fixture
-def client(loaded_db, tmp_path):
-    settings = Settings(database_url=loaded_db.url, export_dir=tmp_path / "exports")
-    with TestClient(create_app(settings, sessions=loaded_db.sessions)) as client:
-        yield client
 
 
 def parse_time(text: str) -> datetime:

@@ -18,10 +18,9 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from sqlalchemy import func, select
 
-from kernelindex.app import create_app
 from kernelindex.db.tables import Attestation, Run
-from kernelindex.settings import Settings
 from kernelindex.store import accounts
+from tests.factories import PASSWORD
 
 # The budget: requests per operation and mode. CI runs 25 (about 20 s a backend); set
 # KERNELINDEX_FUZZ_EXAMPLES higher to search longer.
@@ -54,12 +53,12 @@ def fuzz(operation, mode: GenerationMode, secret: str, path_parameters: dict[str
     return sent
 
 
-def test_api_v1_conforms_and_never_fails_under_fuzzing(loaded_db):
+def test_api_v1_conforms_and_never_fails_under_fuzzing(loaded_db, make_app):
     with loaded_db.sessions.begin() as session:
-        user = accounts.create_user(session, "fuzzer", "correct horse battery")
+        user = accounts.create_user(session, "fuzzer", PASSWORD)
         _, secret = accounts.create_api_key(session, user, "fuzzing", ["attest"])
         run_name = session.scalars(select(Run.name).order_by(Run.id)).first()
-    app = create_app(Settings(database_url=loaded_db.url, secret_key="fuzz"), sessions=loaded_db.sessions)
+    app = make_app(loaded_db, secret_key="fuzz")
     schema = schemathesis.openapi.from_asgi("/api/openapi.json", app, config=schemathesis.Config.from_dict(CONFIG))
     operations = [result.ok() for result in schema.get_all_operations()]
     operations = [operation for operation in operations if operation.path.startswith("/api/v1/")]

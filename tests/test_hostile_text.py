@@ -7,10 +7,8 @@ from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
-from kernelindex.app import create_app
-from kernelindex.settings import Settings
 from kernelindex.store.accounts import create_user
-from tests.test_accounts import PASSWORD, token
+from tests.factories import PASSWORD, csrf_token, sign_in
 
 RUN = "sol-submission-16893"
 PAYLOAD = "<script>alert(1)</script><img src=x onerror=alert(2)>\"'><svg onload=alert(3)>"
@@ -23,23 +21,22 @@ def inert(html: str) -> None:
 
 
 @pytest.fixture
-def moderator(loaded_db):
+def moderator(loaded_db, client):
     with loaded_db.sessions.begin() as session:
         assert isinstance(session, Session)
         create_user(session, "mod", PASSWORD, maintainer=True)
-    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
-        client.post("/signin", data={"csrf_token": token(client, "/signin"), "handle": "mod", "password": PASSWORD})
-        yield client
+    sign_in(client, "mod")
+    return client
 
 
 def test_report_text_and_moderation_reasons_are_shown_inert(moderator):
-    csrf = token(moderator, f"/runs/{RUN}")
+    csrf = csrf_token(moderator, f"/runs/{RUN}")
     sent = moderator.post(f"/runs/{RUN}/reports", data={"csrf_token": csrf, "reason": "other", "report_body": PAYLOAD})
     assert sent.status_code == 200
     admin = moderator.get("/admin")
     assert admin.status_code == 200 and "&lt;script&gt;" in admin.text
     inert(admin.text)
-    csrf = token(moderator, "/admin")
+    csrf = csrf_token(moderator, "/admin")
     withdrawn = moderator.post(f"/admin/runs/{RUN}/withdraw", data={"csrf_token": csrf, "reason": PAYLOAD[:200]})
     assert withdrawn.status_code in (200, 303)
     for path in (
@@ -55,18 +52,18 @@ def test_report_text_and_moderation_reasons_are_shown_inert(moderator):
 @pytest.mark.parametrize("field", ["handle", "password", "confirm"])
 def test_hostile_sign_up_fields_get_a_clear_answer(moderator, field):
     moderator.cookies.clear()
-    data = {"csrf_token": token(moderator, "/signup"), "handle": "ada", "password": PASSWORD, "confirm": PASSWORD}
+    data = {"csrf_token": csrf_token(moderator, "/signup"), "handle": "ada", "password": PASSWORD, "confirm": PASSWORD}
     data[field] = PAYLOAD
     response = moderator.post("/signup", data=data)
     assert response.status_code == 400
     inert(response.text)
 
 
-def test_a_withdrawal_updates_the_record_history_and_keeps_the_run(loaded_db):
+def test_a_withdrawal_updates_the_record_history_and_keeps_the_run(loaded_db, make_app):
     from kernelindex.store import moderation
 
     board = "/workloads/l1-040-conv2d-residual-block.json"
-    app = create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)
+    app = make_app(loaded_db)
     with TestClient(app) as reader:
         before = [h["run"] for h in reader.get(board).json()["history"]]
         assert before == ["sol-submission-36270", "sol-submission-36257"]

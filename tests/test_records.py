@@ -10,25 +10,15 @@ from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
-from kernelindex.app import create_app
 from kernelindex.db.tables import Run, Workload
 from kernelindex.paths import BUNDLED_SNAPSHOT
-from kernelindex.settings import Settings
 from kernelindex.store.records import catalogue_records, find_workload, workload_records
 from kernelindex.web.records import workload_number
 
 API = BUNDLED_SNAPSHOT / "api"
 COLLECTIONS = ("L1", "L2", "Quant", "FlashInfer-Bench")
-
-
-@pytest.fixture
-def client(loaded_db, tmp_path):
-    settings = Settings(database_url=loaded_db.url, export_dir=tmp_path / "exports")
-    with TestClient(create_app(settings, sessions=loaded_db.sessions)) as client:
-        yield client
 
 
 # --- The rules, worked out from the upstream data without the code under test -------------

@@ -15,10 +15,8 @@ from bs4 import BeautifulSoup
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from fastapi.testclient import TestClient
 
-from kernelindex.app import create_app
 from kernelindex.ingest.reruns import read_bundle
 from kernelindex.rerun.implementations import REGISTRY
-from kernelindex.settings import Settings
 from kernelindex.store.reruns import import_bundle
 from kernelindex.verify import verify_document
 from tests.rerun_bundles import ADAIN, approved, make_payload, signed
@@ -42,12 +40,6 @@ def reruns(loaded_db):
         with loaded_db.sessions.begin() as session:
             names.append(import_bundle(session, read_bundle(data, keys), NOW).run_name)
     return names, bundles
-
-
-@pytest.fixture
-def client(loaded_db):
-    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
-        yield client
 
 
 def html(client: TestClient, path: str) -> BeautifulSoup:

@@ -10,7 +10,6 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
-from kernelindex.app import create_app
 from kernelindex.db.account_tables import RateLimitCounter
 from kernelindex.db.tables import Run, User, Workload
 from kernelindex.ingest.sources import ingest_sol_execbench
@@ -20,14 +19,15 @@ from kernelindex.store import accounts, moderation
 from kernelindex.store.attestations import add_attestation
 from kernelindex.store.version import current_version
 from kernelindex.web.response_cache import ResponseCache
+from tests.factories import PASSWORD
 
 WORKLOAD = "l1-040-conv2d-residual-block"
 LEADER = "sol-submission-36270"
 
 
 @pytest.fixture
-def site(loaded_db) -> Iterator[tuple[TestClient, ResponseCache]]:
-    app = create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)
+def site(loaded_db, make_app) -> Iterator[tuple[TestClient, ResponseCache]]:
+    app = make_app(loaded_db)
     with TestClient(app) as client:
         stack = app.middleware_stack
         while not isinstance(stack, ResponseCache):
@@ -69,7 +69,7 @@ def test_response_cache_sees_a_withdrawal_on_the_next_request(site, loaded_db):
     assert before["ranked"][0]["name"] == LEADER
     leaderboard(client)  # cached now
     with loaded_db.sessions.begin() as session:
-        maintainer = accounts.create_user(session, "mod", "correct horse battery", maintainer=True)
+        maintainer = accounts.create_user(session, "mod", PASSWORD, maintainer=True)
         moderation.withdraw_run(session, maintainer, LEADER, "Timing harness was patched.")
     after = leaderboard(client)
     assert after["ranked"][0]["name"] != LEADER
@@ -82,7 +82,7 @@ def test_response_cache_sees_an_attestation_on_the_next_request(site, loaded_db)
     assert client.get(path).json()["attestations"] == []
     client.get(path)
     with loaded_db.sessions.begin() as session:
-        user = accounts.create_user(session, "ada", "correct horse battery")
+        user = accounts.create_user(session, "ada", PASSWORD)
         run = session.scalar(select(Run).where(Run.name == LEADER))
         add_attestation(session, user, run, {"type": "reproduced", "body": "Same figure on our B200."})
     assert [a["author"] for a in client.get(path).json()["attestations"]] == ["ada"]
@@ -92,7 +92,7 @@ def test_an_attestation_leaves_the_leaderboard_cached(site, loaded_db):
     client, cache = site
     leaderboard(client)
     with loaded_db.sessions.begin() as session:
-        user = accounts.create_user(session, "ada", "correct horse battery")
+        user = accounts.create_user(session, "ada", PASSWORD)
         run = session.scalar(select(Run).where(Run.name == LEADER))
         add_attestation(session, user, run, {"type": "reproduced", "body": "Same figure on our B200."})
     hits = cache.hits

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from kernelindex.app import create_app
 from kernelindex.db import migrate
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord
 from kernelindex.db.tables import Implementation, Workload
 from kernelindex.ingest.runner import run_ingest
-from kernelindex.settings import Settings
 from kernelindex.store import search as store
 from tests.conftest import StoreUnderTest
 from tests.upstream import FakeUpstream
@@ -51,12 +49,6 @@ HOSTILE = [
 ]
 # Refused with a 400 before any page sees them (kernelindex.web.request_guard); the store takes them too.
 CONTROL = ["\x00", "conv\x00 2d", "\x01\x1f\x7f", "\x1b[31m"]
-
-
-@pytest.fixture
-def client(loaded_db):
-    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
-        yield client
 
 
 def slugs(hits, kind=None):  # type: ignore[no-untyped-def]
@@ -366,11 +358,44 @@ def test_a_query_longer_than_200_characters_is_a_400(client, path):
     assert "201 characters long; at most 200" in response.text
 
 
-def test_the_store_takes_any_text_whatever_its_length(loaded_db):
+# What the store makes of hostile text: the plain words in it, nothing else.
+AS_WORDS = {
+    "conv*": "conv",
+    "^conv": "conv",
+    "-conv2d": "conv2d",
+    "\u202econv2d": "conv2d",
+    "conv2d " * 28: "conv2d",
+    "conv2d " * 5000: "conv2d",
+    "NEAR(conv2d residual, 2)": "near conv2d residual 2",
+    "title:conv2d": "title conv2d",
+    "(conv2d OR gemm": "conv2d gemm",
+    "a AND NOT b": "not b",
+    "'; DROP TABLE workload; --": "drop table workload",
+    "' OR 1=1 --": "1",
+    "ünïcødé nörm": "unicøde norm",
+    "conv\x00 2d": "conv 2d",
+    "\x1b[31m": "31m",
+}
+# No word the index holds (or only stop words): no results, no suggestion, no correction.
+FINDS_NOTHING = ['"', '""', "*", "%", "_", "%_%", "\\", "\t\n\r", " ", "🔥🔥", "a OR", "a " * 100, "NEAR(", "注意力"]
+FINDS_NOTHING += ["\x00", "\x01\x1f\x7f", "\ud800", "x" * 200, "ab" * 50_000]
+
+
+def test_the_store_reads_any_text_as_plain_words_whatever_its_length(loaded_db):
+    assert {*HOSTILE, *CONTROL} <= {*AS_WORDS, *FINDS_NOTHING}
     with loaded_db.sessions() as session:
-        for query in [*HOSTILE, *CONTROL, "\ud800", "conv2d " * 5000, "ab" * 50_000]:
-            store.search(session, query)
-            store.suggest(session, query)
+        workloads = session.scalar(select(func.count()).select_from(Workload))
+        for query in FINDS_NOTHING:
+            assert store.search(session, query) == store.SearchResults(query, [], None), repr(query[:40])
+            assert store.suggest(session, query) == [], repr(query[:40])
+        for query, plain in AS_WORDS.items():
+            expected = store.search(session, plain)
+            assert expected.hits or expected.did_you_mean, plain
+            assert store.search(session, query) == replace(expected, query=query), repr(query[:40])
+            assert store.suggest(session, query) == store.suggest(session, plain), repr(query[:40])
+        longest = store.search(session, "conv2d " * 5000).hits
+        assert slugs(longest)[:2] == ["l1-040-conv2d-residual-block", "l1-041-strided-conv2d-downsampling"]
+        assert session.scalar(select(func.count()).select_from(Workload)) == workloads
 
 
 # --- Keeping the index current --------------------------------------------------------

@@ -15,9 +15,6 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event
 
-from kernelindex.app import create_app
-from kernelindex.settings import Settings
-
 # A page may run a few statements more when it has rows to show (e.g. the figures of the
 # rows it lists), never one per row: the pairs below differ by ten rows or more.
 SLACK = 3
@@ -25,9 +22,8 @@ CEILING = 40
 
 
 @pytest.fixture
-def client(loaded_db):
-    settings = Settings(database_url=loaded_db.url, response_cache_mb=0)
-    with TestClient(create_app(settings, sessions=loaded_db.sessions)) as client:
+def client(make_app, loaded_db):
+    with TestClient(make_app(loaded_db, response_cache_mb=0)) as client:
         yield client
 
 

@@ -18,7 +18,7 @@ from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.tables import Attestation
 from kernelindex.store import accounts
-from tests.conftest import _load_bundled_snapshot
+from tests.factories import PASSWORD
 from tests.servers import free_port
 
 REDIS_URL = "redis://127.0.0.1:6379/14"
@@ -26,10 +26,8 @@ RUN = "sol-submission-16893"
 
 
 @pytest.fixture
-def catalogue(postgres) -> str:  # type: ignore[no-untyped-def]
-    url = postgres.create("workers")
-    _load_bundled_snapshot(url)
-    return url
+def catalogue(postgres, pg_loaded_template) -> str:  # type: ignore[no-untyped-def]
+    return postgres.create("workers", template=pg_loaded_template)
 
 
 def start_worker(database_url: str, redis_url: str | None, log: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -78,7 +76,7 @@ def test_attestation_limit_holds_across_two_worker_processes(catalogue, backend,
         redis_url = REDIS_URL
     engine = make_engine(catalogue)
     with make_sessionmaker(engine).begin() as session:
-        user = accounts.create_user(session, "busy", "correct horse battery")
+        user = accounts.create_user(session, "busy", PASSWORD)
         _, secret = accounts.create_api_key(session, user, "workers", ["attest"])
     workers = [start_worker(catalogue, redis_url, tmp_path / f"worker-{n}.log") for n in range(2)]
     try:

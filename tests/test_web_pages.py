@@ -7,22 +7,13 @@ import re
 
 import pytest
 from bs4 import BeautifulSoup
-from fastapi.testclient import TestClient
 
-from kernelindex.app import create_app
 from kernelindex.paths import BUNDLED_SNAPSHOT
-from kernelindex.settings import Settings
 from kernelindex.verify import verify_document
 
 L039 = "l1-039-adaptive-instance-normalization-2d-backward"
 L040 = "l1-040-conv2d-residual-block"
 PROTOCOL_V1_0 = "sha256:2964c5c4ed9cb0dcdc0f74674035bc71bf5e66620939e38441060f76434ed3e5"
-
-
-@pytest.fixture
-def client(loaded_db):
-    with TestClient(create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)) as client:
-        yield client
 
 
 def html(client, path: str) -> BeautifulSoup:
@@ -122,10 +113,15 @@ def test_leaderboard_of_039_never_ranks_across_stacks(client):
         (2, "sol-submission-20275"),
         (3, "sol-submission-19926"),
     ]
-    v1_0 = client.get(groups["NVIDIA B200 · stack v1.0"]["url"] + "&x=1".replace("&x=1", "")).text
-    page = BeautifulSoup(v1_0, "html.parser")
+    # Following the v1.0 group's link selects that group, on the page and in its JSON twin.
+    v1_0_url = groups["NVIDIA B200 · stack v1.0"]["url"]
+    page = html(client, v1_0_url)
     assert table_rows(page.select_one("table.ranked"))[0][1:6] == ["1", "ac4k", "209.8 µs mean", "81%", "1.00×"]
     assert page.select_one('nav.groups a[aria-current="page"]').get_text().startswith("NVIDIA B200 · stack v1.0")
+    path, query = v1_0_url.split("?", 1)
+    v1_0 = client.get(f"{path}.json?{query}").json()
+    assert [g["label"] for g in v1_0["groups"] if g["selected"]] == ["NVIDIA B200 · stack v1.0"]
+    assert [(r["rank"], r["name"]) for r in v1_0["ranked"]][:1] == [(1, "sol-submission-16893")]
     history = client.get(f"/workloads/{L039}.json").json()["history"]
     assert [(h["run"], round(h["improvement"], 4) if h["improvement"] else None) for h in history] == [
         ("sol-submission-30122", round(209442 / 138884, 4)),
