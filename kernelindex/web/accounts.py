@@ -3,33 +3,20 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from kernelindex.accounts.csrf import check_csrf
 from kernelindex.accounts.passwords import password_problem
 from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.db.tables import User
 from kernelindex.store import accounts
 from kernelindex.store.attestations import attestations_by_user
-from kernelindex.web.deps import SessionDep
+from kernelindex.web.auth import HANDLE_KEY, USER_KEY, SignedInUser
+from kernelindex.web.deps import CheckedForm, SessionDep
 
 router = APIRouter()
-USER_KEY = "user_id"
-HANDLE_KEY = "handle"
-
-
-def current_user(request: Request, session: Session) -> User | None:
-    user_id = request.session.get(USER_KEY)
-    if not isinstance(user_id, int):
-        return None
-    user = session.get(User, user_id)
-    if user is None:
-        request.session.clear()
-    return user
 
 
 def signed_in_handle(request: Request) -> str | None:
@@ -73,10 +60,14 @@ def signup_form(request: Request) -> Response:
     return form_page(request, "signup.html")
 
 
+# Handlers that read the store or hash a password are plain functions: FastAPI runs them in
+# its threadpool, so an Argon2 hash (tens of milliseconds of CPU) or a wait for the database
+# never holds up the event loop. The form is read and its CSRF token checked before, by
+# ``CheckedForm``.
+
+
 @router.post("/signup")
-async def signup(request: Request, session: SessionDep) -> Response:
-    form = await request.form()
-    check_csrf(request, form)
+def signup(request: Request, form: CheckedForm, session: SessionDep) -> Response:
     handle, password, confirm = (str(form.get(name, "")) for name in ("handle", "password", "confirm"))
     values = {"handle": handle}
     if refused := limited(request, "signup.html", "signup", values=values):
@@ -107,9 +98,7 @@ def signin_form(request: Request, next: str | None = None) -> Response:
 
 
 @router.post("/signin")
-async def signin(request: Request, session: SessionDep) -> Response:
-    form = await request.form()
-    check_csrf(request, form)
+def signin(request: Request, form: CheckedForm, session: SessionDep) -> Response:
     handle, password = str(form.get("handle", "")), str(form.get("password", ""))
     values = {"handle": handle, "next": safe_next(str(form.get("next", "")))}
     if refused := limited(request, "signin.html", "signin", values=values):
@@ -123,8 +112,7 @@ async def signin(request: Request, session: SessionDep) -> Response:
 
 
 @router.post("/signout")
-async def signout(request: Request) -> Response:
-    check_csrf(request, await request.form())
+def signout(request: Request, form: CheckedForm) -> Response:
     request.session.clear()
     return RedirectResponse("/", status_code=303)
 
@@ -142,26 +130,13 @@ def account_page(request: Request, session: Session, user: User, status: int = 2
     )
 
 
-def signed_in_or_redirect(request: Request, session: Session) -> User | Response:
-    user = current_user(request, session)
-    if user is None:
-        return RedirectResponse(f"/signin?next={quote(request.url.path)}", status_code=303)
-    return user
-
-
 @router.get("/account")
-def account(request: Request, session: SessionDep) -> Response:
-    user = signed_in_or_redirect(request, session)
-    return user if isinstance(user, Response) else account_page(request, session, user)
+def account(request: Request, user: SignedInUser, session: SessionDep) -> Response:
+    return account_page(request, session, user)
 
 
 @router.post("/account/keys")
-async def create_key(request: Request, session: SessionDep) -> Response:
-    form = await request.form()
-    check_csrf(request, form)
-    user = signed_in_or_redirect(request, session)
-    if isinstance(user, Response):
-        return user
+def create_key(request: Request, form: CheckedForm, user: SignedInUser, session: SessionDep) -> Response:
     label, scopes = str(form.get("label", "")), [str(scope) for scope in form.getlist("scope")]
     try:
         key, secret = accounts.create_api_key(session, user, label, scopes)
@@ -173,11 +148,7 @@ async def create_key(request: Request, session: SessionDep) -> Response:
 
 
 @router.post("/account/keys/{key_id}/revoke")
-async def revoke_key(request: Request, key_id: int, session: SessionDep) -> Response:
-    check_csrf(request, await request.form())
-    user = signed_in_or_redirect(request, session)
-    if isinstance(user, Response):
-        return user
+def revoke_key(request: Request, key_id: int, form: CheckedForm, user: SignedInUser, session: SessionDep) -> Response:
     try:
         accounts.revoke_api_key(session, user, key_id)
         session.commit()

@@ -11,24 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, ClassVar
-from urllib.parse import quote
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
+from starlette.datastructures import FormData
 
-from kernelindex.accounts.csrf import check_csrf
 from kernelindex.db.tables import User
 from kernelindex.store import moderation
 from kernelindex.store.moderation import AttestationRow, AuditRow, Counts, ReportRow, RunRow
-from kernelindex.web.accounts import current_user
-from kernelindex.web.deps import SessionDep
+from kernelindex.web.auth import NO_STORE, Maintainer
+from kernelindex.web.deps import CheckedForm, SessionDep
 from kernelindex.web.pages import PageContext
 
 router = APIRouter()
 NOTICE_KEY = "admin_notice"
-# Moderation pages hold CSRF tokens and unpublished reports: never stored by a cache.
-NO_STORE = {"Cache-Control": "no-store"}
 
 
 class AdminPage(PageContext):
@@ -52,23 +49,6 @@ class AdminPage(PageContext):
     hidden: list[AttestationRow]
     newest_attestations: list[AttestationRow]
     audit: list[AuditRow]
-
-
-def maintainer_or_redirect(request: Request, session: Session) -> User | Response:
-    """The signed-in maintainer, a redirect to sign in, or 403 for any other account."""
-    user = current_user(request, session)
-    if user is None:
-        # After signing in, a POST's address would be a 405: come back to the page instead.
-        target = request.url.path if request.method == "GET" else "/admin"
-        if request.method == "GET" and request.url.query:
-            target += f"?{request.url.query}"
-        return RedirectResponse(f"/signin?next={quote(target)}", status_code=303, headers=NO_STORE)
-    if not user.is_maintainer:
-        raise HTTPException(
-            status_code=403,
-            detail=f"Moderation is for maintainers only, and the account {user.handle} is not a maintainer's.",
-        )
-    return user
 
 
 def admin_page(
@@ -108,10 +88,9 @@ def admin_page(
 
 
 @router.get("/admin")
-def admin(request: Request, session: SessionDep, run: str | None = None, attestation: str | None = None) -> Response:
-    user = maintainer_or_redirect(request, session)
-    if isinstance(user, Response):
-        return user
+def admin(
+    request: Request, user: Maintainer, session: SessionDep, run: str | None = None, attestation: str | None = None
+) -> Response:
     notice = request.session.pop(NOTICE_KEY, None)
     return admin_page(
         request,
@@ -126,22 +105,20 @@ def admin(request: Request, session: SessionDep, run: str | None = None, attesta
 Action = Callable[[Session, User, str], object]
 
 
-async def moderate(
+def moderate(
     request: Request,
     session: Session,
+    user: User,
+    form: FormData,
     key: str,
     field: str,
     act: Action,
     notice: str,
     **lookup: str,
 ) -> Response:
-    """Check access and the CSRF token, run ``act`` with the form's ``field`` and commit
-    it (with its audit entry), then redirect; a refusal shows the page with the error."""
-    user = maintainer_or_redirect(request, session)
-    if isinstance(user, Response):
-        return user
-    form = await request.form()
-    check_csrf(request, form)
+    """Run ``act`` with the form's ``field`` and commit it (with its audit entry), then
+    redirect; a refusal shows the page with the error. Access and the CSRF token are
+    checked before, by the handler's dependencies (``Maintainer`` first, then ``CheckedForm``)."""
     text = str(form.get(field, ""))
     try:
         act(session, user, text)
@@ -156,10 +133,14 @@ async def moderate(
 
 
 @router.post("/admin/reports/{report_id}/resolve")
-async def resolve_report(request: Request, report_id: int, session: SessionDep) -> Response:
-    return await moderate(
+def resolve_report(
+    request: Request, report_id: int, user: Maintainer, form: CheckedForm, session: SessionDep
+) -> Response:
+    return moderate(
         request,
         session,
+        user,
+        form,
         f"report:{report_id}",
         "note",
         lambda s, user, note: moderation.resolve_report(s, user, report_id, note, dismissed=False),
@@ -168,10 +149,14 @@ async def resolve_report(request: Request, report_id: int, session: SessionDep) 
 
 
 @router.post("/admin/reports/{report_id}/dismiss")
-async def dismiss_report(request: Request, report_id: int, session: SessionDep) -> Response:
-    return await moderate(
+def dismiss_report(
+    request: Request, report_id: int, user: Maintainer, form: CheckedForm, session: SessionDep
+) -> Response:
+    return moderate(
         request,
         session,
+        user,
+        form,
         f"report:{report_id}",
         "note",
         lambda s, user, note: moderation.resolve_report(s, user, report_id, note, dismissed=True),
@@ -180,10 +165,12 @@ async def dismiss_report(request: Request, report_id: int, session: SessionDep) 
 
 
 @router.post("/admin/attestations/{name}/hide")
-async def hide_attestation(request: Request, name: str, session: SessionDep) -> Response:
-    return await moderate(
+def hide_attestation(request: Request, name: str, user: Maintainer, form: CheckedForm, session: SessionDep) -> Response:
+    return moderate(
         request,
         session,
+        user,
+        form,
         f"hide:{name}",
         "reason",
         lambda s, user, reason: moderation.hide_attestation(s, user, name, reason),
@@ -193,10 +180,14 @@ async def hide_attestation(request: Request, name: str, session: SessionDep) -> 
 
 
 @router.post("/admin/attestations/{name}/unhide")
-async def unhide_attestation(request: Request, name: str, session: SessionDep) -> Response:
-    return await moderate(
+def unhide_attestation(
+    request: Request, name: str, user: Maintainer, form: CheckedForm, session: SessionDep
+) -> Response:
+    return moderate(
         request,
         session,
+        user,
+        form,
         f"unhide:{name}",
         "reason",
         lambda s, user, reason: moderation.unhide_attestation(s, user, name, reason),
@@ -206,10 +197,12 @@ async def unhide_attestation(request: Request, name: str, session: SessionDep) -
 
 
 @router.post("/admin/runs/{name}/withdraw")
-async def withdraw_run(request: Request, name: str, session: SessionDep) -> Response:
-    return await moderate(
+def withdraw_run(request: Request, name: str, user: Maintainer, form: CheckedForm, session: SessionDep) -> Response:
+    return moderate(
         request,
         session,
+        user,
+        form,
         f"withdraw:{name}",
         "reason",
         lambda s, user, reason: moderation.withdraw_run(s, user, name, reason),
@@ -219,10 +212,12 @@ async def withdraw_run(request: Request, name: str, session: SessionDep) -> Resp
 
 
 @router.post("/admin/runs/{name}/restore")
-async def restore_run(request: Request, name: str, session: SessionDep) -> Response:
-    return await moderate(
+def restore_run(request: Request, name: str, user: Maintainer, form: CheckedForm, session: SessionDep) -> Response:
+    return moderate(
         request,
         session,
+        user,
+        form,
         f"restore:{name}",
         "reason",
         lambda s, user, reason: moderation.restore_run(s, user, name, reason),

@@ -7,17 +7,15 @@ from datetime import datetime
 from typing import Any, ClassVar, Literal
 
 from fastapi import APIRouter, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
-from sqlalchemy.orm import Session
 
 from kernelindex.accounts.ratelimit import LIMITS
-from kernelindex.store import accounts
 from kernelindex.store.attestations import SubmissionError, add_attestation, attestation_by_name
 from kernelindex.web.api import Problem
-from kernelindex.web.deps import SessionDep
+from kernelindex.web.auth import AttestKeyHolder
+from kernelindex.web.deps import RawBody, SessionDep
 from kernelindex.web.errors import BadRequest, NotFound, problem
 from kernelindex.web.pages import PageContext, page_route, render_page
 from kernelindex.web.run_page import AttestationPart, attestation_part
@@ -99,22 +97,12 @@ class CreatedAttestation(BaseModel):
         }
     },
 )
-async def create_attestation(request: Request, name: str, session: SessionDep) -> Response:
-    raw = await request.body()
-    # The rest waits on the database (the key, the rate limit, the write): in the threadpool,
-    # so that a wait for a connection or a lock never stalls the worker's event loop.
-    return await run_in_threadpool(_create_attestation, request, name, session, raw)
-
-
-def _create_attestation(request: Request, name: str, session: Session, raw: bytes) -> Response:
-    authorization = request.headers.get("authorization", "")
-    scheme, _, secret = authorization.partition(" ")
-    user = accounts.user_for_api_key(session, secret.strip(), "attest") if scheme.lower() == "bearer" else None
-    if user is None:
-        return problem(401, "Send an unrevoked API key with the attest scope as 'Authorization: Bearer ki_…'.")
-    # Record the key's use now: the rate limiter writes through its own connection, and an open
-    # write here would make it wait on SQLite's single writer.
-    session.commit()
+def create_attestation(
+    request: Request, name: str, raw: RawBody, user: AttestKeyHolder, session: SessionDep
+) -> Response:
+    # A plain function: the key, the rate limit and the write wait on the database, in the
+    # threadpool, so that a wait for a connection or a lock never stalls the event loop.
+    # The body is read first (``RawBody``), then the key checked (``AttestKeyHolder``, 401).
     run = find_run(session, name)
     try:
         body = NewAttestation.model_validate_json(raw)

@@ -1,4 +1,9 @@
-"""Request-scoped dependencies, declared once."""
+"""Request-scoped dependencies, declared once.
+
+The two that read the request body are ``async`` (reading it is waiting, not work);
+everything that touches the store is a plain function, which FastAPI runs in its
+threadpool, so that no database call blocks the event loop.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,9 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
+from starlette.datastructures import FormData
+
+from kernelindex.accounts.csrf import check_csrf
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -14,4 +22,17 @@ def get_session(request: Request) -> Iterator[Session]:
         yield session
 
 
+async def checked_form(request: Request) -> FormData:
+    """The submitted form, once its CSRF token is this session's (else 403, before anything is read)."""
+    form = await request.form()
+    check_csrf(request, form)
+    return form
+
+
+async def raw_body(request: Request) -> bytes:
+    return await request.body()
+
+
 SessionDep = Annotated[Session, Depends(get_session)]
+CheckedForm = Annotated[FormData, Depends(checked_form)]
+RawBody = Annotated[bytes, Depends(raw_body)]

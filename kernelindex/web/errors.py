@@ -6,7 +6,7 @@ import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
@@ -44,6 +44,16 @@ class BadRequest(HTTPException):
 class NotFound(HTTPException):
     def __init__(self, detail: str):
         super().__init__(status_code=404, detail=detail)
+
+
+class SignInRequired(Exception):
+    """A page or form that needs an account, asked for by a visitor who is signed out:
+    answered ``303`` to ``location`` (the sign-in page, with where to come back to)."""
+
+    def __init__(self, location: str, headers: dict[str, str] | None = None):
+        super().__init__(location)
+        self.location = location
+        self.headers = headers
 
 
 def wants_problem_json(request: Request) -> bool:
@@ -99,6 +109,10 @@ def install_error_handlers(app: FastAPI) -> None:
         for name, value in (exc.headers or {}).items():
             response.headers[name] = value
         return response
+
+    @app.exception_handler(SignInRequired)
+    async def sign_in_required(request: Request, exc: SignInRequired) -> Response:
+        return RedirectResponse(exc.location, status_code=303, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:

@@ -4,7 +4,8 @@ Pages and their JSON twins are pure functions of the catalogue, the URL and the 
 access date of citations), and a public one is the same for every visitor. This ASGI
 middleware keeps the bytes of each such ``200`` response under the catalogue version read
 before it was made (``kernelindex.store.version``); a later request for the same URL is
-answered from memory while the version is unchanged, after one read of that integer.
+answered from memory while the version is unchanged, after one read of that integer
+(made in the threadpool, off the event loop).
 Any write committed by any process increases the version, so the next request after it
 is rendered afresh: several workers never disagree and never serve stale data.
 
@@ -20,6 +21,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kernelindex.store.version import ATTESTATION_PATHS, VersionReader
@@ -65,7 +67,9 @@ class ResponseCache:
                 return
             elif name == b"if-none-match":
                 match = value
-        versions = self.reader()
+        # A round trip to the database (or a wait for it, when it is in trouble): in the
+        # threadpool, so that other requests go on meanwhile.
+        versions = await run_in_threadpool(self.reader)
         if versions is None:
             await self.app(scope, receive, send)
             return

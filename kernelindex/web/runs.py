@@ -6,16 +6,15 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from kernelindex.accounts.csrf import check_csrf
 from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.store.attestations import SubmissionError, add_attestation, add_report, attestations_of_run
 from kernelindex.store.common import history
 from kernelindex.store.reruns import rerun_of_run
 from kernelindex.store.run_queries import Run, run_standing
 from kernelindex.store.run_queries import find_run as run_by_ref
-from kernelindex.web.accounts import current_user
-from kernelindex.web.deps import SessionDep
-from kernelindex.web.errors import NotFound
+from kernelindex.web.auth import current_user
+from kernelindex.web.deps import CheckedForm, SessionDep
+from kernelindex.web.errors import NotFound, SignInRequired
 from kernelindex.web.pages import page_route, render_page
 from kernelindex.web.rerun_part import rerun_part
 from kernelindex.web.run_page import FormState, build_run_page, parse_accessed
@@ -60,14 +59,18 @@ def run_detail(request: Request, name: str, session: SessionDep, accessed: str |
     return render_run(request, session, find_run(session, name), accessed=accessed)
 
 
+# The two forms are plain functions, run in the threadpool with their reads and writes;
+# ``CheckedForm`` has read the form and checked its CSRF token before.
+
+
 @router.post("/runs/{name}/attestations")
-async def attest(request: Request, name: str, session: SessionDep) -> Response:
-    form = await request.form()
-    check_csrf(request, form)
+def attest(request: Request, name: str, form: CheckedForm, session: SessionDep) -> Response:
     run = find_run(session, name)
+    # Not the ``SignedInUser`` dependency: an unknown run is a 404 first, and the way back
+    # after signing in is the run's attestations.
     user = current_user(request, session)
     if user is None:
-        return RedirectResponse(f"/signin?next=/runs/{run.name}%23attestations", status_code=303)
+        raise SignInRequired(f"/signin?next=/runs/{run.name}%23attestations")
     values = {field: str(form.get(field, "")) for field in FORM_FIELDS}
     fields: dict[str, object] = dict(values)
     if values["measured_latency_ns"].strip().isdigit():
@@ -85,9 +88,7 @@ async def attest(request: Request, name: str, session: SessionDep) -> Response:
 
 
 @router.post("/runs/{name}/reports")
-async def report(request: Request, name: str, session: SessionDep) -> Response:
-    form = await request.form()
-    check_csrf(request, form)
+def report(request: Request, name: str, form: CheckedForm, session: SessionDep) -> Response:
     run = find_run(session, name)
     values = {"reason": str(form.get("reason", "")), "report_body": str(form.get("report_body", ""))}
     address = request.client.host if request.client else "unknown"
