@@ -135,7 +135,8 @@ def compare(run_names: Iterable[str], fmt: str | None = None) -> str:
 
 
 def signin(next_path: str | None = None) -> str:
-    return with_query("/signin", next=next_path)
+    """The sign-in page, returning to ``next_path`` (a path of this site; its slashes kept readable)."""
+    return f"/signin?next={quote(next_path)}" if next_path else "/signin"
 
 
 def catalogue_export() -> str:

@@ -11,10 +11,10 @@ a page or problem JSON like every other error.
 from __future__ import annotations
 
 from typing import Annotated
-from urllib.parse import quote
 
 from fastapi import Depends, HTTPException, Request
 
+from kernelindex import urls
 from kernelindex.db.tables import User
 from kernelindex.store import accounts
 from kernelindex.web.deps import SessionDep
@@ -42,7 +42,7 @@ CurrentUser = Annotated[User | None, Depends(current_user)]
 
 def sign_in_at(target: str, headers: dict[str, str] | None = None) -> SignInRequired:
     """Send the browser to sign in, then back to ``target`` (a same-site path)."""
-    return SignInRequired(f"/signin?next={quote(target)}", headers)
+    return SignInRequired(urls.signin(target), headers)
 
 
 def signed_in_user(request: Request, user: CurrentUser) -> User:

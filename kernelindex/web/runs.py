@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 
+from kernelindex import urls
 from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.store.attestations import SubmissionError, add_attestation, add_report, attestations_of_run
 from kernelindex.store.common import history
@@ -70,7 +71,7 @@ def attest(request: Request, name: str, form: CheckedForm, session: SessionDep) 
     # after signing in is the run's attestations.
     user = current_user(request, session)
     if user is None:
-        raise SignInRequired(f"/signin?next=/runs/{run.name}%23attestations")
+        raise SignInRequired(urls.signin(urls.run(run.name) + "#attestations"))
     values = {field: str(form.get(field, "")) for field in FORM_FIELDS}
     fields: dict[str, object] = dict(values)
     if values["measured_latency_ns"].strip().isdigit():
