@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from kernelindex.manifests import sha256_digest
+from kernelindex.manifests.digest import comparison_key
 from kernelindex.ranking import (
     RunFacts,
-    comparison_key,
     geometric_mean,
     ineligibility_reasons,
     is_faster_than_bound,

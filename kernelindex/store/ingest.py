@@ -22,7 +22,8 @@ from kernelindex.db.tables import (
 from kernelindex.ingest.batch import Batch, SourceInfo
 from kernelindex.manifests import BenchmarkProtocol, ExecutionEnvironment
 from kernelindex.manifests import Implementation as ImplementationManifest
-from kernelindex.ranking import comparison_key, geometric_mean
+from kernelindex.manifests.digest import comparison_key
+from kernelindex.ranking import geometric_mean
 from kernelindex.slugs import slugify
 from kernelindex.store.manifests import Outcome, existing_by_name, put
 from kernelindex.store.search import index_batch

@@ -22,7 +22,7 @@ from kernelindex.db.rerun_tables import RerunBundle, RerunCase, RerunResult
 from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Workload
 from kernelindex.ingest.reruns import AGREEMENT_BOUND, RERUN_SOURCE, MappedBundle, VerifiedBundle, map_bundle
 from kernelindex.manifests import Manifest
-from kernelindex.ranking import comparison_key
+from kernelindex.manifests.digest import comparison_key
 from kernelindex.rerun.bundle import BundleError
 from kernelindex.rerun.cases import Case, cases_sha256
 from kernelindex.store.ingest import ensure_source, environment_columns, implementation_columns, protocol_columns
