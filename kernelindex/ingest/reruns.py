@@ -18,13 +18,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kernelindex.ingest.batch import SourceInfo
 from kernelindex.ingest.rerun_payload import CaseRecord, Payload
 from kernelindex.manifests import BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment, Implementation
 from kernelindex.rerun import protocol as rerun_protocol
 from kernelindex.rerun.bundle import BundleError, verify_bundle
 from kernelindex.rerun.cases import Case, cases_sha256
 from kernelindex.rerun.stats import suite_latency_ns, summarize_case
+from kernelindex.store.batch import SourceInfo
 
 API_VERSION = "kernelindex.dev/v1alpha1"
 MAX_BUNDLE_BYTES = 16 * 1024 * 1024

@@ -18,8 +18,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from kernelindex.db.tables import IngestionReport, Source
-from kernelindex.ingest.batch import Batch, SourceInfo, UnitFailure
 from kernelindex.ingest.http import UpstreamError
+from kernelindex.store.batch import Batch, SourceInfo, UnitFailure
 from kernelindex.store.ingest import apply_batch, ensure_source, mark_missing_workloads, start_report
 
 

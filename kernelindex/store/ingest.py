@@ -19,12 +19,12 @@ from kernelindex.db.tables import (
     Workload,
     WorkloadCase,
 )
-from kernelindex.ingest.batch import Batch, SourceInfo
 from kernelindex.manifests import BenchmarkProtocol, ExecutionEnvironment
 from kernelindex.manifests import Implementation as ImplementationManifest
 from kernelindex.manifests.digest import comparison_key
 from kernelindex.ranking import geometric_mean
 from kernelindex.slugs import slugify
+from kernelindex.store.batch import Batch, SourceInfo
 from kernelindex.store.manifests import Outcome, existing_by_name, put
 from kernelindex.store.search import index_batch
 

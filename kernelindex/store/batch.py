@@ -1,4 +1,4 @@
-"""What an adapter hands the runner: one unit of upstream data, already mapped to manifests."""
+"""The write contract an adapter fills and the store writes: one unit of upstream data, mapped to manifests."""
 
 from __future__ import annotations
 
