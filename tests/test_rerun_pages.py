@@ -16,10 +16,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from fastapi.testclient import TestClient
 
 from kernelindex.app import create_app
+from kernelindex.ingest.rerun_import import import_bundle
 from kernelindex.ingest.reruns import read_bundle
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.settings import Settings
-from kernelindex.store.reruns import import_bundle
 from kernelindex.verify import verify_document
 from tests.rerun_bundles import ADAIN, approved, make_payload, signed
 

@@ -12,10 +12,9 @@ from pydantic.alias_generators import to_camel
 
 from kernelindex.db.tables import Source, Workload
 from kernelindex.gpus import TRACKED_GPUS
-from kernelindex.ingest.reruns import RERUN_PROTOCOL_NAME
 from kernelindex.ranking import RankedRun, ineligibility_reasons, rank_group, record_history
 from kernelindex.slugs import slugify
-from kernelindex.store.reruns import RerunBounds
+from kernelindex.store.reruns import RERUN_PROTOCOL_NAME, RerunBounds
 from kernelindex.store.runs import RunView
 from kernelindex.web import params
 from kernelindex.web.chart import HistoryChart, history_chart

@@ -11,11 +11,10 @@ from fastapi.responses import Response
 from sqlalchemy import func, select
 
 from kernelindex.db.tables import Protocol, Run
-from kernelindex.ingest.reruns import AGREEMENT_BOUND, RERUN_PROTOCOL_NAME
 from kernelindex.rerun import protocol as rerun_protocol
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.rerun.roofline import ASSUMPTION
-from kernelindex.store.reruns import bundle_text
+from kernelindex.store.reruns import AGREEMENT_BOUND, RERUN_PROTOCOL_NAME, bundle_text
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import NotFound
 from kernelindex.web.manifests import IMMUTABLE
