@@ -9,9 +9,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from kernelindex.app import create_app
-from kernelindex.feeds import ATOM, Feed, FeedEntry, atom_feed, improvement_ratio
 from kernelindex.settings import Settings
 from kernelindex.store.records import catalogue_records, find_workload, workload_records
+from kernelindex.web.feeds import ATOM, Feed, FeedEntry, atom_feed, improvement_ratio
 
 A = f"{{{ATOM}}}"
 CONV2D = "l1-040-conv2d-residual-block"
