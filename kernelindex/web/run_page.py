@@ -9,10 +9,9 @@ from typing import Any, ClassVar
 
 from kernelindex.accounts.markup import render_body
 from kernelindex.citations import FORMAT_LABELS, FORMATS, RENDERERS, CitableRecord, plain_text
-from kernelindex.db.tables import Run
 from kernelindex.ranking import ineligibility_reasons, rank_group
 from kernelindex.store.attestations import REPORT_REASONS, AttestationView
-from kernelindex.store.runs import RunView, to_view
+from kernelindex.store.runs import Run, RunView, to_view
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.format import latency, ratio
 from kernelindex.web.leaderboard import Part
