@@ -246,6 +246,27 @@ def start_report(session: Session, source: Source, origin: str, now: datetime) -
     return report
 
 
+def source_by_id(session: Session, source_id: int) -> Source:
+    return session.get_one(Source, source_id)
+
+
+def finish_report(
+    session: Session,
+    report_id: int,
+    status: str,
+    finished_at: datetime,
+    counts: dict[str, dict[str, int]],
+    errors: list[str],
+    drift: list[str],
+) -> None:
+    report = session.get_one(IngestionReport, report_id)
+    report.status = status
+    report.finished_at = finished_at
+    report.counts = counts
+    report.errors = errors
+    report.drift = drift
+
+
 INTERRUPTED = "this ingest stopped before it finished (killed or crashed); the next run picked up its work"
 
 
