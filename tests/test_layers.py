@@ -252,8 +252,8 @@ def test_packages_import_each_other_without_cycles() -> None:
     found = cycles(graph)
     described = [
         " ⇄ ".join(component)
-        + ": "
-        + "; ".join(
+        + ":\n    "
+        + "\n    ".join(
             f"{module}: {item.shown}"
             for module in modules()
             if package_of(module) in component
