@@ -40,10 +40,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from kernelindex.db import migrate
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.search_tables import SearchEntry, SearchTerm
-from kernelindex.ingest.batch import Batch, SourceInfo
 from kernelindex.ingest.sol_execbench import KernelDetail, environment_manifest, workload_manifest
 from kernelindex.manifests import Implementation
 from kernelindex.paths import BUNDLED_SNAPSHOT
+from kernelindex.store.batch import Batch, SourceInfo
 from kernelindex.store.ingest import apply_batch, ensure_source
 from kernelindex.store.search import search, suggest, words
 

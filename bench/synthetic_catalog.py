@@ -56,7 +56,7 @@ from kernelindex.db.tables import (
 )
 from kernelindex.ingest.sol_execbench import environment_manifest, protocol_manifest
 from kernelindex.manifests import Attestation, BenchmarkRun, sha256_digest
-from kernelindex.ranking import comparison_key
+from kernelindex.manifests.digest import comparison_key
 from kernelindex.store.bulk import insert_rows, version_rows
 from kernelindex.store.ingest import apply_batch, ensure_source
 from kernelindex.store.manifests import manifest_text

@@ -14,19 +14,6 @@ from datetime import datetime
 from decimal import Decimal
 from itertools import groupby
 
-from kernelindex.manifests.digest import sha256_digest
-
-
-def comparison_key(workload_digest: str, protocol_digest: str, environment_digest: str) -> str:
-    """The digest naming a comparison group; shown as "comparison key sha256:…"."""
-    return sha256_digest(
-        {
-            "workloadDigest": workload_digest,
-            "protocolDigest": protocol_digest,
-            "environmentDigest": environment_digest,
-        }
-    )
-
 
 def geometric_mean(values: Sequence[float]) -> float:
     """Geometric mean of positive values; the SOL-ExecBench suite aggregate."""

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from kernelindex.feeds import ATOM, Feed, FeedEntry, atom_feed, improvement_ratio
 from kernelindex.store.records import catalogue_records, find_workload, workload_records
+from kernelindex.web.feeds import ATOM, Feed, FeedEntry, atom_feed, improvement_ratio
 
 A = f"{{{ATOM}}}"
 CONV2D = "l1-040-conv2d-residual-block"

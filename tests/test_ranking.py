@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from kernelindex.manifests import sha256_digest
+from kernelindex.manifests.digest import comparison_key
 from kernelindex.ranking import (
     RunFacts,
     best_per_implementation,
-    comparison_key,
     current_record,
     default_group,
     fastest_reported,

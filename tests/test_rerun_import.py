@@ -16,11 +16,10 @@ from sqlalchemy.orm import Session
 
 from kernelindex.db.rerun_tables import RerunBundle, RerunCase, RerunResult
 from kernelindex.db.tables import ManifestVersion, Run
-from kernelindex.ingest.rerun_import import KeysError, import_bundle_files, load_approved_keys
+from kernelindex.ingest.rerun_import import KeysError, import_bundle, import_bundle_files, load_approved_keys
 from kernelindex.ingest.reruns import read_bundle
 from kernelindex.manifests import BenchmarkRun
 from kernelindex.rerun.bundle import BundleError
-from kernelindex.store.reruns import import_bundle
 from tests.conftest import StoreUnderTest
 from tests.rerun_bundles import ADAIN, CONV, approved, make_payload, resign_with_tampering, signed, write_keys_file
 

@@ -1,6 +1,10 @@
 """Importing rerun bundles: the approved runner keys, one transaction per bundle, and the
 bundled dataset a fresh install loads.
 
+``import_bundle`` files a verified bundle under the registry's workload it names: a bundle
+imported before writes nothing, one whose cases differ from the workload's is refused,
+and anything else is mapped (``reruns.map_bundle``) and written through the store.
+
 Approved keys come from configuration only (``KERNELINDEX_RUNNER_KEYS_FILE`` or the CLI's
 ``--keys``); there is no default key. The bundled dataset is the one exception: its own
 folder lists the public keys of the runs that produced it, and its files are checked
@@ -13,23 +17,34 @@ import base64
 import binascii
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from kernelindex.ingest.reruns import read_bundle
+from kernelindex.ingest.reruns import VerifiedBundle, map_bundle, read_bundle
 from kernelindex.ingest.snapshot import verify_checksums
 from kernelindex.rerun.bundle import BundleError, key_id
-from kernelindex.store.reruns import ImportOutcome, import_bundle
+from kernelindex.rerun.cases import cases_sha256
+from kernelindex.store.reruns import rerun_workload, stored_bundle, write_rerun
 
 BUNDLED_KEYS_FILE = "runner-keys.json"
 
 
 class KeysError(ValueError):
     """The approved-keys file cannot be used; the message says why."""
+
+
+@dataclass(frozen=True)
+class ImportOutcome:
+    bundle_id: str
+    run_name: str | None
+    implementation: str
+    workload: str
+    latency_ns: int | None
+    already_imported: bool
 
 
 @dataclass(frozen=True)
@@ -62,6 +77,37 @@ def load_approved_keys(path: Path) -> dict[str, str]:
             raise KeysError(f"{path}: key {number}'s keyId does not belong to its 32-byte Ed25519 public key")
         approved[entry["keyId"]] = entry["publicKey"]
     return approved
+
+
+def import_bundle(session: Session, bundle: VerifiedBundle, now: datetime) -> ImportOutcome:
+    """Store one verified bundle; importing the same bundle again writes nothing."""
+    payload = bundle.payload
+    outcome = ImportOutcome(
+        payload.bundle_id,
+        None,
+        payload.implementation.name,
+        payload.workload.slug,
+        payload.suite.latency_ns,
+        already_imported=False,
+    )
+    existing = stored_bundle(session, payload.bundle_id)
+    if existing is not None:
+        if existing.file_sha256 != bundle.file_sha256:
+            raise BundleError(f"bundle {payload.bundle_id} was imported before with different content")
+        return replace(outcome, run_name=existing.run_name, already_imported=True)
+
+    workload = rerun_workload(session, payload.workload.slug)
+    if workload is None:
+        raise BundleError(
+            f"bundle {payload.bundle_id} measured {payload.workload.slug}, a workload not in this registry"
+        )
+    if cases_sha256(workload.cases) != payload.workload.cases_sha256:
+        raise BundleError(
+            f"bundle {payload.bundle_id} measured a suite of {payload.workload.case_count} cases that differs from "
+            f"the registry's {workload.name} ({workload.digest}); it cannot be filed under that workload"
+        )
+    run_name = write_rerun(session, map_bundle(bundle, workload.digest), workload, now)
+    return replace(outcome, run_name=run_name)
 
 
 def import_bundle_files(

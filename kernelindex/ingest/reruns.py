@@ -4,8 +4,9 @@
 key, then validates the payload and checks that its figures follow from its own raw
 samples. ``map_bundle`` turns it into the manifests the registry stores: the published
 rerun protocol, the environment as found, the implementation, one suite-scoped run and
-one case-scoped run per case. Whether the bundle fits the registry (the workload exists
-and has the same cases) is the store's check, which knows the workload.
+one case-scoped run per case, as the ``RerunRecord`` the store writes. The importer
+(``rerun_import``) checks that the bundle fits the registry (the workload exists and has
+the same cases) before mapping it.
 """
 
 from __future__ import annotations
@@ -18,35 +19,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kernelindex.ingest.batch import SourceInfo
-from kernelindex.ingest.rerun_payload import CaseRecord, Payload
+from kernelindex.ingest.rerun_payload import Payload
 from kernelindex.manifests import BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment, Implementation
 from kernelindex.rerun import protocol as rerun_protocol
 from kernelindex.rerun.bundle import BundleError, verify_bundle
 from kernelindex.rerun.cases import Case, cases_sha256
 from kernelindex.rerun.stats import suite_latency_ns, summarize_case
+from kernelindex.store.batch import RerunCaseRecord, RerunRecord
+from kernelindex.store.reruns import RERUN_PROTOCOL_NAME, RERUN_SOURCE
 
 API_VERSION = "kernelindex.dev/v1alpha1"
 MAX_BUNDLE_BYTES = 16 * 1024 * 1024
-
-RERUN_SOURCE = SourceInfo(
-    slug="kernelindex-reruns",
-    name="KernelIndex controlled reruns",
-    url="/protocols/kernelindex-rerun-v1",
-    description=(
-        "Measurements made by KernelIndex's own runner on a GPU it controls, under the published "
-        "KernelIndex rerun protocol: open implementations, correctness against a float64 reference, "
-        "CUDA-event timing with a cold L2, every raw sample kept, each bundle signed with the runner's "
-        "Ed25519 key."
-    ),
-    licence="Measurements: CC-BY-4.0. Implementations measured: Apache-2.0 (source in the registry).",
-)
-
-RERUN_PROTOCOL_NAME = f"{rerun_protocol.PROTOCOL_NAME}-v{rerun_protocol.PROTOCOL_VERSION}"
-
-# Two controlled reruns agree when their suite figures differ by at most this fraction of the
-# smaller one: the protocol's noise bound (stated on the protocol page).
-AGREEMENT_BOUND = 0.05
 
 
 @dataclass(frozen=True)
@@ -55,23 +38,6 @@ class VerifiedBundle:
     key_id: str
     text: str
     file_sha256: str
-
-
-@dataclass(frozen=True)
-class CaseRun:
-    record: CaseRecord
-    manifest: BenchmarkRun
-
-
-@dataclass(frozen=True)
-class MappedBundle:
-    bundle: VerifiedBundle
-    protocol: BenchmarkProtocol
-    environment: ExecutionEnvironment
-    implementation: Implementation
-    suite_run: BenchmarkRun
-    case_runs: list[CaseRun]
-    bound_ns: int
 
 
 def read_bundle(data: bytes, approved_keys: dict[str, str]) -> VerifiedBundle:
@@ -216,7 +182,8 @@ def implementation_manifest(payload: Payload) -> Implementation:
     )
 
 
-def map_bundle(bundle: VerifiedBundle, workload_digest: str) -> MappedBundle:
+def map_bundle(bundle: VerifiedBundle, workload_digest: str) -> RerunRecord:
+    """The manifests and figures the store writes for a verified bundle filed under the workload."""
     payload = bundle.payload
     protocol, environment = protocol_manifest(), environment_manifest(payload)
     implementation = implementation_manifest(payload)
@@ -260,9 +227,24 @@ def map_bundle(bundle: VerifiedBundle, workload_digest: str) -> MappedBundle:
             case_metrics,
             case.index,
         )
-        case_runs.append(CaseRun(case, manifest))
-    bound_ns = round(bound) if bound is not None else 0
-    return MappedBundle(bundle, protocol, environment, implementation, suite_run, case_runs, bound_ns)
+        case_runs.append(RerunCaseRecord(case.index, round(case.roofline.bound_ns), manifest))
+    return RerunRecord(
+        bundle_id=payload.bundle_id,
+        key_id=bundle.key_id,
+        file_sha256=bundle.file_sha256,
+        machine_id=payload.environment.gpu.uuid or payload.environment.hostname,
+        started_at=payload.started_at,
+        finished_at=payload.finished_at,
+        bundle_json=bundle.text,
+        protocol=protocol,
+        environment=environment,
+        implementation=implementation,
+        suite_run=suite_run,
+        cases=case_runs,
+        bound_ns=round(bound) if bound is not None else 0,
+        cases_passed=payload.suite.cases_passed,
+        case_count=payload.suite.suite_case_count,
+    )
 
 
 def _run_manifest(

@@ -17,10 +17,16 @@ from typing import Protocol
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from kernelindex.db.tables import IngestionReport, Source
-from kernelindex.ingest.batch import Batch, SourceInfo, UnitFailure
 from kernelindex.ingest.http import UpstreamError
-from kernelindex.store.ingest import apply_batch, ensure_source, mark_missing_workloads, start_report
+from kernelindex.store.batch import Batch, SourceInfo, UnitFailure
+from kernelindex.store.ingest import (
+    apply_batch,
+    ensure_source,
+    finish_report,
+    mark_missing_workloads,
+    source_by_id,
+    start_report,
+)
 
 
 class Adapter(Protocol):
@@ -103,7 +109,7 @@ def run_ingest(
         drift |= batch.drift
         try:
             with sessions.begin() as session:
-                source = session.get_one(Source, source_id)
+                source = source_by_id(session, source_id)
                 written = apply_batch(session, source, batch, observed)
         except (SQLAlchemyError, ValueError) as exc:
             errors.append(f"{batch.unit}: could not be stored ({type(exc).__name__}: {exc})")
@@ -119,7 +125,7 @@ def run_ingest(
     drift |= adapter.drift
     finished = clock()
     with sessions.begin() as session:
-        source = session.get_one(Source, source_id)
+        source = source_by_id(session, source_id)
         if units and counts["units.failed"] < len(units):
             counts["flag.missing_workloads"] += mark_missing_workloads(session, source, set(units), observed)
             if source.last_observed_at != observed:
@@ -129,12 +135,7 @@ def run_ingest(
         nested = _nested(counts)
         nested.setdefault("flag", {})
         nested["flags"] = nested.pop("flag")
-        report = session.get_one(IngestionReport, report_id)
-        report.status = status
-        report.finished_at = finished
-        report.counts = nested
-        report.errors = errors
-        report.drift = sorted(drift)
+        finish_report(session, report_id, status, finished, nested, errors, sorted(drift))
     return IngestSummary(
         report_id=report_id,
         status=status,

@@ -23,7 +23,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kernelindex.ingest.batch import Batch, RunRecord, SourceInfo, UnitFailure
 from kernelindex.ingest.http import JsonFetcher, UpstreamError
 from kernelindex.manifests import (
     BenchmarkProtocol,
@@ -34,6 +33,7 @@ from kernelindex.manifests import (
 )
 from kernelindex.ranking import geometric_mean, is_faster_than_bound
 from kernelindex.slugs import slugify
+from kernelindex.store.batch import Batch, RunRecord, SourceInfo, UnitFailure
 
 SOURCE = SourceInfo(
     slug="sol-execbench",

@@ -35,6 +35,17 @@ def sha256_digest(value: Any) -> str:
     return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
 
 
+def comparison_key(workload_digest: str, protocol_digest: str, environment_digest: str) -> str:
+    """The digest naming a comparison group; shown as "comparison key sha256:…"."""
+    return sha256_digest(
+        {
+            "workloadDigest": workload_digest,
+            "protocolDigest": protocol_digest,
+            "environmentDigest": environment_digest,
+        }
+    )
+
+
 def identity_of(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a manifest (as plain JSON) that its digest covers."""
     missing = [field for field in IDENTITY_FIELDS if field not in manifest]

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from kernelindex.accounts.passwords import DUMMY_HASH, hash_password, verify_password
 from kernelindex.db.account_tables import ApiKey, AuditEntry
-from kernelindex.db.tables import User
+from kernelindex.db.tables import User as User  # the account row the store returns, for its callers' annotations
 
 HANDLE = re.compile(r"^[A-Za-z0-9_-]{2,32}$")
 SCOPES = ("read", "attest")

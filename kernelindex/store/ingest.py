@@ -19,11 +19,12 @@ from kernelindex.db.tables import (
     Workload,
     WorkloadCase,
 )
-from kernelindex.ingest.batch import Batch, SourceInfo
 from kernelindex.manifests import BenchmarkProtocol, ExecutionEnvironment
 from kernelindex.manifests import Implementation as ImplementationManifest
-from kernelindex.ranking import comparison_key, geometric_mean
+from kernelindex.manifests.digest import comparison_key
+from kernelindex.ranking import geometric_mean
 from kernelindex.slugs import slugify
+from kernelindex.store.batch import Batch, SourceInfo
 from kernelindex.store.manifests import Outcome, existing_by_name, put
 from kernelindex.store.search import index_batch
 
@@ -244,6 +245,27 @@ def start_report(session: Session, source: Source, origin: str, now: datetime) -
     session.add(report)
     session.flush()
     return report
+
+
+def source_by_id(session: Session, source_id: int) -> Source:
+    return session.get_one(Source, source_id)
+
+
+def finish_report(
+    session: Session,
+    report_id: int,
+    status: str,
+    finished_at: datetime,
+    counts: dict[str, dict[str, int]],
+    errors: list[str],
+    drift: list[str],
+) -> None:
+    report = session.get_one(IngestionReport, report_id)
+    report.status = status
+    report.finished_at = finished_at
+    report.counts = counts
+    report.errors = errors
+    report.drift = drift
 
 
 INTERRUPTED = "this ingest stopped before it finished (killed or crashed); the next run picked up its work"

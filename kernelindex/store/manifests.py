@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -26,6 +27,31 @@ class Outcome(StrEnum):
     ADDED = "added"
     UPDATED = "updated"
     UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True)
+class StoredManifest:
+    """One stored version of a manifest; ``current`` when no newer version superseded it."""
+
+    digest: str
+    kind: str
+    name: str
+    manifest_json: str
+    current: bool
+
+
+def manifest_by_digest(session: Session, digest: str) -> StoredManifest | None:
+    """The stored manifest with this digest, whichever record it belongs (or belonged) to."""
+    version = session.scalars(select(ManifestVersion).where(ManifestVersion.digest == digest).limit(1)).first()
+    if version is None:
+        return None
+    return StoredManifest(
+        digest=version.digest,
+        kind=version.kind,
+        name=version.name,
+        manifest_json=version.manifest_json,
+        current=version.superseded_at is None,
+    )
 
 
 def manifest_text(manifest: Manifest) -> str:

@@ -11,7 +11,7 @@ different GPU (by its UUID), agrees with it within the protocol's noise bound.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -20,101 +20,134 @@ from sqlalchemy.orm import Session, joinedload
 
 from kernelindex.db.rerun_tables import RerunBundle, RerunCase, RerunResult
 from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Workload
-from kernelindex.ingest.reruns import AGREEMENT_BOUND, RERUN_SOURCE, MappedBundle, VerifiedBundle, map_bundle
 from kernelindex.manifests import Manifest
-from kernelindex.ranking import comparison_key
+from kernelindex.manifests.digest import comparison_key
+from kernelindex.rerun import protocol as rerun_protocol
 from kernelindex.rerun.bundle import BundleError
-from kernelindex.rerun.cases import Case, cases_sha256
+from kernelindex.rerun.cases import Case
+from kernelindex.store.batch import RerunRecord, SourceInfo
 from kernelindex.store.ingest import ensure_source, environment_columns, implementation_columns, protocol_columns
 from kernelindex.store.manifests import Outcome, Row, existing_by_name, put
 
+__all__ = [
+    "AGREEMENT_BOUND",
+    "RERUN_PROTOCOL_NAME",
+    "RERUN_SOURCE",
+    "RerunBounds",
+    "RerunResult",
+    "RerunWorkload",
+    "StoredBundle",
+    "agrees",
+    "bundle_text",
+    "derive_rerun_evidence",
+    "newest_rerun_bounds",
+    "rerun_of_run",
+    "rerun_workload",
+    "stored_bundle",
+    "write_rerun",
+]
+
+RERUN_SOURCE = SourceInfo(
+    slug="kernelindex-reruns",
+    name="KernelIndex controlled reruns",
+    url="/protocols/kernelindex-rerun-v1",
+    description=(
+        "Measurements made by KernelIndex's own runner on a GPU it controls, under the published "
+        "KernelIndex rerun protocol: open implementations, correctness against a float64 reference, "
+        "CUDA-event timing with a cold L2, every raw sample kept, each bundle signed with the runner's "
+        "Ed25519 key."
+    ),
+    licence="Measurements: CC-BY-4.0. Implementations measured: Apache-2.0 (source in the registry).",
+)
+
+RERUN_PROTOCOL_NAME = f"{rerun_protocol.PROTOCOL_NAME}-v{rerun_protocol.PROTOCOL_VERSION}"
+
+# Two controlled reruns agree when their suite figures differ by at most this fraction of the
+# smaller one: the protocol's noise bound (stated on the protocol page).
+AGREEMENT_BOUND = 0.05
+
 
 @dataclass(frozen=True)
-class ImportOutcome:
-    bundle_id: str
+class StoredBundle:
+    """A bundle imported before: the digest of its file and the suite run it became."""
+
+    file_sha256: str
     run_name: str | None
-    implementation: str
-    workload: str
-    latency_ns: int | None
-    already_imported: bool
 
 
-def import_bundle(session: Session, bundle: VerifiedBundle, now: datetime) -> ImportOutcome:
-    """Store one verified bundle; importing the same bundle again writes nothing."""
-    payload = bundle.payload
-    outcome = ImportOutcome(
-        payload.bundle_id,
-        None,
-        payload.implementation.name,
-        payload.workload.slug,
-        payload.suite.latency_ns,
-        already_imported=False,
-    )
-    existing = session.scalar(select(RerunBundle).where(RerunBundle.bundle_id == payload.bundle_id))
-    if existing is not None:
-        if existing.file_sha256 != bundle.file_sha256:
-            raise BundleError(f"bundle {payload.bundle_id} was imported before with different content")
-        result = session.scalar(select(RerunResult).where(RerunResult.bundle_id == existing.id))
-        name = result.run.name if result is not None else None
-        return replace(outcome, run_name=name, already_imported=True)
+@dataclass(frozen=True)
+class RerunWorkload:
+    """The registry's workload a bundle names, with its cases in order."""
 
-    workload = session.scalar(select(Workload).where(Workload.name == payload.workload.slug))
+    id: int
+    name: str
+    digest: str
+    cases: list[Case]
+
+
+def stored_bundle(session: Session, bundle_id: str) -> StoredBundle | None:
+    existing = session.scalar(select(RerunBundle).where(RerunBundle.bundle_id == bundle_id))
+    if existing is None:
+        return None
+    result = session.scalar(select(RerunResult).where(RerunResult.bundle_id == existing.id))
+    return StoredBundle(existing.file_sha256, result.run.name if result is not None else None)
+
+
+def rerun_workload(session: Session, name: str) -> RerunWorkload | None:
+    workload = session.scalar(select(Workload).where(Workload.name == name))
     if workload is None:
-        raise BundleError(
-            f"bundle {payload.bundle_id} measured {payload.workload.slug}, a workload not in this registry"
-        )
-    stored_cases = [Case(index=case.position, axes=case.axes) for case in workload.cases]
-    if cases_sha256(stored_cases) != payload.workload.cases_sha256:
-        raise BundleError(
-            f"bundle {payload.bundle_id} measured a suite of {payload.workload.case_count} cases that differs from "
-            f"the registry's {workload.name} ({workload.digest}); it cannot be filed under that workload"
-        )
-    mapped = map_bundle(bundle, workload.digest)
+        return None
+    cases = [Case(index=case.position, axes=case.axes) for case in workload.cases]
+    return RerunWorkload(workload.id, workload.name, workload.digest, cases)
+
+
+def write_rerun(session: Session, record: RerunRecord, workload: RerunWorkload, now: datetime) -> str:
+    """Write one mapped bundle filed under ``workload``; returns the name of its suite run.
+
+    The caller has checked that the bundle is new and that its cases are the workload's.
+    """
     source = ensure_source(session, RERUN_SOURCE)
-    if source.last_observed_at is None or source.last_observed_at < payload.finished_at:
-        source.last_observed_at = payload.finished_at
-    run = _write_suite_run(session, mapped, workload, source.id, now)
+    if source.last_observed_at is None or source.last_observed_at < record.finished_at:
+        source.last_observed_at = record.finished_at
+    run = _write_suite_run(session, record, workload, source.id, now)
     stored = RerunBundle(
-        bundle_id=payload.bundle_id,
-        key_id=bundle.key_id,
-        file_sha256=bundle.file_sha256,
-        machine_id=payload.environment.gpu.uuid or payload.environment.hostname,
-        started_at=payload.started_at,
-        finished_at=payload.finished_at,
+        bundle_id=record.bundle_id,
+        key_id=record.key_id,
+        file_sha256=record.file_sha256,
+        machine_id=record.machine_id,
+        started_at=record.started_at,
+        finished_at=record.finished_at,
         imported_at=now,
-        bundle_json=bundle.text,
+        bundle_json=record.bundle_json,
     )
     session.add(stored)
     session.flush()
     result = RerunResult(
         run_id=run.id,
         bundle_id=stored.id,
-        bound_ns=mapped.bound_ns,
-        cases_passed=payload.suite.cases_passed,
-        case_count=payload.suite.suite_case_count,
+        bound_ns=record.bound_ns,
+        cases_passed=record.cases_passed,
+        case_count=record.case_count,
     )
     session.add(result)
     session.flush()
-    for case_run in mapped.case_runs:
-        assert case_run.record.roofline is not None
-        columns = {
-            "result_id": result.id,
-            "position": case_run.record.index,
-            "bound_ns": round(case_run.record.roofline.bound_ns),
-        }
-        put(session, RerunCase, case_run.manifest, columns, None, now)
+    for case in record.cases:
+        columns = {"result_id": result.id, "position": case.position, "bound_ns": case.bound_ns}
+        put(session, RerunCase, case.manifest, columns, None, now)
     session.flush()
     derive_rerun_evidence(session, run.comparison_key)
-    return replace(outcome, run_name=run.name)
+    return run.name
 
 
-def _write_suite_run(session: Session, mapped: MappedBundle, workload: Workload, source_id: int, now: datetime) -> Run:
-    protocol = _put_reference(session, Protocol, mapped.protocol, protocol_columns(mapped.protocol), now)
-    environment = _put_reference(session, Environment, mapped.environment, environment_columns(mapped.environment), now)
+def _write_suite_run(
+    session: Session, record: RerunRecord, workload: RerunWorkload, source_id: int, now: datetime
+) -> Run:
+    protocol = _put_reference(session, Protocol, record.protocol, protocol_columns(record.protocol), now)
+    environment = _put_reference(session, Environment, record.environment, environment_columns(record.environment), now)
     implementation = _put_reference(
-        session, Implementation, mapped.implementation, implementation_columns(mapped.implementation), now
+        session, Implementation, record.implementation, implementation_columns(record.implementation), now
     )
-    manifest = mapped.suite_run
+    manifest = record.suite_run
     if existing_by_name(session, Run, [manifest.metadata.name]):
         raise BundleError(f"a run named {manifest.metadata.name} already exists")
     latency = manifest.spec.timing.latency_ns["median"]
@@ -124,7 +157,7 @@ def _write_suite_run(session: Session, mapped: MappedBundle, workload: Workload,
         manifest,
         {
             "source_id": source_id,
-            "external_id": mapped.bundle.payload.bundle_id,
+            "external_id": record.bundle_id,
             "workload_id": workload.id,
             "implementation_id": implementation.id,
             "protocol_id": protocol.id,
@@ -139,7 +172,7 @@ def _write_suite_run(session: Session, mapped: MappedBundle, workload: Workload,
             "upstream_withdrawn": False,
             "upstream_withdrawn_reason": None,
             # Faster than the H200 roofline bound is physically suspect, like beating SOL upstream.
-            "held_for_review": mapped.bound_ns > 0 and latency < mapped.bound_ns,
+            "held_for_review": record.bound_ns > 0 and latency < record.bound_ns,
             "missing_since": None,
             "last_seen_at": None,
         },

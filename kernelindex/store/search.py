@@ -55,8 +55,8 @@ from sqlalchemy.orm import Session
 from kernelindex import urls
 from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord
 from kernelindex.db.tables import Environment, Implementation, Workload
-from kernelindex.ingest.batch import Batch
 from kernelindex.slugs import slugify
+from kernelindex.store.batch import Batch
 from kernelindex.store.schemas import SearchHitItem, SearchResponse
 from kernelindex.store.version import mark_changed
 

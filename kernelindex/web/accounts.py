@@ -10,8 +10,8 @@ from sqlalchemy.orm import Session
 
 from kernelindex.accounts.passwords import password_problem
 from kernelindex.accounts.ratelimit import LIMITS
-from kernelindex.db.tables import User
 from kernelindex.store import accounts
+from kernelindex.store.accounts import User
 from kernelindex.store.attestations import attestations_by_user
 from kernelindex.web.auth import HANDLE_KEY, USER_KEY, SignedInUser
 from kernelindex.web.deps import CheckedForm, SessionDep

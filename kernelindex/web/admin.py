@@ -17,8 +17,8 @@ from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 
-from kernelindex.db.tables import User
 from kernelindex.store import moderation
+from kernelindex.store.accounts import User
 from kernelindex.store.moderation import AttestationRow, AuditRow, Counts, ReportRow, RunRow
 from kernelindex.web.auth import NO_STORE, Maintainer
 from kernelindex.web.deps import CheckedForm, SessionDep

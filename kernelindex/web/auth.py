@@ -15,8 +15,8 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 
 from kernelindex import urls
-from kernelindex.db.tables import User
 from kernelindex.store import accounts
+from kernelindex.store.accounts import User
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import SignInRequired
 

@@ -11,10 +11,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, Response
 from starlette.exceptions import HTTPException
 
-from kernelindex.feeds import rfc3339
 from kernelindex.store import export as store
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import NotFound
+from kernelindex.web.feeds import rfc3339
 from kernelindex.web.pages import cached_response, not_modified
 
 router = APIRouter()

@@ -10,11 +10,10 @@ from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
 from kernelindex.gpus import TRACKED_GPUS
-from kernelindex.ingest.reruns import RERUN_PROTOCOL_NAME
 from kernelindex.ranking import RankedRun, best_per_implementation, current_record, ineligibility_reasons
 from kernelindex.slugs import slugify
 from kernelindex.store.leaderboards import GroupStanding, Leaderboard
-from kernelindex.store.reruns import RerunBounds
+from kernelindex.store.reruns import RERUN_PROTOCOL_NAME, RerunBounds
 from kernelindex.store.runs import RunView
 from kernelindex.web import params
 from kernelindex.web.chart import HistoryChart, history_chart

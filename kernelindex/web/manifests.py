@@ -7,10 +7,9 @@ from typing import Any, ClassVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from sqlalchemy import select
 
-from kernelindex.db.tables import ManifestVersion
 from kernelindex.manifests import KINDS, is_digest, json_schema
+from kernelindex.store.manifests import manifest_by_digest
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
 from kernelindex.web.pages import PageContext, cached_response, dump_json, page_route, render_page
@@ -35,7 +34,7 @@ class ManifestPage(PageContext):
 def manifest(request: Request, digest: str, session: SessionDep) -> Response:
     if not is_digest(digest):
         raise BadRequest("A manifest digest looks like sha256: followed by 64 lower-case hex characters.")
-    version = session.scalars(select(ManifestVersion).where(ManifestVersion.digest == digest).limit(1)).first()
+    version = manifest_by_digest(session, digest)
     if version is None:
         raise NotFound(f"No manifest has the digest {digest}.")
     page = RECORD_PAGES.get(version.kind)
@@ -48,7 +47,7 @@ def manifest(request: Request, digest: str, session: SessionDep) -> Response:
         digest=digest,
         kind=version.kind,
         name=version.name,
-        current=version.superseded_at is None,
+        current=version.current,
         record_url=record_url,
         manifest=manifest,
     )

@@ -12,11 +12,11 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from kernelindex.feeds import group_label, improvement_ratio, improvement_text, records_feed, rfc3339
 from kernelindex.store import records as store
 from kernelindex.store.records import RecordEntry
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
+from kernelindex.web.feeds import group_label, improvement_ratio, improvement_text, records_feed, rfc3339
 from kernelindex.web.format import latency
 from kernelindex.web.pages import PageContext, cached_response, page_route, render_page
 

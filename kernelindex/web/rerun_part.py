@@ -11,8 +11,8 @@ import math
 from datetime import datetime
 from typing import Any
 
-from kernelindex.db.rerun_tables import RerunResult
 from kernelindex.rerun.implementations import REGISTRY
+from kernelindex.store.reruns import RerunResult
 from kernelindex.web.chart import ChartTick
 from kernelindex.web.format import latency
 from kernelindex.web.leaderboard import Part

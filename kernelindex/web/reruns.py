@@ -8,14 +8,12 @@ from typing import Any, ClassVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from sqlalchemy import func, select
 
-from kernelindex.db.tables import Protocol, Run
-from kernelindex.ingest.reruns import AGREEMENT_BOUND, RERUN_PROTOCOL_NAME
 from kernelindex.rerun import protocol as rerun_protocol
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.rerun.roofline import ASSUMPTION
-from kernelindex.store.reruns import bundle_text
+from kernelindex.store.protocols import protocol_by_name
+from kernelindex.store.reruns import AGREEMENT_BOUND, RERUN_PROTOCOL_NAME, bundle_text
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import NotFound
 from kernelindex.web.manifests import IMMUTABLE
@@ -107,7 +105,7 @@ def rerun_rules() -> list[Fact]:
 
 @page_route(router, "/protocols/{name}")
 def protocol_page(request: Request, name: str, session: SessionDep) -> Response:
-    protocol = session.scalar(select(Protocol).where(Protocol.name == name))
+    protocol = protocol_by_name(session, name)
     if protocol is None:
         raise NotFound(f"No benchmark protocol is named {name!r}.")
     manifest = json.loads(protocol.manifest_json)
@@ -123,14 +121,13 @@ def protocol_page(request: Request, name: str, session: SessionDep) -> Response:
         Fact(label="notes", value=spec["comparability"].get("notes", "–")),
         Fact(label="digest", value=protocol.digest, url=f"/manifests/{protocol.digest}", mono=True),
     ]
-    run_count = session.scalar(select(func.count()).select_from(Run).where(Run.protocol_id == protocol.id)) or 0
     context = ProtocolPage(
         name=protocol.name,
         title=protocol.title,
         digest=protocol.digest,
         facts=facts,
         rules=rerun_rules() if name == RERUN_PROTOCOL_NAME else [],
-        run_count=run_count,
+        run_count=protocol.run_count,
         manifest=manifest,
     )
     return render_page(request, context)

@@ -9,9 +9,8 @@ from typing import Any, ClassVar
 
 from kernelindex.accounts.markup import render_body
 from kernelindex.citations import FORMAT_LABELS, FORMATS, RENDERERS, CitableRecord, plain_text
-from kernelindex.db.tables import Run
 from kernelindex.store.attestations import REPORT_REASONS, AttestationView
-from kernelindex.store.run_queries import RunStanding
+from kernelindex.store.run_queries import Run, RunStanding
 from kernelindex.store.runs import to_view
 from kernelindex.store.schemas import ManifestVersionItem
 from kernelindex.web.errors import BadRequest

@@ -1,9 +1,14 @@
-"""What an adapter hands the runner: one unit of upstream data, already mapped to manifests."""
+"""The write contract an adapter fills and the store writes: upstream data already mapped to manifests.
+
+A ``Batch`` is one workload of an upstream source with its runs; a ``RerunRecord`` is one
+signed rerun bundle.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from kernelindex.manifests import (
     BenchmarkProtocol,
@@ -61,3 +66,37 @@ class Batch:
     anomalies: Counter[str] = field(default_factory=Counter)
     drift: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RerunCaseRecord:
+    """One measured case of a rerun: its case-scoped run manifest and its roofline bound."""
+
+    position: int
+    bound_ns: int
+    manifest: BenchmarkRun
+
+
+@dataclass(frozen=True)
+class RerunRecord:
+    """A verified rerun bundle mapped to manifests; the store writes it whole or not at all.
+
+    ``bundle_json`` is the signed bundle as received, kept so anyone can check the signature.
+    ``bound_ns`` is the suite's roofline bound, 0 when the bundle states none.
+    """
+
+    bundle_id: str
+    key_id: str
+    file_sha256: str
+    machine_id: str
+    started_at: datetime
+    finished_at: datetime
+    bundle_json: str
+    protocol: BenchmarkProtocol
+    environment: ExecutionEnvironment
+    implementation: Implementation
+    suite_run: BenchmarkRun
+    cases: list[RerunCaseRecord]
+    bound_ns: int
+    cases_passed: int
+    case_count: int
