@@ -139,6 +139,14 @@ def signin(next_path: str | None = None) -> str:
     return f"/signin?next={quote(next_path)}" if next_path else "/signin"
 
 
+def account() -> str:
+    return "/account"
+
+
+def admin() -> str:
+    return "/admin"
+
+
 def catalogue_export() -> str:
     return "/exports/catalog.jsonl.gz"
 

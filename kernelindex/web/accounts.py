@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 
+from kernelindex import urls
 from kernelindex.accounts.passwords import password_problem
 from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.store import accounts
@@ -29,7 +30,7 @@ def safe_next(target: str | None) -> str:
     """Only same-site paths: an open redirect would let a link send a user anywhere."""
     if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
         return target
-    return "/account"
+    return urls.account()
 
 
 def sign_in(request: Request, user: User) -> None:
@@ -89,7 +90,7 @@ def signup(request: Request, form: CheckedForm, session: SessionDep) -> Response
     if errors:
         return form_page(request, "signup.html", 400, errors=errors, values=values)
     sign_in(request, user)
-    return RedirectResponse("/account", status_code=303)
+    return RedirectResponse(urls.account(), status_code=303)
 
 
 @router.get("/signin")
@@ -154,4 +155,4 @@ def revoke_key(request: Request, key_id: int, form: CheckedForm, user: SignedInU
         session.commit()
     except accounts.AccountError as exc:
         return account_page(request, session, user, 404, errors={"key": str(exc)})
-    return RedirectResponse("/account", status_code=303)
+    return RedirectResponse(urls.account(), status_code=303)

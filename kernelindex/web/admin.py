@@ -17,6 +17,7 @@ from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 
+from kernelindex import urls
 from kernelindex.store import moderation
 from kernelindex.store.accounts import User
 from kernelindex.store.moderation import AttestationRow, AuditRow, Counts, ReportRow, RunRow
@@ -129,7 +130,7 @@ def moderate(
             request, session, user, exc.status, error=str(exc), error_form=key, values={key: text}, **lookup
         )
     request.session[NOTICE_KEY] = notice
-    return RedirectResponse("/admin", status_code=303, headers=NO_STORE)
+    return RedirectResponse(urls.admin(), status_code=303, headers=NO_STORE)
 
 
 @router.post("/admin/reports/{report_id}/resolve")

@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from kernelindex import urls
 from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.store.attestations import SubmissionError, add_attestation, attestation_by_name
 from kernelindex.web.api import Problem
@@ -47,7 +48,7 @@ def attestation(request: Request, name: str, session: SessionDep) -> Response:
     context = AttestationPage(
         attestation=part.model_copy(update={"body_html": "", "evidence_url": None}) if hidden else part,
         run=run.name,
-        run_url=f"/runs/{run.name}",
+        run_url=urls.run(run.name),
         hidden=hidden,
         hidden_reason=view.hidden_reason,
         manifest=None if hidden else view.manifest,
@@ -119,7 +120,7 @@ def create_attestation(
         raise BadRequest(str(exc)) from None
     created = CreatedAttestation(
         name=row.name,
-        url=f"/attestations/{row.name}",
+        url=urls.attestation(row.name),
         digest=row.digest,
         created_at=row.created_at,
         manifest=json.loads(row.manifest_json),

@@ -59,7 +59,7 @@ def maintainer(request: Request, user: CurrentUser) -> User:
     """The signed-in maintainer; a signed-out browser is sent to sign in, any other account gets 403."""
     if user is None:
         # After signing in, a POST's address would be a 405: come back to the page instead.
-        target = request.url.path if request.method == "GET" else "/admin"
+        target = request.url.path if request.method == "GET" else urls.admin()
         if request.method == "GET" and request.url.query:
             target += f"?{request.url.query}"
         raise sign_in_at(target, NO_STORE)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from kernelindex import urls
 from kernelindex.manifests import KINDS, is_digest, json_schema
 from kernelindex.store.manifests import manifest_by_digest
 from kernelindex.web.deps import SessionDep
@@ -16,7 +18,7 @@ from kernelindex.web.pages import PageContext, cached_response, dump_json, page_
 
 router = APIRouter()
 IMMUTABLE = "public, max-age=31536000, immutable"
-RECORD_PAGES = {"BenchmarkRun": "/runs/{}", "WorkloadSuite": "/workloads/{}"}
+RECORD_PAGES: dict[str, Callable[[str], str]] = {"BenchmarkRun": urls.run, "WorkloadSuite": urls.workload}
 
 
 class ManifestPage(PageContext):
@@ -39,10 +41,10 @@ def manifest(request: Request, digest: str, session: SessionDep) -> Response:
         raise NotFound(f"No manifest has the digest {digest}.")
     page = RECORD_PAGES.get(version.kind)
     manifest = json.loads(version.manifest_json)
-    record_url = page.format(version.name) if page else None
+    record_url = page(version.name) if page else None
     if version.kind == "BenchmarkRun" and "caseIndex" in manifest["spec"]:
         # A case-scoped run of a controlled rerun is shown on its suite run's page.
-        record_url = f"/runs/{version.name.rpartition('-case-')[0]}#rerun"
+        record_url = urls.run(version.name.rpartition("-case-")[0]) + "#rerun"
     context = ManifestPage(
         digest=digest,
         kind=version.kind,

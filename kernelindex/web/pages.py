@@ -19,6 +19,8 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from kernelindex import urls
+
 PAGE_CACHE = "public, max-age=60, stale-while-revalidate=600"
 PRIVATE_CACHE = "private, no-cache"
 
@@ -31,7 +33,7 @@ class PageContext(BaseModel):
 
 
 def json_twin_path(path: str) -> str:
-    return "/index.json" if path == "/" else f"{path}.json"
+    return urls.json_twin(path)
 
 
 def wants_json(request: Request) -> bool:

@@ -12,6 +12,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from kernelindex import urls
 from kernelindex.store import records as store
 from kernelindex.store.records import RecordEntry
 from kernelindex.web.deps import SessionDep
@@ -99,8 +100,8 @@ def record_row(record: RecordEntry) -> RecordRow:
         workload_slug=record.workload_slug,
         workload_title=record.workload_title,
         workload_number=workload_number(record.workload_slug),
-        workload_url=f"/workloads/{record.workload_slug}",
-        workload_feed_url=f"/workloads/{record.workload_slug}/records.atom",
+        workload_url=urls.workload(record.workload_slug),
+        workload_feed_url=urls.workload_feed(record.workload_slug),
         comparison_key=record.comparison_key,
         gpu=record.gpu,
         stack=record.stack,
@@ -109,11 +110,11 @@ def record_row(record: RecordEntry) -> RecordRow:
         protocol=record.protocol_title,
         implementation=record.implementation,
         run=record.run_name,
-        run_url=f"/runs/{record.run_name}",
+        run_url=urls.run(record.run_name),
         latency_ns=record.latency_ns,
         latency=latency(record.latency_ns),
         previous_run=record.previous_run_name,
-        previous_run_url=f"/runs/{record.previous_run_name}" if record.previous_run_name else None,
+        previous_run_url=urls.run(record.previous_run_name) if record.previous_run_name else None,
         previous_latency_ns=record.previous_latency_ns,
         improvement=record.improvement,
         improvement_ratio=improvement_ratio(record.improvement) if record.improvement is not None else None,
@@ -135,7 +136,7 @@ def build_records_page(entries: list[RecordEntry], before: datetime | None, path
         next_before=next_before,
         next_url=f"{path}?{urlencode({'before': rfc3339(next_before)})}" if next_before else None,
         first_url=path if before is not None else None,
-        feed_url="/records.atom",
+        feed_url=urls.records_feed(),
     )
 
 
@@ -143,7 +144,7 @@ def build_records_page(entries: list[RecordEntry], before: datetime | None, path
 def records_page(request: Request, session: SessionDep, before: str | None = None) -> Response:
     cursor = parse_before(before)
     entries = store.catalogue_records(session, limit=PAGE_SIZE + 1, before=cursor)
-    return render_page(request, build_records_page(entries, cursor, "/records"))
+    return render_page(request, build_records_page(entries, cursor, urls.records()))
 
 
 def _base_url(request: Request) -> str:
@@ -162,8 +163,8 @@ def records_atom(request: Request, session: SessionDep) -> Response:
         subtitle="Every time the fastest eligible run of a comparison group changed, across the catalogue.",
         records=store.catalogue_records(session, limit=FEED_SIZE),
         base_url=_base_url(request),
-        self_path="/records.atom",
-        alternate_path="/records",
+        self_path=urls.records_feed(),
+        alternate_path=urls.records(),
     )
     return _atom(request, body)
 
@@ -179,8 +180,8 @@ def workload_records_atom(request: Request, session: SessionDep, slug: str) -> R
         subtitle=f"Every time the fastest eligible run of a comparison group of {workload.slug} changed.",
         records=store.workload_records(session, workload.id)[:FEED_SIZE],
         base_url=_base_url(request),
-        self_path=f"/workloads/{workload.slug}/records.atom",
-        alternate_path=f"/workloads/{workload.slug}",
+        self_path=urls.workload_feed(workload.slug),
+        alternate_path=urls.workload(workload.slug),
         updated_if_empty=workload.updated_at,
     )
     return _atom(request, body)

@@ -11,6 +11,7 @@ import math
 from datetime import datetime
 from typing import Any
 
+from kernelindex import urls
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.store.reruns import RerunResult
 from kernelindex.web.chart import ChartTick
@@ -112,14 +113,14 @@ def rerun_part(result: RerunResult, protocol_name: str) -> RerunPart:
                 percent_of_bound=_percent(stored.bound_ns, timing["medianNs"]),
                 limiter=case["roofline"]["limiter"],
                 max_error_over_tolerance=f"{worst:.3g}",
-                manifest_url=f"/manifests/{stored.digest}",
+                manifest_url=urls.manifest(stored.digest),
             )
         )
     environment = payload["environment"]
     start, end = environment.get("clocksAtStart") or {}, environment.get("clocksAtEnd") or {}
     return RerunPart(
         bundle_id=bundle.bundle_id,
-        bundle_url=f"/reruns/bundles/{bundle.bundle_id}.json",
+        bundle_url=urls.rerun_bundle(bundle.bundle_id),
         bundle_sha256=bundle.file_sha256,
         key_id=bundle.key_id,
         signature=document["signature"]["value"],
@@ -136,11 +137,11 @@ def rerun_part(result: RerunResult, protocol_name: str) -> RerunPart:
         case_count=result.case_count,
         bound=latency(max(1, result.bound_ns)),
         percent_of_bound=_percent(result.bound_ns, result.run.latency_ns),
-        source_url=f"/reruns/sources/{implementation['name']}.py",
+        source_url=urls.rerun_source(implementation["name"]),
         source_path=implementation["sourcePath"],
         source_sha256=measured_sha,
         source_current=installed is not None and installed.source_sha256() == measured_sha,
-        protocol_url=f"/protocols/{protocol_name}",
+        protocol_url=urls.protocol(protocol_name),
         cases=rows,
         chart=samples_chart(payload["cases"], [stored.bound_ns for stored in result.cases]),
         ceilings=[

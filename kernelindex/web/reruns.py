@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from kernelindex import urls
 from kernelindex.rerun import protocol as rerun_protocol
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.rerun.roofline import ASSUMPTION
@@ -119,7 +120,7 @@ def protocol_page(request: Request, name: str, session: SessionDep) -> Response:
         Fact(label="primary statistic", value=measurement["primaryStatistic"], mono=True),
         Fact(label="comparability family", value=spec["comparability"]["family"], mono=True),
         Fact(label="notes", value=spec["comparability"].get("notes", "–")),
-        Fact(label="digest", value=protocol.digest, url=f"/manifests/{protocol.digest}", mono=True),
+        Fact(label="digest", value=protocol.digest, url=urls.manifest(protocol.digest), mono=True),
     ]
     context = ProtocolPage(
         name=protocol.name,

@@ -85,7 +85,7 @@ def attest(request: Request, name: str, form: CheckedForm, session: SessionDep) 
     except SubmissionError as exc:
         session.rollback()
         return render_run(request, session, run, 400, attestation_form=FormState(errors=exc.problems, values=values))
-    return RedirectResponse(f"/runs/{run.name}#attestations", status_code=303)
+    return RedirectResponse(urls.run(run.name) + "#attestations", status_code=303)
 
 
 @router.post("/runs/{name}/reports")

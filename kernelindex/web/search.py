@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from typing import ClassVar
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from kernelindex import urls
 from kernelindex.store import search as store
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest
@@ -72,10 +72,6 @@ def checked_query(q: str) -> str:
     return q.strip()
 
 
-def search_url(q: str, kind: str | None = None) -> str:
-    return "/search?" + urlencode({"q": q, **({"kind": kind} if kind else {})})
-
-
 @page_route(router, "/search")
 def search_page(request: Request, session: SessionDep, q: str = "", kind: str | None = None) -> Response:
     query = checked_query(q)
@@ -89,7 +85,7 @@ def search_page(request: Request, session: SessionDep, q: str = "", kind: str | 
             kind=group,
             label=KIND_LABELS[group],
             hits=[Hit(**asdict(hit)) for hit in results.hits if hit.kind == group],
-            more_url=search_url(query, group) if cut_short else None,
+            more_url=urls.search(query, group) if cut_short else None,
         )
         for group in kinds
     ]
@@ -99,7 +95,7 @@ def search_page(request: Request, session: SessionDep, q: str = "", kind: str | 
         total=len(results.hits),
         groups=groups,
         did_you_mean=results.did_you_mean,
-        did_you_mean_url=search_url(results.did_you_mean, kind) if results.did_you_mean else None,
+        did_you_mean_url=urls.search(results.did_you_mean, kind) if results.did_you_mean else None,
     )
     return render_page(request, context)
 
