@@ -8,7 +8,7 @@ the typed answer to its view; it computes no figure of its own.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -17,7 +17,7 @@ from kernelindex import urls
 from kernelindex.store.gpus import gpu_catalogue, gpu_detail
 from kernelindex.store.implementations import implementation_detail
 from kernelindex.store.models import model_detail
-from kernelindex.store.schemas import BestOnGpu, GpuItem, ImplementationRun
+from kernelindex.store.schemas import BestOnGpu, GpuItem, ImplementationRun, IngestionReportItem
 from kernelindex.store.sources import source_detail
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import NotFound
@@ -225,17 +225,6 @@ def model(request: Request, slug: str, session: SessionDep) -> Response:
 # --- Sources -----------------------------------------------------------------------
 
 
-class ReportLine(Part):
-    id: int
-    origin: str
-    status: str
-    started_at: datetime
-    finished_at: datetime | None
-    counts: dict[str, Any]
-    errors: list[Any]
-    drift: list[Any]
-
-
 class SourcePage(PageContext):
     template: ClassVar[str] = "source.html"
 
@@ -247,7 +236,7 @@ class SourcePage(PageContext):
     last_observed_at: datetime | None
     workload_count: int
     run_count: int
-    reports: list[ReportLine]
+    reports: list[IngestionReportItem]  # as the API serves them
 
 
 @page_route(router, "/sources/{slug}")
@@ -264,6 +253,6 @@ def source(request: Request, slug: str, session: SessionDep) -> Response:
         last_observed_at=detail.last_observed_at,
         workload_count=detail.workloads,
         run_count=detail.runs,
-        reports=[ReportLine(**report.model_dump()) for report in detail.reports],
+        reports=detail.reports,
     )
     return render_page(request, context)
