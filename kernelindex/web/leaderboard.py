@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -366,6 +367,32 @@ def _case_rows(
     ]
 
 
+ROW_ORDERS: dict[str, Callable[[RunRow], Any]] = {
+    "rank": lambda row: (row.rank, row.name),
+    "observed": lambda row: (-row.observed_at.timestamp(), row.name),
+    "sol": lambda row: (-(row.sol_score or 0), row.name),
+    "implementation": lambda row: (row.implementation.casefold(), row.rank, row.name),
+}
+
+
+def _ranked_rows(
+    members: Sequence[RunView], rank_of: dict[str, RankedRun], implementation_filter: str, sort: str
+) -> list[RunRow]:
+    """The ranked runs of the selected group, filtered by implementation name and sorted for display."""
+    rows = [_row(view, rank_of[view.name]) for view in members if view.name in rank_of]
+    if implementation_filter:
+        needle = implementation_filter.casefold()
+        rows = [row for row in rows if needle in row.implementation.casefold()]
+    return sorted(rows, key=ROW_ORDERS[sort])
+
+
+def _not_measured_on(views: Sequence[RunView]) -> list[str]:
+    """The tracked GPUs (and any other seen) that no run of this workload was measured on."""
+    measured = {view.gpu_product for view in views}
+    known = [gpu.product for gpu in TRACKED_GPUS] + sorted(measured)
+    return [product for product in dict.fromkeys(known) if product not in measured]
+
+
 def build_leaderboard(
     board: Leaderboard,
     group: str | None,
@@ -388,17 +415,7 @@ def build_leaderboard(
     selected_tab = next((tab for tab in tabs if tab.selected), None)
 
     members = selected.runs if selected else []
-    ranked_rows = [_row(v, rank_of[v.name]) for v in members if v.name in rank_of]
-    if implementation_filter:
-        needle = implementation_filter.casefold()
-        ranked_rows = [row for row in ranked_rows if needle in row.implementation.casefold()]
-    order = {
-        "rank": lambda row: (row.rank, row.name),
-        "observed": lambda row: (-row.observed_at.timestamp(), row.name),
-        "sol": lambda row: (-(row.sol_score or 0), row.name),
-        "implementation": lambda row: (row.implementation.casefold(), row.rank, row.name),
-    }
-    ranked_rows.sort(key=order[sort])
+    ranked_rows = _ranked_rows(members, rank_of, implementation_filter, sort)
     page_count = max(1, -(-len(ranked_rows) // PAGE_SIZE))
     if page > page_count:
         raise BadRequest(f"page {page} is past the last page ({page_count}).")
@@ -424,9 +441,6 @@ def build_leaderboard(
 
     manifest = board.manifest["spec"]
     definition = manifest["definition"]
-    measured = {v.gpu_product for v in views}
-    known = [gpu.product for gpu in TRACKED_GPUS] + sorted({v.gpu_product for v in views})
-    not_measured = [product for product in dict.fromkeys(known) if product not in measured]
     variable_axes = [name for name, axis in definition["axes"].items() if axis["type"] == "var"]
     dtypes = sorted({tensor["dtype"] for tensor in definition["inputs"].values()})
 
@@ -435,7 +449,7 @@ def build_leaderboard(
         fastest=_row(fastest_view, rank_of[fastest_view.name]) if fastest_view else None,
         fastest_group=_group_label(fastest_view) if fastest_view else None,
         groups=tabs,
-        not_measured_on=not_measured,
+        not_measured_on=_not_measured_on(views),
         selected_group=selected_tab,
         sort=sort,
         sort_links=[
