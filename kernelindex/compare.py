@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kernelindex.manifests.types import EvidenceLevel, RunStatus
 from kernelindex.ranking import RunFacts, ineligibility_reasons
 
 MIN_RUNS = 2
@@ -29,8 +30,8 @@ class ComparedRun:
     name: str
     digest: str
     comparison_key: str
-    status: str
-    evidence: str
+    status: RunStatus
+    evidence: EvidenceLevel
     availability: str
     latency_ns: int
     primary_statistic: str
@@ -125,7 +126,7 @@ def _differs(values: Sequence[Any]) -> bool:
 
 def _ineligible_phrase(run: ComparedRun) -> list[str]:
     phrases = []
-    if run.status != "passed":
+    if run.status != RunStatus.PASSED:
         phrases.append(f"run {run.name} did not pass correctness (status {run.status})")
     if run.withdrawn:
         phrases.append(f"run {run.name} was withdrawn by a maintainer")

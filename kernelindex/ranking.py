@@ -14,6 +14,8 @@ from datetime import datetime
 from decimal import Decimal
 from itertools import groupby
 
+from kernelindex.manifests.types import RunStatus
+
 
 def geometric_mean(values: Sequence[float]) -> float:
     """Geometric mean of positive values; the SOL-ExecBench suite aggregate."""
@@ -39,7 +41,7 @@ class RunFacts:
     comparison_key: str
     latency_ns: int
     observed_at: datetime
-    status: str = "passed"
+    status: RunStatus = RunStatus.PASSED
     # The implementation's project: best-per-implementation tables group by it.
     implementation: str = ""
     withdrawn: bool = False
@@ -58,7 +60,7 @@ INELIGIBLE_REASONS = {
 def ineligibility_reasons(run: RunFacts) -> list[str]:
     """Why a run may not be ranked; empty when it is eligible."""
     reasons = []
-    if run.status != "passed":
+    if run.status != RunStatus.PASSED:
         reasons.append(INELIGIBLE_REASONS["status"].format(status=run.status))
     if run.withdrawn:
         reasons.append(INELIGIBLE_REASONS["withdrawn"])

@@ -33,6 +33,8 @@ DOMAIN = frozenset({"compare", "citations"})
 ALLOWED: dict[str, frozenset[str] | None] = {
     "kernelindex": frozenset(),  # kernelindex/__init__.py: the version only
     **{leaf: frozenset() for leaf in LEAVES},
+    # Ranking speaks the manifests' vocabulary (a run's status); manifests import nothing, so no cycle.
+    "ranking": frozenset({"manifests"}),
     "compare": LEAVES,
     "citations": LEAVES,
     "verify": LEAVES,  # checks a downloaded manifest; used by the command line only

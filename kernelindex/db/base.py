@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from enum import StrEnum
+from typing import Any, TypeVar
 
-from sqlalchemy import JSON, DateTime, MetaData, TypeDecorator
+from sqlalchemy import JSON, DateTime, MetaData, String, TypeDecorator
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase
 
@@ -41,6 +42,37 @@ class UtcDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+class StrEnumColumn(TypeDecorator[E]):
+    """A ``StrEnum`` stored as its value in a plain string column (no database enum type).
+
+    Strings outside the enum are refused both ways with a message naming the allowed values,
+    so a bad value from the database fails where it is read, not somewhere downstream.
+    """
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, enum: type[E], length: int):
+        super().__init__(length)
+        self.enum = enum
+
+    def _member(self, value: str) -> E:
+        try:
+            return self.enum(value)
+        except ValueError:
+            allowed = ", ".join(member.value for member in self.enum)
+            raise ValueError(f"{value!r} is not a {self.enum.__name__} (one of {allowed})") from None
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return None if value is None else self._member(value).value
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> E | None:
+        return None if value is None else self._member(value)
 
 
 class Base(DeclarativeBase):

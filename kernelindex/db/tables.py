@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from kernelindex.db.base import Base
+from kernelindex.db.base import Base, StrEnumColumn
+from kernelindex.manifests.types import AttestationType, EvidenceLevel, RunStatus
 
 DIGEST = String(71)  # "sha256:" + 64 hex characters
 
@@ -135,8 +136,8 @@ class Run(ManifestRecord, Base):
     protocol_id: Mapped[int] = mapped_column(ForeignKey("protocol.id"))
     environment_id: Mapped[int] = mapped_column(ForeignKey("environment.id"), index=True)
     comparison_key: Mapped[str] = mapped_column(DIGEST)
-    status: Mapped[str] = mapped_column(String(16))
-    evidence: Mapped[str] = mapped_column(String(16))
+    status: Mapped[RunStatus] = mapped_column(StrEnumColumn(RunStatus, 16))
+    evidence: Mapped[EvidenceLevel] = mapped_column(StrEnumColumn(EvidenceLevel, 16))
     primary_statistic: Mapped[str] = mapped_column(String(32))
     latency_ns: Mapped[int] = mapped_column(BigInteger)
     sol_score: Mapped[float | None]
@@ -190,7 +191,7 @@ class Attestation(ManifestRecord, Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("user_account.id"), index=True)
-    type: Mapped[str] = mapped_column(String(32))
+    type: Mapped[AttestationType] = mapped_column(StrEnumColumn(AttestationType, 32))
     state: Mapped[str] = mapped_column(String(16))
     hidden_reason: Mapped[str | None] = mapped_column(Text)
 

@@ -14,6 +14,8 @@ from pydantic import Field, HttpUrl, StringConstraints, field_validator, model_v
 
 from kernelindex.manifests.digest import sha256_digest
 from kernelindex.manifests.types import (
+    AttestationType,
+    AttestationTypeField,
     AxisValue,
     Count,
     Digest,
@@ -23,6 +25,7 @@ from kernelindex.manifests.types import (
     Name,
     NativeValue,
     PositiveMs,
+    RunStatusField,
     ShortText,
     Strict,
     UtcDatetime,
@@ -257,7 +260,7 @@ class RunSourceNative(Strict):
 
 
 class BenchmarkRunSpec(Strict):
-    status: Literal["passed", "failed", "error"]
+    status: RunStatusField = Field(title="Status")
     case_index: Count | None = None
     timing: Timing
     observed_at: UtcDatetime
@@ -276,7 +279,7 @@ class BenchmarkRun(Manifest):
 
 # --- Attestation -------------------------------------------------------------------
 
-ATTESTATION_TYPES = ("reproduced", "could_not_reproduce", "environment_note", "regression_observed")
+ATTESTATION_TYPES = tuple(AttestationType)
 
 
 class Author(Strict):
@@ -285,7 +288,7 @@ class Author(Strict):
 
 class AttestationSpec(Strict):
     run_digest: Digest
-    type: Literal["reproduced", "could_not_reproduce", "environment_note", "regression_observed"]
+    type: AttestationTypeField = Field(title="Type")
     body: Annotated[str, StringConstraints(min_length=1, max_length=2000)]
     body_format: Literal["plain", "markdown"] = "plain"
     evidence_url: HttpUrl | None = None

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Annotated
+from enum import StrEnum
+from typing import Annotated, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -12,11 +13,68 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    PlainValidator,
     StringConstraints,
+    WithJsonSchema,
 )
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from kernelindex.manifests.digest import DIGEST_PATTERN
+
+
+class EvidenceLevel(StrEnum):
+    """How well a run's figure is supported (PRODUCT.md §4), weakest first. Derived, never submitted."""
+
+    REPORTED = "reported"
+    REPRODUCIBLE = "reproducible"
+    VERIFIED = "verified"
+    REPLICATED = "replicated"
+
+
+class RunStatus(StrEnum):
+    """A run's correctness status, as its ``BenchmarkRun`` manifest states it."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+
+
+class AttestationType(StrEnum):
+    """What an ``Attestation`` says about a run."""
+
+    REPRODUCED = "reproduced"
+    COULD_NOT_REPRODUCE = "could_not_reproduce"
+    ENVIRONMENT_NOTE = "environment_note"
+    REGRESSION_OBSERVED = "regression_observed"
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def _wire(enum: type[E]) -> tuple[PlainValidator, PlainSerializer, WithJsonSchema]:
+    """Validation, serialisation and JSON Schema of ``enum`` as a field: exactly those of a ``Literal``
+    of its values (the same error message, an inline schema), so the published schemas, OpenAPI
+    included, and the errors people read keep their shape."""
+    values = [member.value for member in enum]
+    expected = ", ".join(repr(value) for value in values[:-1]) + f" or {values[-1]!r}"
+
+    def member(value: object) -> E:
+        if isinstance(value, str) and value in values:
+            return enum(value)
+        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+
+    return (
+        PlainValidator(member),
+        PlainSerializer(lambda value: value.value, return_type=str),
+        WithJsonSchema({"enum": values, "type": "string"}),
+    )
+
+
+# As model fields: validated from their wire strings, serialised as them.
+RunStatusField = Annotated[RunStatus, *_wire(RunStatus)]
+EvidenceLevelField = Annotated[EvidenceLevel, *_wire(EvidenceLevel)]
+AttestationTypeField = Annotated[AttestationType, *_wire(AttestationType)]
 
 
 def _require_utc(value: datetime) -> datetime:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -14,7 +13,8 @@ from sqlalchemy.orm import Session
 from kernelindex.db.tables import Attestation as AttestationRow
 from kernelindex.db.tables import ManifestVersion, Report, Run, User
 from kernelindex.manifests import Attestation, ManifestError, parse_manifest
-from kernelindex.store.manifests import manifest_text
+from kernelindex.manifests.types import AttestationType
+from kernelindex.store.manifests import attestation_manifest, manifest_document, manifest_text
 
 REPORT_REASONS = {
     "wrong_result": "Wrong result",
@@ -78,10 +78,10 @@ def add_attestation(session: Session, user: User, run: Run, fields: dict[str, An
         select(AttestationRow).where(AttestationRow.run_id == run.id, AttestationRow.user_id == user.id)
     ).all()
     for row in earlier:
-        previous = json.loads(row.manifest_json)["spec"]
+        previous = attestation_manifest(row).spec
         if (
-            previous["body"] == manifest.spec.body
-            and previous["type"] == manifest.spec.type
+            previous.body == manifest.spec.body
+            and previous.type == manifest.spec.type
             and row.created_at > now - DUPLICATE_WINDOW
         ):
             raise SubmissionError({"form": "You just added this same attestation; it is listed below."})
@@ -109,7 +109,7 @@ def add_attestation(session: Session, user: User, run: Run, fields: dict[str, An
 class AttestationView:
     name: str
     digest: str
-    type: str
+    type: AttestationType
     author: str
     created_at: datetime
     body: str
@@ -123,22 +123,21 @@ class AttestationView:
 
 
 def _view(row: AttestationRow) -> AttestationView:
-    manifest = json.loads(row.manifest_json)
-    spec = manifest["spec"]
+    spec = attestation_manifest(row).spec
     return AttestationView(
         name=row.name,
         digest=row.digest,
         type=row.type,
-        author=spec["author"]["handle"],
+        author=spec.author.handle,
         created_at=row.created_at,
-        body=spec["body"],
-        body_format=spec.get("bodyFormat", "plain"),
-        evidence_url=spec.get("evidenceUrl"),
-        measured_latency_ns=spec.get("measuredLatencyNs"),
-        environment_summary=spec.get("environmentSummary"),
+        body=spec.body,
+        body_format=spec.body_format,
+        evidence_url=str(spec.evidence_url) if spec.evidence_url else None,
+        measured_latency_ns=spec.measured_latency_ns,
+        environment_summary=spec.environment_summary,
         state=row.state,
         hidden_reason=row.hidden_reason,
-        manifest=manifest,
+        manifest=manifest_document(row),
     )
 
 

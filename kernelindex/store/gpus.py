@@ -7,7 +7,6 @@ module: ``gpu_catalogue`` answers "which GPUs, with how much coverage" and ``gpu
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -19,6 +18,7 @@ from kernelindex.db.tables import Environment, Run, Workload
 from kernelindex.gpus import TRACKED_GPUS
 from kernelindex.store.common import best_per_gpu, group_sizes, name_by_ref
 from kernelindex.store.keyset import Position, page_of
+from kernelindex.store.manifests import environment_manifest
 from kernelindex.store.runs import availability_text, stack_text
 from kernelindex.store.schemas import BestOnGpu, EnvironmentItem, GpuDetail, GpuGap, GpuItem, GpuWorkload
 from kernelindex.store.workloads import fastest_run
@@ -63,7 +63,7 @@ def gpu_catalogue(session: Session, slug: str | None = None) -> GpuCatalogue:
         gpus[gpu_slug] = GpuItem(
             slug=gpu_slug,
             product=first.gpu_product,
-            vendor=str(json.loads(first.manifest_json).get("spec", {}).get("hardware", {}).get("vendor", "unknown")),
+            vendor=environment_manifest(first).spec.hardware.vendor,
             architecture=first.architecture,
             environments=len(members),
             runs=stats.runs if stats else 0,
@@ -180,7 +180,7 @@ def gpu_detail(session: Session, ref: str) -> GpuDetail | None:
             EnvironmentItem(
                 name=e.name,
                 title=e.title,
-                stack=stack_text(e.manifest_json),
+                stack=stack_text(e),
                 digest=e.digest,
                 runs=env_runs.get(e.id, 0),
             )

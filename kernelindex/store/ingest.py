@@ -22,6 +22,7 @@ from kernelindex.db.tables import (
 from kernelindex.manifests import BenchmarkProtocol, ExecutionEnvironment
 from kernelindex.manifests import Implementation as ImplementationManifest
 from kernelindex.manifests.digest import comparison_key
+from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.ranking import geometric_mean
 from kernelindex.slugs import slugify
 from kernelindex.store.batch import Batch, SourceInfo
@@ -106,7 +107,7 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
                 "environment_id": environment.id,
                 "comparison_key": comparison_key(workload.digest, protocol.digest, environment.digest),
                 "status": spec.status,
-                "evidence": "reported",
+                "evidence": EvidenceLevel.REPORTED,
                 "primary_statistic": spec.timing.primary_statistic,
                 "latency_ns": spec.timing.latency_ns[spec.timing.primary_statistic],
                 "sol_score": record.sol_score,

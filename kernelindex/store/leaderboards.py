@@ -6,17 +6,16 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from kernelindex import urls
 from kernelindex.db.tables import Run, Source, Workload
+from kernelindex.manifests import WorkloadSuite
 from kernelindex.ranking import (
     RankedRun,
     RecordBreak,
@@ -27,6 +26,7 @@ from kernelindex.ranking import (
     record_history,
 )
 from kernelindex.store.common import history, source_ref
+from kernelindex.store.manifests import manifest_document, workload_manifest
 from kernelindex.store.reruns import RerunBounds, newest_rerun_bounds
 from kernelindex.store.runs import RunView, runs_of_workload
 from kernelindex.store.schemas import ComparisonGroupItem, GroupBest, WorkloadDetail, WorkloadManifest
@@ -60,7 +60,7 @@ class GroupStanding:
 @dataclass(frozen=True)
 class Leaderboard:
     workload: Workload
-    manifest: dict[str, Any]  # the workload's stored manifest
+    manifest: WorkloadSuite  # the workload's current manifest
     runs: list[RunView]
     groups: list[GroupStanding]
     fastest: RunView | None  # the headline: ``ranking.fastest_reported``
@@ -115,7 +115,7 @@ def leaderboard(session: Session, workload: Workload, before: datetime | None = 
     )
     return Leaderboard(
         workload=workload,
-        manifest=json.loads(workload.manifest_json),
+        manifest=workload_manifest(workload),
         runs=views,
         groups=groups,
         fastest=next(view for view in views if view.name == headline.name) if headline else None,
@@ -168,7 +168,7 @@ def workload_detail(session: Session, workload: Workload) -> WorkloadDetail:
         missing_since=workload.missing_since,
         groups=groups,
         default_group=board.default_key,
-        manifest=WorkloadManifest(digest=workload.digest, manifest=board.manifest),
+        manifest=WorkloadManifest(digest=workload.digest, manifest=manifest_document(workload)),
         history=history(session, "WorkloadSuite", workload.name),
     )
 

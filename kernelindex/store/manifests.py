@@ -1,4 +1,9 @@
-"""Writing manifest-backed records: insert, update with history, or leave alone.
+"""Manifest-backed records: reading their manifests as typed models; writing them.
+
+Every read of a stored manifest goes through ``load_manifest``, which parses the JSON
+text into the Pydantic model of its kind once and keeps it (``run_manifest(row)`` and its
+siblings check the kind). What the API serves byte for byte is ``manifest_document``: the
+stored JSON as it is, whose digest a reader recomputes.
 
 A record is keyed by its manifest name. When the digest is unchanged nothing is
 written at all, which is what makes a repeated ingest free; when it changed, the row
@@ -9,18 +14,112 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, TypeVar
+from functools import lru_cache
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import ManifestRecord, ManifestVersion
-from kernelindex.manifests import Manifest
+from kernelindex.manifests import (
+    Attestation,
+    BenchmarkProtocol,
+    BenchmarkRun,
+    ExecutionEnvironment,
+    Implementation,
+    Manifest,
+    ManifestError,
+    WorkloadSuite,
+    parse_manifest,
+)
 
 Row = TypeVar("Row", bound=ManifestRecord)
+Kind = TypeVar("Kind", bound=Manifest)
+
+
+class Stored(Protocol):
+    """Anything holding a stored manifest: a record's row, a ``ManifestVersion``, a ``StoredManifest``."""
+
+    @property
+    def digest(self) -> str: ...
+
+    @property
+    def manifest_json(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class StoredText:
+    """A manifest's digest and stored JSON, as read by a query that selects the two columns."""
+
+    digest: str
+    manifest_json: str
+
+
+@dataclass(frozen=True)
+class _Key:
+    digest: str
+    # Part of the key, though the digest nearly names it: the digest covers apiVersion, kind and
+    # spec, not metadata, so two records with one spec and different names share a digest.
+    text: str = field(repr=False)
+
+
+@lru_cache(maxsize=2048)
+def _parse(key: _Key) -> Manifest:
+    # Bounded, and safe to share: what a digest (and text) names never changes, and the models are frozen.
+    return parse_manifest(json.loads(key.text))
+
+
+def load_manifest(digest: str, manifest_json: str) -> Manifest:
+    """The stored manifest ``manifest_json`` (whose digest is ``digest``) as the model of its kind.
+
+    Parsed once and cached: later loads of the same manifest return the same (frozen) object.
+    Raises ``ManifestError`` if the text is not a valid manifest of a known kind.
+    """
+    return _parse(_Key(digest, manifest_json))
+
+
+def load_as(kind: type[Kind], record: Stored) -> Kind:
+    """``record``'s manifest, which must be of ``kind``; ``ManifestError`` if it is another."""
+    manifest = load_manifest(record.digest, record.manifest_json)
+    if not isinstance(manifest, kind):
+        raise ManifestError([("kind", f"{record.digest} is a {manifest.kind}, not a {kind.KIND}")])
+    return manifest
+
+
+def run_manifest(record: Stored) -> BenchmarkRun:
+    return load_as(BenchmarkRun, record)
+
+
+def workload_manifest(record: Stored) -> WorkloadSuite:
+    return load_as(WorkloadSuite, record)
+
+
+def implementation_manifest(record: Stored) -> Implementation:
+    return load_as(Implementation, record)
+
+
+def protocol_manifest(record: Stored) -> BenchmarkProtocol:
+    return load_as(BenchmarkProtocol, record)
+
+
+def environment_manifest(record: Stored) -> ExecutionEnvironment:
+    return load_as(ExecutionEnvironment, record)
+
+
+def attestation_manifest(record: Stored) -> Attestation:
+    return load_as(Attestation, record)
+
+
+def manifest_document(record: Stored) -> dict[str, Any]:
+    """The stored manifest as plain JSON, exactly as stored: what the API serves, so its digest recomputes.
+
+    A fresh object each call: callers may hand it to a response model without sharing it.
+    """
+    document: dict[str, Any] = json.loads(record.manifest_json)
+    return document
 
 
 class Outcome(StrEnum):

@@ -9,7 +9,6 @@ one conditional UPDATE, so two maintainers acting at once cannot both succeed.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,7 +19,9 @@ from sqlalchemy.orm import Session, aliased
 
 from kernelindex.db.account_tables import AuditEntry
 from kernelindex.db.tables import Attestation, Environment, Implementation, Report, Run, User, Workload
+from kernelindex.manifests.types import AttestationType, RunStatus
 from kernelindex.store.accounts import audit, now
+from kernelindex.store.manifests import attestation_manifest
 
 MAX_REASON = 500
 MAX_NOTE = 2000
@@ -65,7 +66,7 @@ class AttestationRow:
     name: str
     run_name: str
     author: str
-    type: str
+    type: AttestationType
     body: str
     state: str
     hidden_reason: str | None
@@ -81,7 +82,7 @@ class RunRow:
     implementation: str
     gpu: str
     latency_ns: int
-    status: str
+    status: RunStatus
     withdrawn_at: datetime | None
     withdrawn_reason: str | None
 
@@ -155,7 +156,7 @@ def _attestations(session: Session, *where: ColumnElement[bool], limit: int) -> 
             run_name=run_name,
             author=handle,
             type=row.type,
-            body=json.loads(row.manifest_json)["spec"]["body"],
+            body=attestation_manifest(row).spec.body,
             state=row.state,
             hidden_reason=row.hidden_reason,
             created_at=row.created_at,

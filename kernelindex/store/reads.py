@@ -10,6 +10,7 @@ from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import Run, Source, Workload
+from kernelindex.manifests.types import RunStatus
 
 
 def eligible(run: Any = Run) -> ColumnElement[bool]:
@@ -18,7 +19,7 @@ def eligible(run: Any = Run) -> ColumnElement[bool]:
     The SQL form of ``kernelindex.ranking.ineligibility_reasons``: the two must agree.
     """
     return and_(
-        run.status == "passed",
+        run.status == RunStatus.PASSED,
         run.withdrawn_at.is_(None),
         run.upstream_withdrawn.is_(False),
         run.held_for_review.is_(False),

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, aliased
 
 from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Workload
 from kernelindex.ranking import RecordBreak, RunFacts, record_history
+from kernelindex.store.manifests import StoredText
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import evaluation_stack
 
@@ -194,6 +195,7 @@ def _entries(session: Session, breaks: Sequence[RecordBreak]) -> list[RecordEntr
                 Environment.name.label("environment_name"),
                 Environment.gpu_product,
                 Environment.title.label("environment_title"),
+                Environment.digest.label("environment_digest"),
                 Environment.manifest_json.label("environment_manifest"),
                 Protocol.title.label("protocol_title"),
                 Protocol.harness_version,
@@ -208,7 +210,9 @@ def _entries(session: Session, breaks: Sequence[RecordBreak]) -> list[RecordEntr
         for row in rows:
             details[row.name] = row
             if row.environment_name not in stacks:
-                stacks[row.environment_name] = evaluation_stack(row.environment_manifest)
+                stacks[row.environment_name] = evaluation_stack(
+                    StoredText(row.environment_digest, row.environment_manifest)
+                )
     entries = []
     for brk in breaks:
         row = details[brk.run.name]

@@ -22,6 +22,7 @@ from kernelindex.db.rerun_tables import RerunBundle, RerunCase, RerunResult
 from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Workload
 from kernelindex.manifests import Manifest
 from kernelindex.manifests.digest import comparison_key
+from kernelindex.manifests.types import EvidenceLevel, RunStatus
 from kernelindex.rerun import protocol as rerun_protocol
 from kernelindex.rerun.bundle import BundleError
 from kernelindex.rerun.cases import Case
@@ -164,7 +165,7 @@ def _write_suite_run(
             "environment_id": environment.id,
             "comparison_key": comparison_key(workload.digest, protocol.digest, environment.digest),
             "status": manifest.spec.status,
-            "evidence": "verified",
+            "evidence": EvidenceLevel.VERIFIED,
             "primary_statistic": "median",
             "latency_ns": latency,
             "sol_score": None,
@@ -209,9 +210,11 @@ def derive_rerun_evidence(session: Session, group_key: str) -> None:
             agreeing = any(
                 other_key != key_id and other_machine != machine and agrees(run.latency_ns, other.latency_ns)
                 for other, other_key, other_machine in reruns
-                if other.id != run.id and other.status == "passed" and other.withdrawn_at is None
+                if other.id != run.id and other.status == RunStatus.PASSED and other.withdrawn_at is None
             )
-            evidence = "replicated" if agreeing and run.status == "passed" else "verified"
+            evidence = (
+                EvidenceLevel.REPLICATED if agreeing and run.status == RunStatus.PASSED else EvidenceLevel.VERIFIED
+            )
             if run.evidence != evidence:
                 run.evidence = evidence
 

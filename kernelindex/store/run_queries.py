@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,9 +14,11 @@ from kernelindex import urls
 from kernelindex.compare import ComparedRun
 from kernelindex.db.tables import Environment, Implementation, Workload
 from kernelindex.db.tables import Run as Run  # the run row that find_run returns, for its callers' annotations
+from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.ranking import RunFacts, ineligibility_reasons, is_eligible, rank_group
 from kernelindex.store.common import history, name_by_ref, rank_expression, source_ref
 from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page
+from kernelindex.store.manifests import manifest_document
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import availability_text, run_facts, run_metrics, stack_text, with_references
 from kernelindex.store.schemas import (
@@ -46,7 +47,7 @@ class RunFilters:
     workload: str | None = None
     gpu: str | None = None
     implementation: str | None = None
-    evidence: str | None = None
+    evidence: EvidenceLevel | None = None
     eligible: bool | None = None
     comparison_key: str | None = None
 
@@ -172,15 +173,13 @@ def run_detail(session: Session, run: Run) -> RunDetail:
         source=source_ref(run.source) if run.source else None,
         external_id=run.external_id,
         manifests=RunManifests(
-            run=RunManifest(digest=run.digest, manifest=json.loads(run.manifest_json)),
-            workload=WorkloadManifest(digest=run.workload.digest, manifest=json.loads(run.workload.manifest_json)),
+            run=RunManifest(digest=run.digest, manifest=manifest_document(run)),
+            workload=WorkloadManifest(digest=run.workload.digest, manifest=manifest_document(run.workload)),
             implementation=ImplementationManifest(
-                digest=implementation.digest, manifest=json.loads(implementation.manifest_json)
+                digest=implementation.digest, manifest=manifest_document(implementation)
             ),
-            protocol=ProtocolManifest(digest=run.protocol.digest, manifest=json.loads(run.protocol.manifest_json)),
-            environment=EnvironmentManifest(
-                digest=run.environment.digest, manifest=json.loads(run.environment.manifest_json)
-            ),
+            protocol=ProtocolManifest(digest=run.protocol.digest, manifest=manifest_document(run.protocol)),
+            environment=EnvironmentManifest(digest=run.environment.digest, manifest=manifest_document(run.environment)),
         ),
         history=history(session, "BenchmarkRun", run.name),
     )
@@ -234,7 +233,7 @@ def runs_to_compare(session: Session, names: Sequence[str]) -> tuple[list[Compar
                 environment_title=environment.title,
                 gpu_product=environment.gpu_product,
                 gpu_slug=environment.gpu_slug,
-                stack=stack_text(environment.manifest_json),
+                stack=stack_text(environment),
                 environment_digest=environment.digest,
                 withdrawn=facts.withdrawn,
                 upstream_withdrawn=facts.upstream_withdrawn,

@@ -6,7 +6,6 @@ the same: its ranking facts, its availability text and its environment's stack.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -15,7 +14,9 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session, joinedload
 
 from kernelindex.db.tables import Run
+from kernelindex.manifests.types import EvidenceLevel, RunStatus
 from kernelindex.ranking import RunFacts
+from kernelindex.store.manifests import Stored, environment_manifest, run_manifest
 
 
 @dataclass(frozen=True)
@@ -23,8 +24,8 @@ class RunView:
     name: str
     digest: str
     comparison_key: str
-    status: str
-    evidence: str
+    status: RunStatus
+    evidence: EvidenceLevel
     latency_ns: int
     primary_statistic: str
     sol_score: float | None
@@ -96,30 +97,26 @@ def availability_text(license: str | None, source_available: bool, install_recip
     )
 
 
-def run_metrics(run: Run) -> dict[str, Any]:
-    """The source-native metrics a run's manifest carries, verbatim (empty when it has none)."""
-    native = json.loads(run.manifest_json).get("spec", {}).get("sourceNative") or {}
-    return dict(native.get("metrics") or {})
+def run_metrics(run: Stored) -> dict[str, Any]:
+    """The source-native metrics a run's manifest carries, verbatim (a new dict; empty when it has none)."""
+    native = run_manifest(run).spec.source_native
+    return dict(native.metrics) if native else {}
 
 
-def _software(environment_manifest_json: str) -> dict[str, Any]:
-    return json.loads(environment_manifest_json).get("spec", {}).get("software") or {}
-
-
-def evaluation_stack(environment_manifest_json: str) -> str | None:
+def evaluation_stack(environment: Stored) -> str | None:
     """The evaluation stack an environment's manifest names (e.g. "v1.1"), if it names one."""
-    return (_software(environment_manifest_json).get("libraries") or {}).get("evaluation_stack")
+    return environment_manifest(environment).spec.software.libraries.get("evaluation_stack")
 
 
-def stack_text(environment_manifest_json: str) -> str:
+def stack_text(environment: Stored) -> str:
     """The software an environment's manifest names, e.g. "v1.1" for SOL-ExecBench's evaluation stack."""
-    software = _software(environment_manifest_json)
+    software = environment_manifest(environment).spec.software
     parts = [
-        str(version) if name == "evaluation_stack" else f"{name} {version}"
-        for name, version in sorted((software.get("libraries") or {}).items())
+        version if name == "evaluation_stack" else f"{name} {version}"
+        for name, version in sorted(software.libraries.items())
     ]
-    if software.get("driver"):
-        parts.append(f"driver {software['driver']}")
+    if software.driver:
+        parts.append(f"driver {software.driver}")
     return ", ".join(parts) or "unknown"
 
 
@@ -177,8 +174,8 @@ def to_view(run: Run) -> RunView:
         architecture=run.environment.architecture,
         environment_name=run.environment.name,
         environment_title=run.environment.title,
-        stack=evaluation_stack(run.environment.manifest_json),
-        software=stack_text(run.environment.manifest_json),
+        stack=evaluation_stack(run.environment),
+        software=stack_text(run.environment),
         protocol_name=run.protocol.name,
         protocol_title=run.protocol.title,
         harness_version=run.protocol.harness_version,

@@ -22,6 +22,7 @@ from kernelindex.manifests import (
 )
 from kernelindex.manifests import Implementation as ImplementationKind
 from kernelindex.manifests.digest import DIGEST_PATTERN
+from kernelindex.manifests.types import EvidenceLevelField, RunStatusField
 
 REPORTS_SHOWN = 50
 
@@ -109,7 +110,7 @@ class FastestRun(GroupBest):
     environment: str
     environment_title: str
     stack: str | None = Field(description="the evaluation stack the environment names, e.g. v1.1")
-    evidence: str
+    evidence: EvidenceLevelField = Field(title="Evidence")
 
 
 class WorkloadItem(ApiModel):
@@ -166,8 +167,10 @@ class WorkloadDetail(WorkloadItem):
 class RunItem(ApiModel):
     name: str = Field(examples=["sol-submission-16893"])
     digest: DigestText
-    status: str = Field(description="correctness status: passed, failed or error")
-    evidence: str = Field(description="derived evidence level: reported, reproducible, verified or replicated")
+    status: RunStatusField = Field(title="Status", description="correctness status: passed, failed or error")
+    evidence: EvidenceLevelField = Field(
+        title="Evidence", description="derived evidence level: reported, reproducible, verified or replicated"
+    )
     eligible: bool = Field(description="may be ranked: passed, not withdrawn, not disqualified, not held for review")
     latency_ns: int = Field(description="the primary statistic's latency, in integer nanoseconds")
     primary_statistic: str

@@ -57,6 +57,7 @@ from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord
 from kernelindex.db.tables import Environment, Implementation, Workload
 from kernelindex.slugs import slugify
 from kernelindex.store.batch import Batch
+from kernelindex.store.manifests import workload_manifest
 from kernelindex.store.schemas import SearchHitItem, SearchResponse
 from kernelindex.store.version import mark_changed
 
@@ -174,7 +175,7 @@ def _plural(count: int, noun: str) -> str:
 def workload_entry(workload: Workload, upstream_name: str | None = None) -> Entry:
     """A workload's entry; ``upstream_name`` (the definition's name) is read from its manifest if not given."""
     if upstream_name is None:
-        upstream_name = json.loads(workload.manifest_json)["spec"]["definition"]["name"]
+        upstream_name = workload_manifest(workload).spec.definition.name
     terms = Terms().add(workload.title, NAME, name=True).add(workload.name, NAME).add(upstream_name, NAME)
     terms.add(workload.collection, ALIAS, name=True).add(workload.origin_model, ALIAS, name=True)
     for tag in workload.tags:

@@ -187,7 +187,7 @@ def fastest_run(run: Run) -> FastestRun:
         gpu_product=run.environment.gpu_product,
         environment=run.environment.name,
         environment_title=run.environment.title,
-        stack=evaluation_stack(run.environment.manifest_json),
+        stack=evaluation_stack(run.environment),
         evidence=run.evidence,
     )
 

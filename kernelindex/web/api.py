@@ -18,6 +18,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
 
 from kernelindex.manifests.digest import DIGEST_PATTERN, is_digest
+from kernelindex.manifests.types import EvidenceLevelField
 from kernelindex.store.gpus import gpu_detail, list_gpus
 from kernelindex.store.implementations import implementation_detail, list_implementations
 from kernelindex.store.keyset import SLUG_ORDER
@@ -105,7 +106,7 @@ Cursor = Annotated[
 Slug = Annotated[str | None, Query(min_length=1, max_length=200)]
 WorkloadSort = Literal["name", "runs", "-runs", "best_sol", "last_record"]
 RunSort = Literal["latency", "-latency", "observed", "-observed"]
-Evidence = Literal["reported", "reproducible", "verified", "replicated"]
+Evidence = EvidenceLevelField
 
 
 def send(request: Request, model: BaseModel) -> Response:

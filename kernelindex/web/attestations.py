@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
@@ -13,7 +12,9 @@ from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
 from kernelindex.accounts.ratelimit import LIMITS
+from kernelindex.manifests.types import AttestationTypeField
 from kernelindex.store.attestations import SubmissionError, add_attestation, attestation_by_name
+from kernelindex.store.manifests import manifest_document
 from kernelindex.web.api import Problem
 from kernelindex.web.auth import AttestKeyHolder
 from kernelindex.web.deps import RawBody, SessionDep
@@ -60,7 +61,7 @@ class NewAttestation(BaseModel):
     """The body of ``POST /api/v1/runs/{name}/attestations``."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=False, extra="forbid")
-    type: Literal["reproduced", "could_not_reproduce", "environment_note", "regression_observed"]
+    type: AttestationTypeField = Field(title="Type")
     body: str = Field(min_length=1, max_length=2000)
     body_format: Literal["plain", "markdown"] = "plain"
     evidence_url: str | None = Field(default=None, max_length=500)
@@ -123,6 +124,6 @@ def create_attestation(
         url=urls.attestation(row.name),
         digest=row.digest,
         created_at=row.created_at,
-        manifest=json.loads(row.manifest_json),
+        manifest=manifest_document(row),
     )
     return JSONResponse(created.model_dump(mode="json", by_alias=True), status_code=201)

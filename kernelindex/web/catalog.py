@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from kernelindex import urls
+from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.store.gpus import gpu_catalogue, gpu_detail
 from kernelindex.store.implementations import implementation_detail
 from kernelindex.store.models import model_detail
@@ -41,7 +42,7 @@ class RunLine(Part):
     statistic: str
     rank: int | None
     group_size: int
-    evidence: str
+    evidence: EvidenceLevel
     availability: str
     observed_at: datetime
 

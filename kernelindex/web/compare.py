@@ -15,7 +15,7 @@ from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
 from kernelindex.compare import MAX_RUNS, ComparedRun, CompareError, Comparison, check_run_names, compare_runs
-from kernelindex.manifests.types import format_utc
+from kernelindex.manifests.types import EvidenceLevel, format_utc
 from kernelindex.store.run_queries import runs_to_compare
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
@@ -27,10 +27,10 @@ router = APIRouter()
 FieldKind = Literal["number", "text", "date", "digest", "evidence"]
 Value = int | float | str | None
 EVIDENCE_LABELS = {
-    "reported": "Reported",
-    "reproducible": "Reproducible",
-    "verified": "KernelIndex verified",
-    "replicated": "Independently replicated",
+    EvidenceLevel.REPORTED: "Reported",
+    EvidenceLevel.REPRODUCIBLE: "Reproducible",
+    EvidenceLevel.VERIFIED: "KernelIndex verified",
+    EvidenceLevel.REPLICATED: "Independently replicated",
 }
 NUMBER_FIELDS = {"latencyNs", "vsFastest", "rank", "solScore", "avgSpeedup", "casesFaster"}
 FIELD_KINDS: dict[str, FieldKind] = {

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from kernelindex import urls
+from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.store import reads
 from kernelindex.store.records import catalogue_records
 from kernelindex.store.workloads import by_collection, every_workload
@@ -29,7 +30,7 @@ class BestRunPart(Part):
     sol_score: float | None
     implementation: str
     environment: str
-    evidence: str
+    evidence: EvidenceLevel
 
 
 class WorkloadPart(Part):

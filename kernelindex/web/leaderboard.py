@@ -11,6 +11,8 @@ from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
 from kernelindex.gpus import TRACKED_GPUS
+from kernelindex.manifests.kinds import Definition, WorkloadCase
+from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.ranking import RankedRun, best_per_implementation, current_record, ineligibility_reasons
 from kernelindex.slugs import slugify
 from kernelindex.store.leaderboards import GroupStanding, Leaderboard
@@ -48,7 +50,7 @@ class RunRow(Part):
     percent_of_sol: str
     vs_best: float | None
     vs_best_text: str
-    evidence: str
+    evidence: EvidenceLevel
     availability: str
     observed_at: datetime
     gpu: str
@@ -83,7 +85,7 @@ class ImplementationRow(Part):
     best_latency_ns: int
     best_latency: str
     vs_best_text: str
-    evidence: str
+    evidence: EvidenceLevel
     availability: str
 
 
@@ -306,7 +308,7 @@ def _header(board: Leaderboard) -> WorkloadHeader:
     return WorkloadHeader(
         slug=workload.name,
         title=workload.title,
-        name=board.manifest["spec"]["definition"]["name"],
+        name=board.manifest.spec.definition.name,
         description=workload.description,
         collection=workload.collection,
         tags=list(workload.tags),
@@ -320,46 +322,44 @@ def _header(board: Leaderboard) -> WorkloadHeader:
     )
 
 
-def _tensor_rows(definition: dict[str, Any]) -> list[TensorRow]:
+def _tensor_rows(definition: Definition) -> list[TensorRow]:
     return [
         TensorRow(
             name=name,
             role=role,
-            dtype=tensor["dtype"],
-            shape="[" + ", ".join(str(dim) for dim in tensor.get("shape") or []) + "]"
-            if tensor.get("shape") is not None
-            else "scalar",
-            description=tensor.get("description"),
+            dtype=tensor.dtype,
+            shape="[" + ", ".join(str(dim) for dim in tensor.shape) + "]" if tensor.shape is not None else "scalar",
+            description=tensor.description,
         )
-        for role, tensors in (("input", definition["inputs"]), ("output", definition["outputs"]))
+        for role, tensors in (("input", definition.inputs), ("output", definition.outputs))
         for name, tensor in tensors.items()
     ]
 
 
-def _axis_rows(definition: dict[str, Any]) -> list[AxisRow]:
+def _axis_rows(definition: Definition) -> list[AxisRow]:
     return [
         AxisRow(
             name=name,
-            kind={"var": "variable", "const": "constant", "expr": "expression"}[axis["type"]],
-            value=str(axis["value"]) if "value" in axis else axis.get("expression", ""),
-            description=axis.get("description"),
+            kind={"var": "variable", "const": "constant", "expr": "expression"}[axis.type],
+            value=str(axis.value) if axis.value is not None else (axis.expression or ""),
+            description=axis.description,
         )
-        for name, axis in definition["axes"].items()
+        for name, axis in definition.axes.items()
     ]
 
 
 def _case_rows(
-    cases: list[dict[str, Any]], variable_axes: list[str], dtypes: list[str], bounds: RerunBounds | None
+    cases: list[WorkloadCase], variable_axes: list[str], dtypes: list[str], bounds: RerunBounds | None
 ) -> list[CaseRow]:
     return [
         CaseRow(
             index=index + 1,
-            values=[str(case["axes"].get(name, "–")) for name in variable_axes],
+            values=[str(case.axes.get(name, "–")) for name in variable_axes],
             dtype=", ".join(dtypes),
-            baseline_latency=_ms_text(case.get("baselineLatencyMs")),
-            sol_latency=_ms_text(case.get("solLatencyMs")),
-            baseline_latency_ms=case.get("baselineLatencyMs"),
-            sol_latency_ms=case.get("solLatencyMs"),
+            baseline_latency=_ms_text(case.baseline_latency_ms),
+            sol_latency=_ms_text(case.sol_latency_ms),
+            baseline_latency_ms=case.baseline_latency_ms,
+            sol_latency_ms=case.sol_latency_ms,
             rerun_bound=latency(bound) if (bound := _bound(bounds, index)) else None,
             rerun_bound_ns=bound,
         )
@@ -439,10 +439,10 @@ def build_leaderboard(
     fastest_view = board.fastest
     rerun_bounds = board.rerun_bounds
 
-    manifest = board.manifest["spec"]
-    definition = manifest["definition"]
-    variable_axes = [name for name, axis in definition["axes"].items() if axis["type"] == "var"]
-    dtypes = sorted({tensor["dtype"] for tensor in definition["inputs"].values()})
+    spec = board.manifest.spec
+    definition = spec.definition
+    variable_axes = [name for name, axis in definition.axes.items() if axis.type == "var"]
+    dtypes = sorted({tensor.dtype for tensor in definition.inputs.values()})
 
     return LeaderboardPage(
         workload=_header(board),
@@ -479,12 +479,11 @@ def build_leaderboard(
         chart=chart,
         tensors=_tensor_rows(definition),
         axes=_axis_rows(definition),
-        constraints=definition.get("constraints")
-        or ["No mutation or aliasing of inputs (not published by the source)"],
-        determinism=definition.get("determinism") or "unspecified",
+        constraints=definition.constraints or ["No mutation or aliasing of inputs (not published by the source)"],
+        determinism=definition.determinism or "unspecified",
         variable_axes=variable_axes,
         input_dtype=", ".join(dtypes),
-        cases=_case_rows(manifest["cases"], variable_axes, dtypes, rerun_bounds),
+        cases=_case_rows(spec.cases, variable_axes, dtypes, rerun_bounds),
         rerun_bound_gpu=rerun_bounds.gpu if rerun_bounds else None,
         sources=[
             SourceRow(slug=s.slug, name=s.name, url=s.url, last_observed_at=workload.last_seen_at or s.last_observed_at)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -11,7 +10,7 @@ from fastapi.responses import Response
 
 from kernelindex import urls
 from kernelindex.manifests import KINDS, is_digest, json_schema
-from kernelindex.store.manifests import manifest_by_digest
+from kernelindex.store.manifests import manifest_by_digest, manifest_document, run_manifest
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
 from kernelindex.web.pages import PageContext, cached_response, dump_json, page_route, render_page
@@ -40,9 +39,8 @@ def manifest(request: Request, digest: str, session: SessionDep) -> Response:
     if version is None:
         raise NotFound(f"No manifest has the digest {digest}.")
     page = RECORD_PAGES.get(version.kind)
-    manifest = json.loads(version.manifest_json)
     record_url = page(version.name) if page else None
-    if version.kind == "BenchmarkRun" and "caseIndex" in manifest["spec"]:
+    if version.kind == "BenchmarkRun" and run_manifest(version).spec.case_index is not None:
         # A case-scoped run of a controlled rerun is shown on its suite run's page.
         record_url = urls.run(version.name.rpartition("-case-")[0]) + "#rerun"
     context = ManifestPage(
@@ -51,7 +49,7 @@ def manifest(request: Request, digest: str, session: SessionDep) -> Response:
         name=version.name,
         current=version.current,
         record_url=record_url,
-        manifest=manifest,
+        manifest=manifest_document(version),
     )
     if request.url.path.endswith(".json"):
         # The JSON form is the manifest itself, as digested: what a mirror stores.

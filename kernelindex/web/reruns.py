@@ -3,7 +3,6 @@ anyone can verify again, and the source of the implementations that were measure
 
 from __future__ import annotations
 
-import json
 from typing import Any, ClassVar
 
 from fastapi import APIRouter, Request
@@ -13,6 +12,7 @@ from kernelindex import urls
 from kernelindex.rerun import protocol as rerun_protocol
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.rerun.roofline import ASSUMPTION
+from kernelindex.store.manifests import manifest_document, protocol_manifest
 from kernelindex.store.protocols import protocol_by_name
 from kernelindex.store.reruns import AGREEMENT_BOUND, RERUN_PROTOCOL_NAME, bundle_text
 from kernelindex.web.deps import SessionDep
@@ -109,17 +109,16 @@ def protocol_page(request: Request, name: str, session: SessionDep) -> Response:
     protocol = protocol_by_name(session, name)
     if protocol is None:
         raise NotFound(f"No benchmark protocol is named {name!r}.")
-    manifest = json.loads(protocol.manifest_json)
-    spec = manifest["spec"]
-    measurement = spec["measurement"]
+    spec = protocol_manifest(protocol).spec
+    measurement = spec.measurement
     facts = [
-        Fact(label="harness", value=f"{spec['harness']['name']} {spec['harness']['version']}"),
-        Fact(label="correctness reference", value=spec["correctness"]["reference"]),
-        Fact(label="comparator", value=spec["correctness"]["comparator"], mono=True),
-        Fact(label="timer", value=measurement["timer"], mono=True),
-        Fact(label="primary statistic", value=measurement["primaryStatistic"], mono=True),
-        Fact(label="comparability family", value=spec["comparability"]["family"], mono=True),
-        Fact(label="notes", value=spec["comparability"].get("notes", "–")),
+        Fact(label="harness", value=f"{spec.harness.name} {spec.harness.version}"),
+        Fact(label="correctness reference", value=spec.correctness.reference),
+        Fact(label="comparator", value=spec.correctness.comparator, mono=True),
+        Fact(label="timer", value=measurement.timer, mono=True),
+        Fact(label="primary statistic", value=measurement.primary_statistic, mono=True),
+        Fact(label="comparability family", value=spec.comparability.family, mono=True),
+        Fact(label="notes", value=_or_dash(spec.comparability.notes)),
         Fact(label="digest", value=protocol.digest, url=urls.manifest(protocol.digest), mono=True),
     ]
     context = ProtocolPage(
@@ -129,9 +128,13 @@ def protocol_page(request: Request, name: str, session: SessionDep) -> Response:
         facts=facts,
         rules=rerun_rules() if name == RERUN_PROTOCOL_NAME else [],
         run_count=protocol.run_count,
-        manifest=manifest,
+        manifest=manifest_document(protocol),
     )
     return render_page(request, context)
+
+
+def _or_dash(text: str | None) -> str:
+    return "–" if text is None else text
 
 
 @router.get("/reruns/bundles/{bundle_id}.json", include_in_schema=False)

@@ -9,9 +9,20 @@ from typing import Any, ClassVar
 
 from kernelindex.accounts.markup import render_body
 from kernelindex.citations import FORMAT_LABELS, FORMATS, RENDERERS, CitableRecord, plain_text
+from kernelindex.manifests import BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment
+from kernelindex.manifests.types import AttestationType, EvidenceLevel, RunStatus
 from kernelindex.store.attestations import REPORT_REASONS, AttestationView
+from kernelindex.store.manifests import (
+    Stored,
+    environment_manifest,
+    load_manifest,
+    manifest_document,
+    protocol_manifest,
+    run_manifest,
+    workload_manifest,
+)
 from kernelindex.store.run_queries import Run, RunStanding
-from kernelindex.store.runs import to_view
+from kernelindex.store.runs import RunView, to_view
 from kernelindex.store.schemas import ManifestVersionItem
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.format import latency, ratio
@@ -20,10 +31,10 @@ from kernelindex.web.pages import PageContext
 from kernelindex.web.rerun_part import RerunPart
 
 EVIDENCE_SENTENCES = {
-    "reported": "Reported by source; not independently reproduced.",
-    "reproducible": "Reproducible: source, licence and install recipe are available.",
-    "verified": "KernelIndex verified: a KernelIndex-controlled rerun produced this figure.",
-    "replicated": "Independently replicated: two or more controlled reruns agree.",
+    EvidenceLevel.REPORTED: "Reported by source; not independently reproduced.",
+    EvidenceLevel.REPRODUCIBLE: "Reproducible: source, licence and install recipe are available.",
+    EvidenceLevel.VERIFIED: "KernelIndex verified: a KernelIndex-controlled rerun produced this figure.",
+    EvidenceLevel.REPLICATED: "Independently replicated: two or more controlled reruns agree.",
 }
 SOL_STATISTIC_NOTE = (
     "The source publishes one suite figure per submission and calls it a mean. Its figures fit the "
@@ -75,15 +86,14 @@ def run_citable(run: Run, permalink: str, accessed: date) -> CitableRecord:
     """What a run's citation says (PRODUCT.md §8), for the page's "Cite this record" and
     ``/runs/{name}/cite.*`` alike: the implementation's project as author, the source and its
     external id, the observed date as issued."""
-    manifest = json.loads(run.manifest_json)
-    native = manifest["spec"].get("sourceNative") or {}
+    manifest = run_manifest(run)
     external_id = run.external_id
-    if external_id and native.get("source") == "sol-execbench":
+    if external_id and _is_sol_execbench(manifest):
         external_id = f"submission {external_id}"
     observed = run.observed_at if run.observed_at.tzinfo else run.observed_at.replace(tzinfo=UTC)
     return CitableRecord(
         key=run.name,
-        title=manifest["metadata"].get("title") or run.name,
+        title=manifest.metadata.title or run.name,
         author=run.implementation.project,
         source=run.source.name if run.source else "KernelIndex",
         external_id=external_id,
@@ -120,7 +130,7 @@ class AttestationPart(Part):
     name: str
     url: str
     digest: str
-    type: str
+    type: AttestationType
     type_label: str
     author: str
     created_at: datetime
@@ -131,10 +141,10 @@ class AttestationPart(Part):
 
 
 ATTESTATION_TYPES = {
-    "reproduced": "Reproduced",
-    "could_not_reproduce": "Could not reproduce",
-    "environment_note": "Environment note",
-    "regression_observed": "Regression observed",
+    AttestationType.REPRODUCED: "Reproduced",
+    AttestationType.COULD_NOT_REPRODUCE: "Could not reproduce",
+    AttestationType.ENVIRONMENT_NOTE: "Environment note",
+    AttestationType.REGRESSION_OBSERVED: "Regression observed",
 }
 
 
@@ -144,7 +154,7 @@ def attestation_part(view: AttestationView) -> AttestationPart:
         url=f"/attestations/{view.name}",
         digest=view.digest,
         type=view.type,
-        type_label=ATTESTATION_TYPES.get(view.type, view.type),
+        type_label=ATTESTATION_TYPES[view.type],
         author=view.author,
         created_at=view.created_at,
         body_html=render_body(view.body, view.body_format),
@@ -171,7 +181,7 @@ class RunPage(PageContext):
     latency_ns: int
     latency: str
     statistic: str
-    evidence: str
+    evidence: EvidenceLevel
     evidence_sentence: str
     availability: str
     observed_at: datetime
@@ -200,7 +210,7 @@ class RunPage(PageContext):
     workload_slug: str
     attestations: list[AttestationPart]
     signed_in: bool
-    attestation_types: dict[str, str]
+    attestation_types: dict[AttestationType, str]
     attestation_form: FormState
     report_reasons: dict[str, str]
     report_form: FormState
@@ -229,14 +239,13 @@ def parse_accessed(value: str | None) -> date:
     return parse_day("accessed", value) or datetime.now(UTC).date()
 
 
-def _block(role: str, record: Any) -> ManifestBlock:
-    manifest = json.loads(record.manifest_json)
+def _block(role: str, name: str, record: Stored) -> ManifestBlock:
     return ManifestBlock(
         role=role,
-        kind=manifest["kind"],
-        name=record.name,
+        kind=load_manifest(record.digest, record.manifest_json).kind,
+        name=name,
         digest=record.digest,
-        manifest=manifest,
+        manifest=manifest_document(record),
         url=f"/manifests/{record.digest}",
     )
 
@@ -254,13 +263,71 @@ def build_run_page(
     rerun: RerunPart | None = None,
 ) -> RunPage:
     view = to_view(run)
-    spec = json.loads(run.manifest_json)["spec"]
-    protocol_spec = json.loads(run.protocol.manifest_json)["spec"]
-    environment_spec = json.loads(run.environment.manifest_json)["spec"]
-    workload_spec = json.loads(run.workload.manifest_json)["spec"]
+    manifest = run_manifest(run)
+    protocol = protocol_manifest(run.protocol)
     metrics = view.metrics
-    native = spec.get("sourceNative") or {}
+    fast, total = metrics.get("fast_1_count"), metrics.get("fast_1_total")
+    return RunPage(
+        name=run.name,
+        title=manifest.metadata.title or run.name,
+        digest=run.digest,
+        latency_ns=run.latency_ns,
+        latency=latency(run.latency_ns),
+        statistic=run.primary_statistic,
+        evidence=run.evidence,
+        evidence_sentence=EVIDENCE_SENTENCES[run.evidence],
+        availability=view.availability,
+        observed_at=run.observed_at,
+        rank=standing.rank,
+        group_size=standing.group_size,
+        group_label=f"{view.gpu_product} · stack {view.stack}" if view.stack else view.gpu_product,
+        group_url=f"/workloads/{view.workload_slug}?group={run.comparison_key.removeprefix('sha256:')[:16]}",
+        comparison_key=run.comparison_key,
+        not_ranked_because=standing.reasons,
+        sol_score=f"{view.sol_score:.4f}" if view.sol_score is not None else None,
+        times_reference=ratio(metrics["avg_speedup"]) + " reference" if "avg_speedup" in metrics else None,
+        cases_faster=f"{fast}/{total} cases faster" if fast is not None and total is not None else None,
+        banners=_banners(run, rerun),
+        identity=_identity(run, view, rerun),
+        correctness=_correctness(run.status, protocol, rerun),
+        workload=_workload(run, view, protocol),
+        measurements=[
+            Fact(label=f"latency · {stat}", value=latency(ns)) for stat, ns in manifest.spec.timing.latency_ns.items()
+        ],
+        source_metrics=[Fact(label=key, value=json.dumps(value), mono=True) for key, value in metrics.items()],
+        protocol=_protocol(run.protocol.name, protocol),
+        protocol_note=SOL_STATISTIC_NOTE if _is_sol_execbench(manifest) else None,
+        environment=_environment(manifest, environment_manifest(run.environment), view.gpu_slug),
+        artifacts=_artifacts(rerun),
+        manifests=[
+            _block("run", run.name, run),
+            _block("protocol", run.protocol.name, run.protocol),
+            _block("environment", run.environment.name, run.environment),
+            _block("implementation", run.implementation.name, run.implementation),
+            _block("workload", run.workload.name, run.workload),
+        ],
+        history=[
+            VersionRow(digest=v.digest, recorded_at=v.recorded_at, superseded_at=v.superseded_at) for v in versions
+        ],
+        citation=citation_part(run_citable(run, f"{base_url}/runs/{run.name}", accessed), f"/runs/{run.name}/cite"),
+        workload_slug=view.workload_slug,
+        attestations=[attestation_part(a) for a in attestations],
+        signed_in=signed_in,
+        attestation_types=ATTESTATION_TYPES,
+        attestation_form=attestation_form or FormState(),
+        report_reasons=REPORT_REASONS,
+        report_form=report_form or FormState(),
+        rerun=rerun,
+    )
 
+
+def _is_sol_execbench(manifest: BenchmarkRun) -> bool:
+    native = manifest.spec.source_native
+    return native is not None and native.source == "sol-execbench"
+
+
+def _banners(run: Run, rerun: RerunPart | None) -> list[str]:
+    """Why the page needs a warning above all else: withdrawn, disqualified, held, gone upstream."""
     banners = []
     if run.withdrawn_at:
         banners.append(
@@ -282,108 +349,61 @@ def build_run_page(
         )
     if run.missing_since:
         banners.append(f"No longer listed by the source since {run.missing_since:%Y-%m-%d}; the record is kept.")
+    return banners
 
-    permalink = f"{base_url}/runs/{run.name}"
-    title = json.loads(run.manifest_json)["metadata"].get("title") or run.name
-    fast, total = metrics.get("fast_1_count"), metrics.get("fast_1_total")
-    hardware = environment_spec["hardware"]
-    gpu = hardware["product"] + (f" ({hardware['architecture']})" if hardware.get("architecture") else "")
-    return RunPage(
-        name=run.name,
-        title=title,
-        digest=run.digest,
-        latency_ns=run.latency_ns,
-        latency=latency(run.latency_ns),
-        statistic=run.primary_statistic,
-        evidence=run.evidence,
-        evidence_sentence=EVIDENCE_SENTENCES[run.evidence],
-        availability=view.availability,
-        observed_at=run.observed_at,
-        rank=standing.rank,
-        group_size=standing.group_size,
-        group_label=f"{view.gpu_product} · stack {view.stack}" if view.stack else view.gpu_product,
-        group_url=f"/workloads/{view.workload_slug}?group={run.comparison_key.removeprefix('sha256:')[:16]}",
-        comparison_key=run.comparison_key,
-        not_ranked_because=standing.reasons,
-        sol_score=f"{view.sol_score:.4f}" if view.sol_score is not None else None,
-        times_reference=ratio(metrics["avg_speedup"]) + " reference" if "avg_speedup" in metrics else None,
-        cases_faster=f"{fast}/{total} cases faster" if fast is not None and total is not None else None,
-        banners=banners,
-        identity=[
-            Fact(label="implementation", value=view.implementation_title, url=f"/implementations/{view.project_slug}"),
-            Fact(label="project", value=view.project),
-            Fact(label="revision", value=view.revision, mono=True),
-            Fact(label="workload", value=view.workload_title, url=f"/workloads/{view.workload_slug}"),
-            Fact(
-                label="source",
-                value=view.source_name or "–",
-                url=f"/sources/{view.source_slug}" if view.source_slug else None,
-            ),
-            Fact(label="external id", value=_external_id(view.external_id, rerun), mono=True),
-            Fact(label="comparison key", value=run.comparison_key, mono=True),
-            Fact(label="run digest", value=run.digest, mono=True),
-        ],
-        correctness=_correctness(run.status, protocol_spec, rerun),
-        workload=[
-            Fact(label="suite", value=f"{run.workload.case_count} cases · {run.primary_statistic} latency"),
-            Fact(label="comparator", value=protocol_spec["correctness"]["comparator"], mono=True),
-            Fact(
-                label="definition",
-                value=workload_spec["definition"]["name"],
-                url=f"/workloads/{view.workload_slug}",
-                mono=True,
-            ),
-        ],
-        measurements=[
-            Fact(label=f"latency · {stat}", value=latency(ns)) for stat, ns in spec["timing"]["latencyNs"].items()
-        ],
-        source_metrics=[Fact(label=key, value=json.dumps(value), mono=True) for key, value in metrics.items()],
-        protocol=[
-            Fact(
-                label="harness",
-                value=f"{protocol_spec['harness']['name']} {protocol_spec['harness']['version']}",
-                url=f"/protocols/{run.protocol.name}",
-            ),
-            Fact(label="timer", value=protocol_spec["measurement"]["timer"], mono=True),
-            Fact(label="primaryStatistic", value=protocol_spec["measurement"]["primaryStatistic"], mono=True),
-            Fact(label="correctnessReference", value=protocol_spec["correctness"]["reference"]),
-            Fact(label="comparabilityFamily", value=protocol_spec["comparability"]["family"], mono=True),
-            Fact(label="notes", value=protocol_spec["comparability"].get("notes", "–")),
-        ],
-        protocol_note=SOL_STATISTIC_NOTE if native.get("source") == "sol-execbench" else None,
-        environment=[
-            Fact(label="gpu", value=gpu, url=f"/gpus/{view.gpu_slug}"),
-            *[
-                Fact(label=name, value=value, mono=True)
-                for name, value in environment_spec["software"]["libraries"].items()
-            ],
-            *(
-                [Fact(label="worker", value=labels["worker"], mono=True)]
-                if (labels := json.loads(run.manifest_json)["metadata"].get("labels")) and "worker" in labels
-                else []
-            ),
-        ],
-        artifacts=_artifacts(rerun),
-        manifests=[
-            _block("run", run),
-            _block("protocol", run.protocol),
-            _block("environment", run.environment),
-            _block("implementation", run.implementation),
-            _block("workload", run.workload),
-        ],
-        history=[
-            VersionRow(digest=v.digest, recorded_at=v.recorded_at, superseded_at=v.superseded_at) for v in versions
-        ],
-        citation=citation_part(run_citable(run, permalink, accessed), f"/runs/{run.name}/cite"),
-        workload_slug=view.workload_slug,
-        attestations=[attestation_part(a) for a in attestations],
-        signed_in=signed_in,
-        attestation_types=ATTESTATION_TYPES,
-        attestation_form=attestation_form or FormState(),
-        report_reasons=REPORT_REASONS,
-        report_form=report_form or FormState(),
-        rerun=rerun,
-    )
+
+def _identity(run: Run, view: RunView, rerun: RerunPart | None) -> list[Fact]:
+    return [
+        Fact(label="implementation", value=view.implementation_title, url=f"/implementations/{view.project_slug}"),
+        Fact(label="project", value=view.project),
+        Fact(label="revision", value=view.revision, mono=True),
+        Fact(label="workload", value=view.workload_title, url=f"/workloads/{view.workload_slug}"),
+        Fact(
+            label="source",
+            value=view.source_name or "–",
+            url=f"/sources/{view.source_slug}" if view.source_slug else None,
+        ),
+        Fact(label="external id", value=_external_id(view.external_id, rerun), mono=True),
+        Fact(label="comparison key", value=run.comparison_key, mono=True),
+        Fact(label="run digest", value=run.digest, mono=True),
+    ]
+
+
+def _workload(run: Run, view: RunView, protocol: BenchmarkProtocol) -> list[Fact]:
+    return [
+        Fact(label="suite", value=f"{run.workload.case_count} cases · {run.primary_statistic} latency"),
+        Fact(label="comparator", value=protocol.spec.correctness.comparator, mono=True),
+        Fact(
+            label="definition",
+            value=workload_manifest(run.workload).spec.definition.name,
+            url=f"/workloads/{view.workload_slug}",
+            mono=True,
+        ),
+    ]
+
+
+def _protocol(name: str, protocol: BenchmarkProtocol) -> list[Fact]:
+    spec = protocol.spec
+    return [
+        Fact(label="harness", value=f"{spec.harness.name} {spec.harness.version}", url=f"/protocols/{name}"),
+        Fact(label="timer", value=spec.measurement.timer, mono=True),
+        Fact(label="primaryStatistic", value=spec.measurement.primary_statistic, mono=True),
+        Fact(label="correctnessReference", value=spec.correctness.reference),
+        Fact(label="comparabilityFamily", value=spec.comparability.family, mono=True),
+        Fact(label="notes", value="–" if spec.comparability.notes is None else spec.comparability.notes),
+    ]
+
+
+def _environment(run: BenchmarkRun, environment: ExecutionEnvironment, gpu_slug: str) -> list[Fact]:
+    """The GPU, every library the environment names, and the worker that measured the run (if labelled)."""
+    hardware = environment.spec.hardware
+    gpu = hardware.product + (f" ({hardware.architecture})" if hardware.architecture else "")
+    labels = run.metadata.labels or {}
+    return [
+        Fact(label="gpu", value=gpu, url=f"/gpus/{gpu_slug}"),
+        *[Fact(label=name, value=value, mono=True) for name, value in environment.spec.software.libraries.items()],
+        *([Fact(label="worker", value=labels["worker"], mono=True)] if "worker" in labels else []),
+    ]
 
 
 def _external_id(external_id: str | None, rerun: RerunPart | None) -> str:
@@ -392,18 +412,20 @@ def _external_id(external_id: str | None, rerun: RerunPart | None) -> str:
     return f"bundle/{external_id}" if rerun is not None else f"submission/{external_id}"
 
 
-def _correctness(status: str, protocol_spec: dict[str, Any], rerun: RerunPart | None) -> str:
+def _correctness(status: RunStatus, protocol: BenchmarkProtocol, rerun: RerunPart | None) -> str:
     if rerun is None:
         return (
             "Marked passed by the source; the correctness policy was not published."
-            if status == "passed"
+            if status == RunStatus.PASSED
             else f"Status {status}."
         )
-    tolerance = protocol_spec["correctness"]["tolerance"]
+    tolerance = protocol.spec.correctness.tolerance
+    if tolerance is None or tolerance.matched_ratio is None:
+        raise ValueError(f"the rerun protocol {protocol.metadata.name} states no tolerance and matched ratio")
     return (
         f"Checked by the KernelIndex runner on every case: each output against a float64 reference computed on "
-        f"the same GPU from the same inputs; an element matches when |out − ref| ≤ {tolerance['atol']} + "
-        f"{tolerance['rtol']} × |ref|, and an output passes when at least {tolerance['matchedRatio']:.1%} of its "
+        f"the same GPU from the same inputs; an element matches when |out − ref| ≤ {tolerance.atol} + "
+        f"{tolerance.rtol} × |ref|, and an output passes when at least {tolerance.matched_ratio:.1%} of its "
         f"elements match. {rerun.cases_passed}/{rerun.case_count} cases passed."
     )
 
