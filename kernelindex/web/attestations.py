@@ -15,7 +15,7 @@ from kernelindex import urls
 from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.store.attestations import SubmissionError, add_attestation, attestation_by_name
 from kernelindex.web.api import Problem
-from kernelindex.web.auth import AttestKeyHolder
+from kernelindex.web.auth import AttestKeyHolder, CurrentUser
 from kernelindex.web.deps import RawBody, SessionDep
 from kernelindex.web.errors import BadRequest, NotFound, problem
 from kernelindex.web.pages import PageContext, page_route, render_page
@@ -38,15 +38,19 @@ class AttestationPage(PageContext):
 
 
 @page_route(router, "/attestations/{name}")
-def attestation(request: Request, name: str, session: SessionDep) -> Response:
+def attestation(request: Request, name: str, session: SessionDep, user: CurrentUser) -> Response:
     found = attestation_by_name(session, name)
     if found is None:
         raise NotFound(f"No attestation is named {name!r}.")
     view, run = found
     hidden = view.state == "hidden"
     part = attestation_part(view)
+    if hidden:
+        # The digest would let anyone fetch the words from a mirror: only a maintainer sees it.
+        withheld = {"body_html": "", "evidence_url": None}
+        part = part.model_copy(update=withheld if user and user.is_maintainer else {**withheld, "digest": ""})
     context = AttestationPage(
-        attestation=part.model_copy(update={"body_html": "", "evidence_url": None}) if hidden else part,
+        attestation=part,
         run=run.name,
         run_url=urls.run(run.name),
         hidden=hidden,
