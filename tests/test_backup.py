@@ -229,24 +229,24 @@ CORRUPTIONS: dict[str, tuple[Callable[[Path], None], str]] = {
 # A forger who holds the key: each edit resealed (checksum and HMAC) is still refused, naming
 # the record, because the column is derived again from its manifest or the audit log.
 FORGERIES: dict[str, tuple[str, Callable[[dict[str, Any]], None], Callable[[dict[str, Any]], bool], str]] = {
-    "run-1-ns": ("run", faster, lambda row: True, "latency_ns is 1 in the file, but its manifest gives"),
+    "run-1-ns": ("run", faster, lambda row: True, "latency_ns is 1 in the file, but"),
     "run-replicated": (
         "run",
         lambda row: row.update(evidence="replicated"),
         lambda row: True,
-        "evidence is 'replicated' in the file, but its rerun bundles give 'reported'",
+        "evidence is 'replicated' in the file, but 'reported' according to its rerun bundles",
     ),
     "rerun-replicated": (
         "run",
         lambda row: row.update(evidence="replicated"),
         lambda row: row["evidence"] == "verified",
-        "evidence is 'replicated' in the file, but its rerun bundles give 'verified'",
+        "evidence is 'replicated' in the file, but 'verified' according to its rerun bundles",
     ),
     "run-status": (
         "run",
         lambda row: row.update(status="failed"),
         lambda row: row["status"] == "passed",
-        "status is 'failed' in the file, but its manifest gives 'passed'",
+        "status is 'failed' in the file, but 'passed' according to its manifest",
     ),
     "run-moved-group": (
         "run",
@@ -258,19 +258,19 @@ FORGERIES: dict[str, tuple[str, Callable[[dict[str, Any]], None], Callable[[dict
         "run",
         lambda row: row.update(withdrawn_at=None, withdrawn_reason=None),
         lambda row: row["withdrawn_at"] is not None,
-        "withdrawn_at is None in the file, but its audit log gives 'withdrawn'",
+        "withdrawn_at is None in the file, but 'withdrawn' according to its audit log",
     ),
     "attestation-unhidden": (
         "attestation",
         lambda row: row.update(state="published", hidden_reason=None),
         lambda row: row["state"] == "hidden",
-        "state is 'published' in the file, but its audit log gives 'hidden'",
+        "state is 'published' in the file, but 'hidden' according to its audit log",
     ),
     "attestation-hidden": (
         "attestation",
         lambda row: row.update(state="hidden", hidden_reason="forged"),
         lambda row: row["state"] == "published",
-        "state is 'hidden' in the file, but its audit log gives 'published'",
+        "state is 'hidden' in the file, but 'published' according to its audit log",
     ),
 }
 

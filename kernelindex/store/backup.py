@@ -348,7 +348,7 @@ def _advance_sequences(connection: Connection) -> None:
 
 
 def _mismatch(record: str, column: str, stored: object, derived: object, source: str) -> BackupError:
-    return BackupError(f"{record}: {column} is {stored!r} in the file, but its {source} gives {derived!r}")
+    return BackupError(f"{record}: {column} is {stored!r} in the file, but {derived!r} according to its {source}")
 
 
 def _check_derived(connection: Connection) -> None:
@@ -376,7 +376,7 @@ def _moderation_states(session: Session, prefix: str, on: str, off: str) -> dict
 
 def _check_runs(session: Session) -> None:
     digests = {
-        table: dict(session.execute(select(table.id, table.digest)).tuples().all())
+        table: {row_id: digest for row_id, digest in session.execute(select(table.id, table.digest))}
         for table in (Workload, Protocol, Environment)
     }
     withdrawals = _moderation_states(session, "run ", "run.withdraw", "run.restore")
@@ -415,7 +415,7 @@ def _check_runs(session: Session) -> None:
 
 
 def _check_attestations(session: Session) -> None:
-    handles = dict(session.execute(select(User.id, User.handle)).tuples().all())
+    handles = {user_id: handle for user_id, handle in session.execute(select(User.id, User.handle))}
     moderated = _moderation_states(session, "attestation ", "attestation.hide", "attestation.unhide")
     for row in session.scalars(select(Attestation).order_by(Attestation.id)):
         record = f"attestation {row.name}"
