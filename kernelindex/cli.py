@@ -195,12 +195,40 @@ def ingest_sol_execbench(base_url: str | None, snapshot: Path | None, database_u
 
 # --- export / import ------------------------------------------------------------------
 
+key_file_option = click.option(
+    "--key-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="File holding the backup key (default: $KERNELINDEX_BACKUP_KEY).",
+)
+
+
+def _backup_key(settings: Settings, key_file: Path | None, verb: str) -> bytes:
+    """The operator's backup key, from --key-file or the environment; exit with a message without one."""
+    from kernelindex.store.backup import BackupError, check_key
+
+    if key_file is not None:
+        key = key_file.read_bytes().strip()
+    elif settings.backup_key is not None:
+        key = settings.backup_key.get_secret_value().encode()
+    else:
+        err.print(
+            f"[red]Not {verb}:[/] no backup key. Set KERNELINDEX_BACKUP_KEY or pass --key-file FILE "
+            "(the same key for export and import; keep it apart from the backups)."
+        )
+        sys.exit(2)
+    try:
+        return check_key(key)
+    except BackupError as exc:
+        err.print(f"[red]Not {verb}:[/] {exc}")
+        sys.exit(2)
+
 
 @main.command("export")
 @click.argument("file", type=click.Path(dir_okay=False, writable=True, path_type=Path))
+@key_file_option
 @database_url_option
-def export_store(file: Path, database_url: str | None) -> None:
-    """Back up the whole store to FILE (gzipped JSON Lines with a checksum)."""
+def export_store(file: Path, key_file: Path | None, database_url: str | None) -> None:
+    """Back up the whole store to FILE (gzipped JSON Lines with a checksum and an HMAC under the backup key)."""
     from alembic.runtime.migration import MigrationContext
 
     from kernelindex.db import migrate
@@ -208,6 +236,7 @@ def export_store(file: Path, database_url: str | None) -> None:
     from kernelindex.store.backup import write_backup
 
     settings = _settings(database_url)
+    key = _backup_key(settings, key_file, "exported")
     engine = make_engine(settings.database_url)
     try:
         with engine.connect() as connection:
@@ -218,7 +247,7 @@ def export_store(file: Path, database_url: str | None) -> None:
                 f"{migrate.head_revision()}; run `kernelindex db upgrade` first."
             )
             sys.exit(1)
-        summary = write_backup(engine, file, migrate.head_revision())
+        summary = write_backup(engine, file, migrate.head_revision(), key)
     except (OSError, SQLAlchemyError) as exc:
         err.print(f"[red]Not exported:[/] {exc}")
         sys.exit(1)
@@ -230,20 +259,22 @@ def export_store(file: Path, database_url: str | None) -> None:
 @main.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--replace", is_flag=True, help="Empty a store that holds anything before loading FILE.")
+@key_file_option
 @database_url_option
-def import_store(file: Path, replace: bool, database_url: str | None) -> None:
-    """Restore a backup made by `kernelindex export`: checked whole first, then written all or nothing."""
+def import_store(file: Path, replace: bool, key_file: Path | None, database_url: str | None) -> None:
+    """Restore a backup made by `kernelindex export` with the same key: checked whole first, written all or nothing."""
     from kernelindex.db import migrate
     from kernelindex.db.engine import make_engine
     from kernelindex.ingest.lock import IngestLocked, ingest_lock
     from kernelindex.store.backup import BackupError, restore_backup
 
     settings = _settings(database_url)
+    key = _backup_key(settings, key_file, "imported")
     _run_or_exit(lambda: migrate.upgrade(settings.database_url), "could not migrate the store")
     engine = make_engine(settings.database_url)
     try:
         with ingest_lock(engine):
-            summary = restore_backup(engine, file, migrate.head_revision(), replace=replace)
+            summary = restore_backup(engine, file, migrate.head_revision(), key, replace=replace)
     except IngestLocked as exc:
         err.print(f"[red]Not imported:[/] {exc}")
         sys.exit(3)

@@ -34,3 +34,6 @@ class Settings(BaseSettings):
     # on every request (0 turns the cache off).
     response_cache_mb: int = Field(default=64, ge=0)
     export_dir: Path = Field(default_factory=lambda: Path(tempfile.gettempdir()) / "kernelindex-exports")
+    # The key that authenticates backups (an HMAC-SHA256 over the file): `kernelindex export`
+    # and `import` refuse to run without it (or `--key-file`). There is no default key.
+    backup_key: SecretStr | None = None

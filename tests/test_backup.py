@@ -1,11 +1,14 @@
 """``kernelindex export`` / ``kernelindex import``: the whole store round-trips SQLite →
 PostgreSQL → SQLite with every row and digest identical; a truncated, damaged or tampered
-file, or one that fails while loading, writes nothing."""
+file, or one that fails while loading, writes nothing. Every file carries an HMAC under the
+operator's key; a forger who holds that key still cannot change what pages rank and show,
+because those columns are derived again from the manifests and the audit log."""
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import hmac
 import json
 import shutil
 from collections.abc import Callable
@@ -35,8 +38,12 @@ from tests.upstream import FakeUpstream
 pytestmark = pytest.mark.xdist_group("backup")
 
 
-def cli(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, list(args))
+KEY = "test backup key, not a secret"
+OTHER_KEY = "another operator's backup key"
+
+
+def cli(*args: str, key: str | None = KEY) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), env={"KERNELINDEX_BACKUP_KEY": key})
     return result.exit_code, " ".join(result.output.split())
 
 
@@ -135,27 +142,31 @@ def test_round_trip_sqlite_to_postgresql_and_back_keeps_every_row_and_digest(sou
 # --- Refusals: each on both backends, and each leaves the store as it was -------------------
 
 
-def rewrite(path: Path, change: Callable[[list[bytes]], list[bytes]], reseal: bool) -> None:
-    """Change the rows of a backup; ``reseal`` recomputes the trailer as a forger would."""
+def rewrite(path: Path, change: Callable[[list[bytes]], list[bytes]], reseal: bool, key: str | None = KEY) -> None:
+    """Change the rows of a backup; ``reseal`` recomputes the trailer as a forger would: its
+    checksum, and its HMAC under ``key`` (the operator's own when the forger holds it; None
+    keeps the old HMAC, as a forger without the key must)."""
     lines = gzip.decompress(path.read_bytes()).splitlines(keepends=True)
     rows = change(lines[:-1])
     if reseal:
-        trailer = {
-            "end": "kernelindex-backup",
-            "lines": len(rows),
-            "sha256": hashlib.sha256(b"".join(rows)).hexdigest(),
-        }
+        content = b"".join(rows)
+        trailer = json.loads(lines[-1])
+        trailer.update(lines=len(rows), sha256=hashlib.sha256(content).hexdigest())
+        if key is not None:
+            trailer["hmac"] = hmac.new(key.encode(), content, hashlib.sha256).hexdigest()
         rows = [*rows, json.dumps(trailer).encode() + b"\n"]
     else:
         rows = [*rows, lines[-1]]
     path.write_bytes(gzip.compress(b"".join(rows)))
 
 
-def edit_first(table: str, edit: Callable[[dict[str, Any]], None]) -> Callable[[list[bytes]], list[bytes]]:
+def edit_first(
+    table: str, edit: Callable[[dict[str, Any]], None], where: Callable[[dict[str, Any]], bool] = lambda row: True
+) -> Callable[[list[bytes]], list[bytes]]:
     def change(lines: list[bytes]) -> list[bytes]:
         for index, line in enumerate(lines):
             value = json.loads(line)
-            if value.get("table") == table:
+            if value.get("table") == table and where(value["row"]):
                 edit(value["row"])
                 lines[index] = json.dumps(value).encode() + b"\n"
                 return lines
@@ -195,7 +206,15 @@ CORRUPTIONS: dict[str, tuple[Callable[[Path], None], str]] = {
         "no end line: the file is truncated",
     ),
     "not-gzip": (lambda p: p.write_bytes(b"DROP TABLE run;\n"), "not a gzip file"),
-    "row-changed": (lambda p: rewrite(p, edit_first("run", faster), reseal=False), "checksum does not match"),
+    "row-changed": (lambda p: rewrite(p, edit_first("run", faster), reseal=False), "HMAC does not match"),
+    "maintainer-flag-resealed-without-the-key": (
+        lambda p: rewrite(p, edit_first("user_account", lambda row: row.update(is_maintainer=True)), True, key=None),
+        "HMAC does not match",
+    ),
+    "signed-with-another-key": (
+        lambda p: rewrite(p, lambda lines: lines, reseal=True, key=OTHER_KEY),
+        "written with another backup key",
+    ),
     "manifest-forged-and-resealed": (
         lambda p: rewrite(p, edit_first("run", forged_manifest), reseal=True),
         "does not match its digest",
@@ -205,6 +224,54 @@ CORRUPTIONS: dict[str, tuple[Callable[[Path], None], str]] = {
         "user_account has no column is_admin",
     ),
     "fails-while-loading": (lambda p: rewrite(p, duplicate_last_run, reseal=True), "nothing was written"),
+}
+
+# A forger who holds the key: each edit resealed (checksum and HMAC) is still refused, naming
+# the record, because the column is derived again from its manifest or the audit log.
+FORGERIES: dict[str, tuple[str, Callable[[dict[str, Any]], None], Callable[[dict[str, Any]], bool], str]] = {
+    "run-1-ns": ("run", faster, lambda row: True, "latency_ns is 1 in the file, but"),
+    "run-replicated": (
+        "run",
+        lambda row: row.update(evidence="replicated"),
+        lambda row: True,
+        "evidence is 'replicated' in the file, but 'reported' according to its rerun bundles",
+    ),
+    "rerun-replicated": (
+        "run",
+        lambda row: row.update(evidence="replicated"),
+        lambda row: row["evidence"] == "verified",
+        "evidence is 'replicated' in the file, but 'verified' according to its rerun bundles",
+    ),
+    "run-status": (
+        "run",
+        lambda row: row.update(status="failed"),
+        lambda row: row["status"] == "passed",
+        "status is 'failed' in the file, but 'passed' according to its manifest",
+    ),
+    "run-moved-group": (
+        "run",
+        lambda row: row.update(comparison_key="sha256:" + "0" * 64),
+        lambda row: True,
+        "comparison_key",
+    ),
+    "run-withdrawal-dropped": (
+        "run",
+        lambda row: row.update(withdrawn_at=None, withdrawn_reason=None),
+        lambda row: row["withdrawn_at"] is not None,
+        "withdrawn_at is None in the file, but 'withdrawn' according to its audit log",
+    ),
+    "attestation-unhidden": (
+        "attestation",
+        lambda row: row.update(state="published", hidden_reason=None),
+        lambda row: row["state"] == "hidden",
+        "state is 'published' in the file, but 'hidden' according to its audit log",
+    ),
+    "attestation-hidden": (
+        "attestation",
+        lambda row: row.update(state="hidden", hidden_reason="forged"),
+        lambda row: row["state"] == "published",
+        "state is 'hidden' in the file, but 'published' according to its audit log",
+    ),
 }
 
 
@@ -228,6 +295,37 @@ def test_damaged_or_tampered_backup_is_refused_and_writes_nothing(backup_file, d
     assert "Not imported, nothing was written" in output and message in output
     assert "Traceback" not in output
     assert count(database_url, Run) == count(database_url, User) == 0
+
+
+@pytest.mark.parametrize("forgery", FORGERIES)
+def test_forged_columns_resealed_with_the_key_are_refused_and_write_nothing(
+    backup_file, database_url, tmp_path, forgery
+):
+    table, edit, where, message = FORGERIES[forgery]
+    path = tmp_path / "forged.ki.gz"
+    shutil.copy(backup_file, path)
+    rewrite(path, edit_first(table, edit, where), reseal=True)
+    code, output = cli("import", str(path), "--database-url", database_url)
+    assert code == 1, output
+    assert "Not imported, nothing was written" in output and f"{table} " in output and message in output
+    assert count(database_url, Run) == count(database_url, User) == 0
+
+
+@pytest.mark.parametrize("command", ["export", "import"])
+def test_export_and_import_refuse_to_run_without_a_key(backup_file, database_url, tmp_path, command):
+    path = backup_file if command == "import" else tmp_path / "out.ki.gz"
+    code, output = cli(command, str(path), "--database-url", database_url, key=None)
+    assert code == 2 and "no backup key" in output and "KERNELINDEX_BACKUP_KEY" in output, output
+    assert not (tmp_path / "out.ki.gz").exists()
+
+
+def test_a_key_file_is_the_same_key(backup_file, database_url, tmp_path):
+    key_file = tmp_path / "backup.key"
+    key_file.write_text(KEY + "\n")
+    code, output = cli(
+        "import", str(backup_file), "--key-file", str(key_file), "--database-url", database_url, key=None
+    )
+    assert code == 0, output
 
 
 def test_import_refuses_a_non_empty_store_unless_told_and_a_failed_replace_keeps_it(

@@ -187,6 +187,11 @@ class User(Base):
 
 class Attestation(ManifestRecord, Base):
     __tablename__ = "attestation"
+    __table_args__ = (
+        # The double-submit guard, held by the database so parallel posts cannot both pass it.
+        UniqueConstraint("user_id", "run_id", "dedupe_key"),
+        UniqueConstraint("user_id", "idempotency_key"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), index=True)
@@ -194,6 +199,11 @@ class Attestation(ManifestRecord, Base):
     type: Mapped[AttestationType] = mapped_column(StrEnumColumn(AttestationType, 32))
     state: Mapped[str] = mapped_column(String(16))
     hidden_reason: Mapped[str | None] = mapped_column(Text)
+    # SHA-256 of the type and the whitespace-normalised body while the statement is within the
+    # double-submit window; cleared (NULL) by the next identical statement after it.
+    dedupe_key: Mapped[str | None] = mapped_column(String(64))
+    # The API client's Idempotency-Key header: a retry with it is answered with this row.
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
 
 
 class Report(Base):

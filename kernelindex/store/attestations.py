@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import Attestation as AttestationRow
 from kernelindex.db.tables import ManifestVersion, Report, Run, User
 from kernelindex.manifests import Attestation, ManifestError, parse_manifest
+from kernelindex.manifests.kinds import AttestationSpec
 from kernelindex.manifests.types import AttestationType
 from kernelindex.store.manifests import attestation_manifest, manifest_document, manifest_text
 
@@ -24,6 +27,8 @@ REPORT_REASONS = {
     "other": "Other",
 }
 DUPLICATE_WINDOW = timedelta(minutes=10)
+# A stored attestation, as the API answers with it.
+StoredAttestation = AttestationRow
 
 
 class SubmissionError(ValueError):
@@ -44,13 +49,7 @@ FIELD_NAMES = {
 }
 
 
-def add_attestation(session: Session, user: User, run: Run, fields: dict[str, Any]) -> AttestationRow:
-    """Validate ``fields`` as an Attestation of ``run`` by ``user`` and store it.
-
-    Raises ``SubmissionError`` naming the fields at fault, or for a repeat of the same
-    statement within ten minutes (a double submit).
-    """
-    now = datetime.now(UTC)
+def _manifest(user: User, run: Run, fields: dict[str, Any], now: datetime) -> Attestation:
     spec: dict[str, Any] = {
         "runDigest": run.digest,
         "type": fields.get("type"),
@@ -74,17 +73,45 @@ def add_attestation(session: Session, user: User, run: Run, fields: dict[str, An
     except ManifestError as exc:
         raise SubmissionError({FIELD_NAMES.get(path, "form"): message for path, message in exc.problems}) from None
     assert isinstance(manifest, Attestation)
-    earlier = session.scalars(
-        select(AttestationRow).where(AttestationRow.run_id == run.id, AttestationRow.user_id == user.id)
-    ).all()
-    for row in earlier:
-        previous = attestation_manifest(row).spec
-        if (
-            previous.body == manifest.spec.body
-            and previous.type == manifest.spec.type
-            and row.created_at > now - DUPLICATE_WINDOW
-        ):
-            raise SubmissionError({"form": "You just added this same attestation; it is listed below."})
+    return manifest
+
+
+def dedupe_key(type_: str, body: str) -> str:
+    """What makes two statements the same for the double-submit guard: the type and the body,
+    whitespace normalised."""
+    return hashlib.sha256(f"{type_}\n{' '.join(body.split())}".encode()).hexdigest()
+
+
+def _statement(spec: AttestationSpec) -> dict[str, Any]:
+    """What a submission says: its spec without what each submission sets afresh (time, author)."""
+    return spec.model_dump(exclude={"created_at", "author"})
+
+
+def add_attestation(
+    session: Session, user: User, run: Run, fields: dict[str, Any], idempotency_key: str | None = None
+) -> AttestationRow:
+    """Validate ``fields`` as an Attestation of ``run`` by ``user`` and store it.
+
+    Raises ``SubmissionError`` naming the fields at fault, or for a repeat of the same
+    statement within ten minutes (a double submit). The repeat is refused by a unique key in
+    the database, so parallel posts cannot both pass; the session must then be rolled back.
+    """
+    now = datetime.now(UTC)
+    manifest = _manifest(user, run, fields, now)
+    name = manifest.metadata.name
+    key = dedupe_key(manifest.spec.type, manifest.spec.body)
+    # A statement older than the window no longer holds its key: the same words may be said again.
+    session.execute(
+        update(AttestationRow)
+        .where(
+            AttestationRow.user_id == user.id,
+            AttestationRow.run_id == run.id,
+            AttestationRow.dedupe_key == key,
+            AttestationRow.created_at <= now - DUPLICATE_WINDOW,
+        )
+        .values(dedupe_key=None)
+        .execution_options(synchronize_session=False)
+    )
     text = manifest_text(manifest)
     row = AttestationRow(
         name=name,
@@ -94,6 +121,8 @@ def add_attestation(session: Session, user: User, run: Run, fields: dict[str, An
         user_id=user.id,
         type=manifest.spec.type,
         state="published",
+        dedupe_key=key,
+        idempotency_key=idempotency_key,
         created_at=now,
         updated_at=now,
     )
@@ -101,8 +130,29 @@ def add_attestation(session: Session, user: User, run: Run, fields: dict[str, An
     session.add(
         ManifestVersion(kind="Attestation", name=name, digest=manifest.digest, manifest_json=text, recorded_at=now)
     )
-    session.flush()
+    try:
+        session.flush()
+    except IntegrityError:
+        raise SubmissionError({"form": "You just added this same attestation; it is listed below."}) from None
     return row
+
+
+def attestation_by_idempotency_key(session: Session, user: User, key: str) -> AttestationRow | None:
+    """The attestation ``user`` posted with this ``Idempotency-Key``, if any."""
+    return session.scalar(
+        select(AttestationRow).where(AttestationRow.user_id == user.id, AttestationRow.idempotency_key == key)
+    )
+
+
+def same_submission(row: AttestationRow, user: User, run: Run, fields: dict[str, Any]) -> bool:
+    """Whether ``fields`` on ``run`` say what ``row`` says (a retry), time and author aside."""
+    if row.run_id != run.id:
+        return False
+    try:
+        again = _manifest(user, run, fields, row.created_at)
+    except SubmissionError:
+        return False
+    return _statement(again.spec) == _statement(attestation_manifest(row).spec)
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ A backup is one gzip file of JSON Lines:
 2. one ``{"table": …, "row": {column: value, …}}`` line per row, table by table in an
    order where every row comes after the rows it refers to, each table in primary-key
    order; timestamps are ISO 8601 strings in UTC, everything else is plain JSON;
-3. a trailer: ``{"end": "kernelindex-backup", "lines": n, "sha256": …}``, the hex SHA-256
-   of every byte before it (uncompressed).
+3. a trailer: ``{"end": "kernelindex-backup", "lines": n, "sha256": …, "hmac": …}``: the hex
+   SHA-256 of every byte before it (uncompressed), and the hex HMAC-SHA256 of the same bytes
+   under the operator's backup key.
 
 It holds every table except the rate-limit counters (short-lived) and the generated
 session secret (a backup file should not let its reader forge sessions); so accounts
@@ -16,15 +17,19 @@ travel, as Argon2id password hashes and SHA-256 hashes of API keys, because atte
 reports and the audit log name their authors. Manifests are copied as stored text, so
 every digest survives byte for byte.
 
-An import checks the whole file before writing anything: gzip intact, header and trailer
-present, checksum, row counts, every column known, and every manifest's digest
-recomputed. Then it writes everything in one transaction: all or nothing.
+An import checks the whole file before writing anything: its HMAC under the operator's key
+first (so a file from anyone without the key, or signed with another key, is refused
+unread), then gzip intact, header and trailer present, checksum, row counts, every column
+known, and every manifest's digest recomputed. Then it writes everything in one
+transaction, and before committing checks that every column the site ranks and shows
+agrees with what it derives from (``_check_derived``): all or nothing.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import hmac
 import json
 import os
 import tempfile
@@ -37,14 +42,21 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Table, delete, func, select, text
+from sqlalchemy.orm import Session
 
-import kernelindex.db.tables  # noqa: F401  (puts every table on Base.metadata)
+from kernelindex.db.account_tables import AuditEntry
 from kernelindex.db.base import Base, UtcDateTime
-from kernelindex.manifests.digest import manifest_digest
+from kernelindex.db.rerun_tables import RerunResult
+from kernelindex.db.tables import Attestation, Environment, Protocol, Run, User, Workload
+from kernelindex.manifests import BenchmarkRun, parse_manifest
+from kernelindex.manifests.digest import comparison_key, manifest_digest
+from kernelindex.store.reruns import derive_rerun_evidence
 from kernelindex.store.version import bump_every_counter
 
 FORMAT = "kernelindex-backup"
-VERSION = 1
+# 2: the trailer carries an HMAC under the operator's key; version-1 files are not authenticated.
+VERSION = 2
+MIN_KEY_BYTES = 16
 # Short-lived counters, the session secret, and the cache versions (bookkeeping of each store's
 # own workers: a restore bumps them instead, so no worker keeps serving what it replaced).
 LEFT_OUT = frozenset({"rate_limit_counter", "app_secret", "catalogue_state"})
@@ -67,6 +79,13 @@ class BackupSummary:
     @property
     def rows(self) -> int:
         return sum(self.tables.values())
+
+
+def check_key(key: bytes) -> bytes:
+    """``key`` if it is long enough to authenticate backups, else ``BackupError``."""
+    if len(key) < MIN_KEY_BYTES:
+        raise BackupError(f"the backup key is too short: use at least {MIN_KEY_BYTES} random bytes")
+    return key
 
 
 def backed_up_tables() -> list[Table]:
@@ -114,8 +133,10 @@ def _snapshot(engine: Engine) -> Iterator[Connection]:
             connection.rollback()
 
 
-def write_backup(engine: Engine, path: Path, schema: str) -> BackupSummary:
-    """Write a backup of the store behind ``engine`` to ``path`` (replaced atomically)."""
+def write_backup(engine: Engine, path: Path, schema: str, key: bytes) -> BackupSummary:
+    """Write a backup of the store behind ``engine`` to ``path`` (replaced atomically),
+    authenticated with an HMAC-SHA256 under ``key``."""
+    check_key(key)
     tables = backed_up_tables()
     handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-", suffix=".tmp")
     temporary = Path(name)
@@ -123,6 +144,7 @@ def write_backup(engine: Engine, path: Path, schema: str) -> BackupSummary:
         with _snapshot(engine) as connection, os.fdopen(handle, "wb") as raw:
             counts = {t.name: connection.scalar(select(func.count()).select_from(t)) or 0 for t in tables}
             checksum = hashlib.sha256()
+            signature = hmac.new(key, digestmod=hashlib.sha256)
             lines = 0
             # mtime 0 and no file name: the same store gives the same compressed bytes.
             with gzip.GzipFile(fileobj=raw, mode="wb", filename="", mtime=0) as out:
@@ -131,6 +153,7 @@ def write_backup(engine: Engine, path: Path, schema: str) -> BackupSummary:
                     nonlocal lines
                     data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
                     checksum.update(data)
+                    signature.update(data)
                     out.write(data)
                     lines += 1
 
@@ -140,7 +163,12 @@ def write_backup(engine: Engine, path: Path, schema: str) -> BackupSummary:
                     statement = select(table).order_by(*table.primary_key.columns)
                     for row in connection.execute(statement.execution_options(yield_per=INSERT_BATCH)):
                         emit({"table": table.name, "row": {k: _encode(v) for k, v in row._mapping.items()}})
-                trailer = {"end": FORMAT, "lines": lines, "sha256": checksum.hexdigest()}
+                trailer = {
+                    "end": FORMAT,
+                    "lines": lines,
+                    "sha256": checksum.hexdigest(),
+                    "hmac": signature.hexdigest(),
+                }
                 out.write(json.dumps(trailer).encode() + b"\n")
             raw.flush()
             os.fsync(raw.fileno())
@@ -179,8 +207,36 @@ def _json(line: bytes, number: int) -> dict[str, Any]:
     return value
 
 
-def check_backup(path: Path, schema: str) -> BackupSummary:
-    """Read the whole file and raise ``BackupError`` unless it is complete and untampered."""
+def authenticate(path: Path, key: bytes) -> None:
+    """Raise ``BackupError`` unless the trailer's HMAC is that of every line before it under ``key``.
+
+    Only bytes are hashed here: nothing in a file from someone without the key is parsed as rows.
+    """
+    signature = hmac.new(check_key(key), digestmod=hashlib.sha256)
+    previous: bytes | None = None
+    for line in _lines(path):
+        if previous is not None:
+            signature.update(previous)
+        previous = line
+    if previous is None:
+        raise BackupError(f"{path.name} is empty")
+    try:
+        trailer = json.loads(previous)
+    except ValueError:
+        trailer = None
+    if not isinstance(trailer, dict) or trailer.get("end") != FORMAT:
+        raise BackupError(f"{path.name} has no end line: the file is truncated")
+    claimed = trailer.get("hmac")
+    if not isinstance(claimed, str) or not hmac.compare_digest(claimed, signature.hexdigest()):
+        raise BackupError(
+            "the backup's HMAC does not match this key: the file was changed after it was written, "
+            "or it was written with another backup key"
+        )
+
+
+def check_backup(path: Path, schema: str, key: bytes) -> BackupSummary:
+    """Read the whole file and raise ``BackupError`` unless it is authentic, complete and untampered."""
+    authenticate(path, key)
     checksum = hashlib.sha256()
     header: dict[str, Any] | None = None
     trailer: dict[str, Any] | None = None
@@ -240,13 +296,14 @@ def store_row_count(connection: Connection) -> int:
     return sum(connection.scalar(select(func.count()).select_from(t)) or 0 for t in backed_up_tables())
 
 
-def restore_backup(engine: Engine, path: Path, schema: str, replace: bool = False) -> BackupSummary:
-    """Check ``path`` whole, then load it into the store in one transaction.
+def restore_backup(engine: Engine, path: Path, schema: str, key: bytes, replace: bool = False) -> BackupSummary:
+    """Check ``path`` whole (its HMAC under ``key`` first), then load it into the store in one transaction.
 
     Refuses (``BackupError``) a store that holds anything unless ``replace``, which empties
-    it first in the same transaction.
+    it first in the same transaction, and a file whose ranked or shown columns disagree with
+    what they derive from (nothing is written then).
     """
-    summary = check_backup(path, schema)
+    summary = check_backup(path, schema, key)
     tables = {table.name: table for table in backed_up_tables()}
     with engine.begin() as connection:
         if not replace and (rows := store_row_count(connection)):
@@ -267,6 +324,7 @@ def restore_backup(engine: Engine, path: Path, schema: str, replace: bool = Fals
             pending.append(_decode(table, value["row"]))
         if pending and current is not None:
             connection.execute(current.insert(), pending)
+        _check_derived(connection)
         if connection.dialect.name == "postgresql":
             _advance_sequences(connection)
         bump_every_counter(connection)
@@ -284,3 +342,90 @@ def _advance_sequences(connection: Connection) -> None:
                 f'COALESCE(MAX(id), 1), MAX(id) IS NOT NULL) FROM "{table.name}"'
             )
         )
+
+
+# --- Derived columns ----------------------------------------------------------------------
+
+
+def _mismatch(record: str, column: str, stored: object, derived: object, source: str) -> BackupError:
+    return BackupError(f"{record}: {column} is {stored!r} in the file, but {derived!r} according to its {source}")
+
+
+def _check_derived(connection: Connection) -> None:
+    """Refuse a file whose ranked or shown columns do not follow from what they derive from.
+
+    A forger who recomputed the checksum (or even holds the key) cannot make a run faster,
+    better evidenced or differently grouped than its manifest says, nor hide, show, withdraw
+    or restore anything the audit log does not record. Runs in the loaded rows, read back
+    inside the import's transaction; nothing is changed here.
+    """
+    with Session(bind=connection, autoflush=False) as session:
+        _check_runs(session)
+        _check_attestations(session)
+
+
+def _moderation_states(session: Session, prefix: str, on: str, off: str) -> dict[str, tuple[bool, str | None]]:
+    """Per target name, whether its last ``on``/``off`` audit action was ``on``, and that entry's reason."""
+    entries = session.execute(
+        select(AuditEntry.action, AuditEntry.target, AuditEntry.reason)
+        .where(AuditEntry.action.in_([on, off]), AuditEntry.target.startswith(prefix))
+        .order_by(AuditEntry.created_at, AuditEntry.id)
+    )
+    return {target.removeprefix(prefix): (action == on, reason) for action, target, reason in entries}
+
+
+def _check_runs(session: Session) -> None:
+    digests = {
+        table: {row_id: digest for row_id, digest in session.execute(select(table.id, table.digest))}
+        for table in (Workload, Protocol, Environment)
+    }
+    withdrawals = _moderation_states(session, "run ", "run.withdraw", "run.restore")
+    runs = session.scalars(select(Run).order_by(Run.id)).all()
+    for run in runs:
+        record = f"run {run.name}"
+        manifest = parse_manifest(json.loads(run.manifest_json))
+        if not isinstance(manifest, BenchmarkRun):
+            raise BackupError(f"{record}: its manifest is a {manifest.KIND}, not a BenchmarkRun")
+        timing = manifest.spec.timing
+        key = comparison_key(
+            digests[Workload].get(run.workload_id, ""),
+            digests[Protocol].get(run.protocol_id, ""),
+            digests[Environment].get(run.environment_id, ""),
+        )
+        for column, derived, source in (
+            ("status", manifest.spec.status, "manifest"),
+            ("primary_statistic", timing.primary_statistic, "manifest"),
+            ("latency_ns", timing.latency_ns.get(run.primary_statistic), "manifest"),
+            ("observed_at", manifest.spec.observed_at, "manifest"),
+            ("comparison_key", key, "workload, protocol and environment"),
+        ):
+            if getattr(run, column) != derived:
+                raise _mismatch(record, column, getattr(run, column), derived, source)
+        withdrawn, reason = withdrawals.get(run.name, (False, None))
+        if (run.withdrawn_at is not None) != withdrawn or (withdrawn and run.withdrawn_reason != reason):
+            raise _mismatch(record, "withdrawn_at", run.withdrawn_at, "withdrawn" if withdrawn else None, "audit log")
+    stored = {run.id: run.evidence for run in runs}
+    reran = set(session.scalars(select(RerunResult.run_id)))
+    for group in {run.comparison_key for run in runs if run.id in reran}:
+        derive_rerun_evidence(session, group)  # sets the ORM objects only; never flushed
+    for run in runs:
+        derived = run.evidence if run.id in reran else "reported"
+        if stored[run.id] != derived:
+            raise _mismatch(f"run {run.name}", "evidence", stored[run.id], derived, "rerun bundles")
+
+
+def _check_attestations(session: Session) -> None:
+    handles = {user_id: handle for user_id, handle in session.execute(select(User.id, User.handle))}
+    moderated = _moderation_states(session, "attestation ", "attestation.hide", "attestation.unhide")
+    for row in session.scalars(select(Attestation).order_by(Attestation.id)):
+        record = f"attestation {row.name}"
+        spec = json.loads(row.manifest_json)["spec"]
+        hidden, reason = moderated.get(row.name, (False, None))
+        for column, stored, derived, source in (
+            ("type", row.type, spec["type"], "manifest"),
+            ("user_id", handles.get(row.user_id), spec["author"]["handle"], "manifest"),
+            ("state", row.state, "hidden" if hidden else "published", "audit log"),
+            ("hidden_reason", row.hidden_reason, reason if hidden else None, "audit log"),
+        ):
+            if stored != derived:
+                raise _mismatch(record, column, stored, derived, source)

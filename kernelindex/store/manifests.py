@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from functools import lru_cache
@@ -23,6 +23,7 @@ from typing import Any, Protocol, TypeVar
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from kernelindex.db.tables import Attestation as AttestationRow
 from kernelindex.db.tables import ManifestRecord, ManifestVersion
 from kernelindex.manifests import (
     Attestation,
@@ -130,27 +131,44 @@ class Outcome(StrEnum):
 
 @dataclass(frozen=True)
 class StoredManifest:
-    """One stored version of a manifest; ``current`` when no newer version superseded it."""
+    """One stored version of a manifest; ``current`` when no newer version superseded it.
+
+    ``hidden_reason`` is set when a maintainer hid the record (an attestation): its
+    manifest is then withheld from every public view, and ``manifest_json`` is empty.
+    """
 
     digest: str
     kind: str
     name: str
     manifest_json: str
     current: bool
+    hidden_reason: str | None = None
 
 
 def manifest_by_digest(session: Session, digest: str) -> StoredManifest | None:
-    """The stored manifest with this digest, whichever record it belongs (or belonged) to."""
+    """The stored manifest with this digest, whichever record it belongs (or belonged) to.
+
+    A hidden attestation's manifest comes back without its text, with the maintainer's reason.
+    """
     version = session.scalars(select(ManifestVersion).where(ManifestVersion.digest == digest).limit(1)).first()
     if version is None:
         return None
-    return StoredManifest(
+    stored = StoredManifest(
         digest=version.digest,
         kind=version.kind,
         name=version.name,
         manifest_json=version.manifest_json,
         current=version.superseded_at is None,
     )
+    if version.kind == "Attestation":
+        moderated = session.execute(
+            select(AttestationRow.hidden_reason).where(
+                AttestationRow.name == version.name, AttestationRow.state == "hidden"
+            )
+        ).first()
+        if moderated is not None:
+            return replace(stored, manifest_json="", hidden_reason=moderated.hidden_reason or "moderated")
+    return stored
 
 
 def manifest_text(manifest: Manifest) -> str:

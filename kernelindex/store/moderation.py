@@ -64,6 +64,7 @@ class ReportRow:
 @dataclass(frozen=True)
 class AttestationRow:
     name: str
+    digest: str  # shown to maintainers even while hidden: the public no longer sees it
     run_name: str
     author: str
     type: AttestationType
@@ -153,6 +154,7 @@ def _attestations(session: Session, *where: ColumnElement[bool], limit: int) -> 
     return [
         AttestationRow(
             name=row.name,
+            digest=row.digest,
             run_name=run_name,
             author=handle,
             type=row.type,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
 from kernelindex import urls
@@ -17,6 +17,8 @@ from kernelindex.web.pages import PageContext, cached_response, dump_json, page_
 
 router = APIRouter()
 IMMUTABLE = "public, max-age=31536000, immutable"
+# A moderated manifest may be shown again: caches keep its 410 only briefly.
+MODERATED = "public, max-age=60"
 RECORD_PAGES: dict[str, Callable[[str], str]] = {"BenchmarkRun": urls.run, "WorkloadSuite": urls.workload}
 
 
@@ -38,6 +40,13 @@ def manifest(request: Request, digest: str, session: SessionDep) -> Response:
     version = manifest_by_digest(session, digest)
     if version is None:
         raise NotFound(f"No manifest has the digest {digest}.")
+    if version.hidden_reason is not None:
+        raise HTTPException(
+            status_code=410,
+            detail=f"This {version.kind} was hidden by a maintainer ({version.hidden_reason}); "
+            "its manifest is no longer published.",
+            headers={"Cache-Control": MODERATED},
+        )
     page = RECORD_PAGES.get(version.kind)
     record_url = page(version.name) if page else None
     if version.kind == "BenchmarkRun" and run_manifest(version).spec.case_index is not None:
