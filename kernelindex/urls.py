@@ -23,7 +23,8 @@ def with_query(path: str, **params: Any) -> str:
 
 
 def _segment(value: str) -> str:
-    return quote(value, safe="")
+    # ":" may stand in a path segment (RFC 3986 pchar), so a digest reads "sha256:…" as it is.
+    return quote(value, safe=":")
 
 
 def absolute(origin: str, path: str) -> str:

@@ -73,6 +73,7 @@ def test_every_built_url_is_answered_by_a_route(routes, method, url):
 
 def test_segments_and_queries_are_encoded_and_empty_parameters_left_out():
     assert urls.run("a/b c") == "/runs/a%2Fb%20c"
+    assert urls.manifest(DIGEST) == f"/manifests/{DIGEST}"  # the digest as it is written
     assert urls.workloads(q="conv 2d&x", tag="", gpu=None, page=1) == "/workloads?q=conv+2d%26x"
     assert parse_qs(urlsplit(urls.compare(["x", "y"])).query) == {"run": ["x", "y"]}
     assert urls.workload_group("w", DIGEST) == "/workloads/w?group=" + "ab" * 8

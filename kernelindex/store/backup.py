@@ -38,6 +38,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -348,7 +349,14 @@ def _advance_sequences(connection: Connection) -> None:
 
 
 def _mismatch(record: str, column: str, stored: object, derived: object, source: str) -> BackupError:
-    return BackupError(f"{record}: {column} is {stored!r} in the file, but {derived!r} according to its {source}")
+    return BackupError(
+        f"{record}: {column} is {_shown(stored)} in the file, but {_shown(derived)} according to its {source}"
+    )
+
+
+def _shown(value: object) -> str:
+    """A value as the file spells it: an enum member by its wire string."""
+    return repr(value.value if isinstance(value, Enum) else value)
 
 
 def _check_derived(connection: Connection) -> None:
