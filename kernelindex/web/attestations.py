@@ -93,7 +93,7 @@ class CreatedAttestation(BaseModel):
     responses={
         "4XX": {
             "description": "Problem details (RFC 9457): 400 invalid body, 401 no usable key, 404 unknown run, "
-            "413 body over 64 KiB, 429 over the daily limit.",
+            "403 a read-only key, 413 body over 64 KiB, 429 over the daily limit.",
             "content": {"application/problem+json": {"schema": Problem.model_json_schema()}},
         }
     },
@@ -117,6 +117,8 @@ def create_attestation(
         session.commit()
     except SubmissionError as exc:
         session.rollback()
+        # Refused as invalid: nothing was added, so nothing counts against the daily limit.
+        request.app.state.rate_limiter.refund(LIMITS["attest"], f"user:{user.id}")
         raise BadRequest(str(exc)) from None
     created = CreatedAttestation(
         name=row.name,
