@@ -118,6 +118,8 @@ def signin(request: Request, form: CheckedForm, session: SessionDep) -> Response
     if user is None:
         errors = {"form": "That handle and password do not match an account."}
         return form_page(request, "signin.html", 400, errors=errors, values=values)
+    # End this session's transaction first: the limiter writes through its own connection.
+    session.commit()
     # Both limits count failures: a successful sign-in takes its attempt back.
     request.app.state.rate_limiter.refund(LIMITS["signin"], client_address(request))
     request.app.state.rate_limiter.refund(LIMITS["signin_account"], account_key)
