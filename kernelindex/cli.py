@@ -436,6 +436,7 @@ def serve(host: str, port: int, database_url: str | None) -> None:
         _print_rerun_results(import_bundled_reruns(sessions, BUNDLED_RERUNS))
     engine.dispose()
     err.print(f"Serving KernelIndex on http://{host}:{port}/ (store: {settings.database_url})")
+    err.print(f"Links are written for {settings.public_url}; hosts answered: {', '.join(settings.trusted_hosts)}")
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info", proxy_headers=False, **server_options())
 
 
