@@ -11,6 +11,7 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.middleware.sessions import SessionMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from kernelindex import urls
 from kernelindex.accounts.csrf import csrf_token
@@ -40,7 +41,8 @@ from kernelindex.web import (
 from kernelindex.web.accounts import signed_in_handle
 from kernelindex.web.errors import install_error_handlers
 from kernelindex.web.format import FILTERS
-from kernelindex.web.request_guard import BodyLimit, RequestGuard
+from kernelindex.web.pages import canonical_url
+from kernelindex.web.request_guard import BodyLimit, HeadAsGet, RequestGuard
 from kernelindex.web.response_cache import ResponseCache
 from kernelindex.web.security import SecurityHeaders
 
@@ -48,7 +50,8 @@ SESSION_MAX_AGE_S = 14 * 24 * 3600
 SESSION_COOKIE = "kernelindex_session"
 
 
-def make_templates() -> Jinja2Templates:
+def make_templates(public_url: str) -> Jinja2Templates:
+    """The page templates; ``canonical_url(request)`` is the page's address on ``public_url``."""
     environment = Environment(
         loader=FileSystemLoader(TEMPLATES),
         autoescape=select_autoescape(default=True, default_for_string=True),
@@ -57,7 +60,13 @@ def make_templates() -> Jinja2Templates:
         lstrip_blocks=True,
     )
     environment.filters.update(FILTERS)
-    environment.globals.update(csrf_token=csrf_token, signed_in_handle=signed_in_handle, urls=urls)
+    environment.globals.update(
+        csrf_token=csrf_token,
+        signed_in_handle=signed_in_handle,
+        urls=urls,
+        public_url=public_url,
+        canonical_url=lambda request: canonical_url(public_url, request),
+    )
     return Jinja2Templates(env=environment)
 
 
@@ -89,7 +98,7 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
     )
     app.state.settings = settings
     app.state.sessions = sessions
-    app.state.templates = make_templates()
+    app.state.templates = make_templates(settings.public_url)
     app.state.rate_limiter = RateLimiter(
         RedisCounter(settings.redis_url) if settings.redis_url else DatabaseCounter(sessions)
     )
@@ -109,11 +118,17 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
             reader=versions,
             max_bytes=settings.response_cache_mb * 1024 * 1024,
             session_cookie=SESSION_COOKIE,
+            public_url=settings.public_url,
         )
+    # Outside the cache, so that HEAD is answered from it as GET is.
+    app.add_middleware(HeadAsGet)
     app.add_middleware(BodyLimit)
     app.add_middleware(RequestGuard)
+    # Before anything renders: a request for another host is refused, so a forged Host
+    # header never reaches a page (nor the response cache).
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.trusted_hosts, www_redirect=False)
     # Added last so it wraps everything, including the guard's refusals.
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(SecurityHeaders, hsts=settings.https_only)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     # Order matters where paths overlap: more specific routes first.
     for module in (

@@ -450,6 +450,7 @@ def serve(host: str, port: int, database_url: str | None) -> None:
     from kernelindex.ingest.sources import ingest_sol_execbench as ingest_source
     from kernelindex.paths import BUNDLED_RERUNS, BUNDLED_SNAPSHOT
     from kernelindex.store.reads import store_is_empty
+    from kernelindex.web.server import server_options
 
     settings = _settings(database_url)
     _run_or_exit(lambda: migrate.upgrade(settings.database_url), f"could not migrate {settings.database_url}")
@@ -466,7 +467,8 @@ def serve(host: str, port: int, database_url: str | None) -> None:
         _print_rerun_results(import_bundled_reruns(sessions, BUNDLED_RERUNS))
     engine.dispose()
     err.print(f"Serving KernelIndex on http://{host}:{port}/ (store: {settings.database_url})")
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", proxy_headers=False)
+    err.print(f"Links are written for {settings.public_url}; hosts answered: {', '.join(settings.trusted_hosts)}")
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", proxy_headers=False, **server_options())
 
 
 def _run_or_exit(action: object, message: str) -> None:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///./kernelindex.db"
+DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
+# Hosts always answered besides the public URL's: the machine itself (health checks, a local proxy).
+LOCAL_HOSTS = ("localhost", "127.0.0.1")
 SOL_EXECBENCH_API = "https://research.nvidia.com/benchmarks/sol-execbench/api"
 
 
@@ -24,8 +28,12 @@ class Settings(BaseSettings):
     secret_key: SecretStr | None = None
     # Rate-limit counters go to Redis when set (e.g. redis://127.0.0.1:6379/0), else to the store.
     redis_url: str | None = None
-    # Mark cookies Secure: set it when the site is served over HTTPS.
+    # Mark cookies Secure and send Strict-Transport-Security: set it when the site is served over HTTPS.
     https_only: bool = False
+    # The canonical origin (scheme, host, port if any): every absolute URL the site writes
+    # (permalinks, citations, feeds, sitemaps) starts with it, never with a request's Host,
+    # and only its host (and the local ones) is answered.
+    public_url: str = DEFAULT_PUBLIC_URL
     # The runner keys whose signed rerun bundles `kernelindex rerun import` accepts: a JSON file
     # {"keys": [{"keyId", "publicKey"}]}. Unset, no bundle is accepted: there is no default key.
     runner_keys_file: Path | None = None
@@ -37,3 +45,17 @@ class Settings(BaseSettings):
     # The key that authenticates backups (an HMAC-SHA256 over the file): `kernelindex export`
     # and `import` refuse to run without it (or `--key-file`). There is no default key.
     backup_key: SecretStr | None = None
+
+    @field_validator("public_url")
+    @classmethod
+    def _an_origin(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path.strip("/") or parts.query:
+            raise ValueError(f"public_url must be an origin such as https://kernelindex.example, not {value!r}")
+        return f"{parts.scheme}://{parts.netloc}"
+
+    @property
+    def trusted_hosts(self) -> list[str]:
+        """The host names answered: the public URL's, and the local ones."""
+        host = urlsplit(self.public_url).hostname or ""
+        return list(dict.fromkeys([host, *LOCAL_HOSTS]))

@@ -36,7 +36,8 @@ def export_dir(tmp_path: Path) -> Path:
 def make_app(export_dir: Path) -> MakeApp:
     def make(store: StoreUnderTest, **settings: Any) -> FastAPI:
         """The app over ``store``'s sessions; ``settings`` are ``Settings`` fields to set."""
-        values = {"database_url": store.url, "export_dir": export_dir, **settings}
+        # The test client asks for http://testserver: that is the site's public origin here.
+        values = {"database_url": store.url, "export_dir": export_dir, "public_url": "http://testserver", **settings}
         return create_app(Settings(**values), sessions=store.sessions)
 
     return make

@@ -360,7 +360,7 @@ def test_a_restore_empties_the_caches_of_running_workers(backup_file, database_u
     engine = make_engine(database_url)
     run_ingest(FakeUpstream().adapter(), make_sessionmaker(engine), origin="fake upstream")
     engine.dispose()
-    app = create_app(Settings(database_url=database_url, secret_key="restore"))
+    app = create_app(Settings(database_url=database_url, secret_key="restore", public_url="http://testserver"))
     with TestClient(app) as client:
         before = client.get("/index.json").json()["workloadCount"]
         assert client.get("/index.json").json()["workloadCount"] == before  # now served from the cache

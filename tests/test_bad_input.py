@@ -109,6 +109,9 @@ class AllowEverything:
     def allow(self, limit: Any, subject: str) -> bool:
         return True
 
+    def refund(self, limit: Any, subject: str) -> None:
+        pass
+
 
 @pytest.fixture
 def site(loaded_db, make_app) -> Iterator[Site]:  # type: ignore[no-untyped-def]

@@ -28,7 +28,7 @@ JSON = "/api/v1/workloads"
 
 
 def app_client(url: str) -> TestClient:
-    return TestClient(create_app(Settings(database_url=url, secret_key=SECRET)))
+    return TestClient(create_app(Settings(database_url=url, secret_key=SECRET, public_url="http://testserver")))
 
 
 def assert_unavailable(client: TestClient, message: str) -> None:

@@ -114,7 +114,7 @@ def blocking_calls(monkeypatch) -> Iterator[dict[str, list[str]]]:
 def test_sign_in_accounts_moderation_and_writes_never_block_the_event_loop(loaded_db, blocking_calls):
     with loaded_db.sessions.begin() as session:
         accounts.create_user(session, "mod", PASSWORD, maintainer=True)
-    app = create_app(Settings(database_url=loaded_db.url), sessions=loaded_db.sessions)
+    app = create_app(Settings(database_url=loaded_db.url, public_url="http://testserver"), sessions=loaded_db.sessions)
     with TestClient(app) as client, TestClient(app) as visitor:
         assert visitor.get("/").status_code == 200  # public, through the response cache
         data = {"csrf_token": csrf(client), "handle": "ada", "password": PASSWORD, "confirm": PASSWORD}

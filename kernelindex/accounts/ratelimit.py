@@ -1,8 +1,11 @@
 """Fixed-window rate limits shared by every worker: in the database, or in Redis.
 
-``hit(key, limit, window_s)`` counts one attempt and says whether it is allowed. The
-database backend keeps one row per key and window (an upsert, so concurrent workers
-add up correctly); the Redis backend uses INCR with an expiry.
+``allow(limit, subject)`` counts one attempt and says whether it is allowed;
+``refund(limit, subject)`` takes it back when the attempt turned out not to count (a
+sign-in that succeeded, an attestation refused as invalid). Counting first and refunding
+after keeps the limit exact under concurrent attempts. The database backend keeps one row
+per key and window (an upsert, so concurrent workers add up correctly); the Redis backend
+uses INCR with an expiry.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from sqlalchemy import delete
+from sqlalchemy import delete, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -30,6 +33,11 @@ class Limit:
 LIMITS = {
     "signup": Limit("signup", 5, 3600, "Too many sign-ups from this address; try again in an hour."),
     "signin": Limit("signin", 10, 600, "Too many sign-in attempts from this address; try again in ten minutes."),
+    # Failed sign-ins to one handle from any number of addresses: a password guessed from a
+    # botnet meets this one. Counted whether or not the account exists, so it reveals nothing.
+    "signin_account": Limit(
+        "signin_account", 20, 3600, "Too many failed sign-ins to this account; try again in an hour."
+    ),
     "report": Limit("report", 10, 3600, "Too many reports from this address; try again in an hour."),
     "attest": Limit("attest", 20, 86400, "You have added 20 attestations today, the daily limit; try again tomorrow."),
 }
@@ -37,6 +45,8 @@ LIMITS = {
 
 class Counter(Protocol):
     def increment(self, key: str, window_start: int, window_s: int) -> int: ...
+
+    def decrement(self, key: str, window_start: int) -> None: ...
 
 
 class DatabaseCounter:
@@ -59,6 +69,18 @@ class DatabaseCounter:
             )
             return int(hits)
 
+    def decrement(self, key: str, window_start: int) -> None:
+        with self.sessions.begin() as session:
+            session.execute(
+                update(RateLimitCounter)
+                .where(
+                    RateLimitCounter.key == key,
+                    RateLimitCounter.window_start == window_start,
+                    RateLimitCounter.hits > 0,
+                )
+                .values(hits=RateLimitCounter.hits - 1)
+            )
+
 
 class RedisCounter:
     def __init__(self, url: str):
@@ -74,6 +96,14 @@ class RedisCounter:
         hits, _ = pipeline.execute()
         return int(hits)
 
+    def decrement(self, key: str, window_start: int) -> None:
+        # Only an existing counter: a refund must never create a key without an expiry.
+        self.client.eval(
+            "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end return 0",
+            1,
+            f"kernelindex:rate:{key}:{window_start}",
+        )
+
 
 class RateLimiter:
     def __init__(self, counter: Counter, clock: Callable[[], float] = time.time):
@@ -85,3 +115,8 @@ class RateLimiter:
         window_start = int(self.clock()) // limit.window_s * limit.window_s
         hits = self.counter.increment(f"{limit.name}:{subject}", window_start, limit.window_s)
         return hits <= limit.count
+
+    def refund(self, limit: Limit, subject: str) -> None:
+        """Take back one attempt counted by ``allow`` that should not count against ``limit``."""
+        window_start = int(self.clock()) // limit.window_s * limit.window_s
+        self.counter.decrement(f"{limit.name}:{subject}", window_start)

@@ -14,7 +14,7 @@ from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.store import accounts
 from kernelindex.store.accounts import User
 from kernelindex.store.attestations import attestations_by_user
-from kernelindex.web.auth import HANDLE_KEY, USER_KEY, SignedInUser
+from kernelindex.web.auth import HANDLE_KEY, NO_STORE, USER_KEY, SignedInUser
 from kernelindex.web.deps import CheckedForm, SessionDep
 
 router = APIRouter()
@@ -46,10 +46,17 @@ def form_page(request: Request, template: str, status: int = 200, **context: Any
     )
 
 
-def limited(request: Request, template: str, limit_name: str, **context: Any) -> Response | None:
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def limited(
+    request: Request, template: str, limit_name: str, subject: str | None = None, **context: Any
+) -> Response | None:
+    """Count one attempt against ``limit_name`` by ``subject`` (the client's address unless
+    given); ``None`` while under the limit, else the form again with a 429."""
     limit = LIMITS[limit_name]
-    address = request.client.host if request.client else "unknown"
-    if request.app.state.rate_limiter.allow(limit, address):
+    if request.app.state.rate_limiter.allow(limit, subject or client_address(request)):
         return None
     response = form_page(request, template, 429, errors={"form": limit.message}, **context)
     response.headers["Retry-After"] = str(limit.window_s)
@@ -104,10 +111,18 @@ def signin(request: Request, form: CheckedForm, session: SessionDep) -> Response
     values = {"handle": handle, "next": safe_next(str(form.get("next", "")))}
     if refused := limited(request, "signin.html", "signin", values=values):
         return refused
+    account_key = f"handle:{handle.strip().casefold()}"
+    if refused := limited(request, "signin.html", "signin_account", account_key, values=values):
+        return refused
     user = accounts.authenticate(session, handle, password)
     if user is None:
         errors = {"form": "That handle and password do not match an account."}
         return form_page(request, "signin.html", 400, errors=errors, values=values)
+    # End this session's transaction first: the limiter writes through its own connection.
+    session.commit()
+    # Both limits count failures: a successful sign-in takes its attempt back.
+    request.app.state.rate_limiter.refund(LIMITS["signin"], client_address(request))
+    request.app.state.rate_limiter.refund(LIMITS["signin_account"], account_key)
     sign_in(request, user)
     return RedirectResponse(values["next"], status_code=303)
 
@@ -120,7 +135,7 @@ def signout(request: Request, form: CheckedForm) -> Response:
 
 def account_page(request: Request, session: Session, user: User, status: int = 200, **context: Any) -> Response:
     written = attestations_by_user(session, user)
-    return form_page(
+    response = form_page(
         request,
         "account.html",
         status,
@@ -129,6 +144,9 @@ def account_page(request: Request, session: Session, user: User, status: int = 2
         attestations=written,
         **context,
     )
+    # The account's keys, and a new key's secret shown this once: kept by no cache, not even the browser's.
+    response.headers.update(NO_STORE)
+    return response
 
 
 @router.get("/account")

@@ -108,8 +108,8 @@ class CreatedAttestation(BaseModel):
     responses={
         "4XX": {
             "description": "Problem details (RFC 9457): 400 invalid body or a repeat of the same attestation, "
-            "401 no usable key, 404 unknown run, 413 body over 64 KiB, 422 an Idempotency-Key already used "
-            "for a different attestation, 429 over the daily limit.",
+            "401 no usable key, 403 a read-only key, 404 unknown run, 413 body over 64 KiB, 422 an "
+            "Idempotency-Key already used for a different attestation, 429 over the daily limit.",
             "content": {"application/problem+json": {"schema": Problem.model_json_schema()}},
         }
     },
@@ -138,6 +138,8 @@ def create_attestation(
         session.commit()
     except SubmissionError as exc:
         session.rollback()
+        # Refused as invalid: nothing was added, so nothing counts against the daily limit.
+        request.app.state.rate_limiter.refund(LIMITS["attest"], f"user:{user.id}")
         # A parallel retry with the same key may have stored it first: answer as it did.
         if key is not None and (earlier := attestation_by_idempotency_key(session, user, key)) is not None:
             return _replay(earlier, user, run, fields)

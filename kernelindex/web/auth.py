@@ -75,10 +75,18 @@ Maintainer = Annotated[User, Depends(maintainer)]
 
 
 def attest_key_holder(request: Request, session: SessionDep) -> User:
-    """The owner of the request's Bearer key, if it is unrevoked and has the attest scope; else 401."""
+    """The owner of the request's Bearer key, if it is unrevoked and has the attest scope;
+    401 without a usable key, 403 for a usable key without that scope (read-only)."""
     authorization = request.headers.get("authorization", "")
     scheme, _, secret = authorization.partition(" ")
-    user = accounts.user_for_api_key(session, secret.strip(), "attest") if scheme.lower() == "bearer" else None
+    secret = secret.strip() if scheme.lower() == "bearer" else ""
+    user = accounts.user_for_api_key(session, secret, "attest") if secret else None
+    if user is None and secret and accounts.user_for_api_key(session, secret, "read") is not None:
+        session.commit()
+        raise HTTPException(
+            status_code=403,
+            detail="This API key may only read; writing needs a key with the attest scope.",
+        )
     if user is None:
         raise HTTPException(
             status_code=401,

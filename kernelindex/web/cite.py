@@ -21,7 +21,7 @@ from kernelindex.store.leaderboards import Leaderboard, leaderboard, workload_by
 from kernelindex.store.run_queries import find_run
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
-from kernelindex.web.pages import cached_response
+from kernelindex.web.pages import cached_response, public_url
 from kernelindex.web.run_page import parse_accessed, parse_day, run_citable
 
 router = APIRouter()
@@ -92,7 +92,7 @@ def cite_run(request: Request, name: str, fmt: str, session: SessionDep, accesse
     run = find_run(session, name)
     if run is None:
         raise NotFound(f"No run is named {name!r}. Run names look like sol-submission-16893.")
-    permalink = urls.absolute(str(request.base_url), urls.run(run.name))
+    permalink = urls.absolute(public_url(request), urls.run(run.name))
     return citation_response(request, run_citable(run, permalink, accessed_on), fmt)
 
 
@@ -118,5 +118,5 @@ def cite_leaderboard(
     if workload is None:
         raise NotFound(f"No workload has the slug {slug!r}. Slugs look like l1-040-conv2d-residual-block.")
     board = leaderboard(session, workload, before=end_of_day(as_of_day))
-    record = leaderboard_citable(board, str(request.base_url), as_of_day, accessed_on)
+    record = leaderboard_citable(board, public_url(request), as_of_day, accessed_on)
     return citation_response(request, record, fmt)

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 log = logging.getLogger("kernelindex.web")
 
@@ -121,6 +122,13 @@ def install_error_handlers(app: FastAPI) -> None:
             where = ".".join(str(part) for part in error["loc"] if part not in ("query", "path", "body"))
             parts.append(f"{where}: {error['msg']}" if where else error["msg"])
         return error_response(request, 400, "; ".join(parts))
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, exc: ClientDisconnect) -> Response:
+        # The client left before sending its whole request: nothing to answer and no bug,
+        # so one line in the log, not a traceback.
+        log.info("client disconnected during %s %s", request.method, request.url.path)
+        return Response(status_code=400)
 
     @app.exception_handler(SQLAlchemyError)
     async def database_error(request: Request, exc: SQLAlchemyError) -> Response:

@@ -15,7 +15,7 @@ from kernelindex.store import export as store
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import NotFound
 from kernelindex.web.feeds import rfc3339
-from kernelindex.web.pages import cached_response, not_modified
+from kernelindex.web.pages import cached_response, not_modified, public_url
 
 router = APIRouter()
 
@@ -86,7 +86,7 @@ def catalogue_export_sha256(request: Request, session: SessionDep) -> Response:
 
 
 def _base_url(request: Request) -> str:
-    return str(request.base_url).rstrip("/")
+    return public_url(request)
 
 
 @router.get("/robots.txt", include_in_schema=False)

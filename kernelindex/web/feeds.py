@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from kernelindex import urls
 from kernelindex.store.records import RecordEntry
 from kernelindex.web.format import latency
 
@@ -140,14 +141,14 @@ def records_feed(
     alternate_path: str,
     updated_if_empty: datetime = EPOCH,
 ) -> bytes:
-    """An Atom feed of record changes; ``base_url`` (no trailing slash) makes links absolute."""
+    """An Atom feed of record changes; ``base_url`` (the public origin) makes links absolute."""
     entries = [
         FeedEntry(
             id=f"{TAG_AUTHORITY}records/{record.run_name}",
             title=record_title(record),
             updated=record.observed_at,
             published=record.observed_at,
-            link=f"{base_url}/runs/{record.run_name}",
+            link=urls.absolute(base_url, urls.run(record.run_name)),
             summary=record_summary(record),
         )
         for record in records
@@ -158,8 +159,8 @@ def records_feed(
             title=title,
             subtitle=subtitle,
             updated=max((record.observed_at for record in records), default=updated_if_empty),
-            self_url=base_url + self_path,
-            alternate_url=base_url + alternate_path,
+            self_url=urls.absolute(base_url, self_path),
+            alternate_url=urls.absolute(base_url, alternate_path),
             author="KernelIndex",
             entries=entries,
         )

@@ -13,6 +13,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from typing import Any, ClassVar
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -34,6 +35,24 @@ class PageContext(BaseModel):
 
 def json_twin_path(path: str) -> str:
     return urls.json_twin(path)
+
+
+def query_suffix(request: Request) -> str:
+    """``?`` and the request's parameters, parsed and encoded again (or nothing): never the raw
+    query string, whose ``<``, ``>``, ``;`` or quotes would break out of a header or an attribute."""
+    items = request.query_params.multi_items()
+    return f"?{urlencode(items)}" if items else ""
+
+
+def canonical_url(public_url: str, request: Request) -> str:
+    """The page's address on the public origin, whatever Host the request named."""
+    return urls.absolute(public_url, request.url.path + query_suffix(request))
+
+
+def public_url(request: Request) -> str:
+    """The canonical origin every absolute URL starts with (``KERNELINDEX_PUBLIC_URL``), never the request's Host."""
+    origin: str = request.app.state.settings.public_url
+    return origin
 
 
 def wants_json(request: Request) -> bool:
@@ -77,7 +96,7 @@ def render_page(request: Request, context: PageContext, status_code: int = 200) 
     if html_path == "/index":
         html_path = "/"
     twin = json_twin_path(html_path)
-    query = f"?{request.url.query}" if request.url.query else ""
+    query = query_suffix(request)
     headers = {"Link": f'<{twin}{query}>; rel="alternate"; type="application/json"'}
     if wants_json(request):
         body = dump_json(context.model_dump(mode="json", by_alias=True))

@@ -19,7 +19,7 @@ from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
 from kernelindex.web.feeds import group_label, improvement_ratio, improvement_text, records_feed, rfc3339
 from kernelindex.web.format import latency
-from kernelindex.web.pages import PageContext, cached_response, page_route, render_page
+from kernelindex.web.pages import PageContext, cached_response, page_route, public_url, render_page
 
 router = APIRouter()
 
@@ -148,7 +148,7 @@ def records_page(request: Request, session: SessionDep, before: str | None = Non
 
 
 def _base_url(request: Request) -> str:
-    return str(request.base_url).rstrip("/")
+    return public_url(request)
 
 
 def _atom(request: Request, body: bytes) -> Response:

@@ -1,4 +1,5 @@
-"""Refuse requests no page can mean: control characters, overlong URLs, oversized bodies.
+"""Refuse requests no page can mean: control characters, overlong URLs, oversized or slow
+bodies; and answer ``HEAD`` wherever ``GET`` is answered.
 
 A NUL byte in a query string reaches PostgreSQL as an error (and SQLite as a silent
 mismatch), so it is stopped here, once, for every route.
@@ -6,9 +7,11 @@ mismatch), so it is stopped here, once, for every route.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import re
+import time
 from urllib.parse import unquote_to_bytes
 
 from starlette.requests import Request
@@ -17,7 +20,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from kernelindex.web.errors import wants_problem_json
 
 MAX_TARGET_BYTES = 8192
-CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Every C0 control and DEL, CR, LF and TAB included: no address of the site holds one, and
+# a CR or LF echoed into a header or a log line would split it.
+CONTROL = re.compile(rb"[\x00-\x1f\x7f]")
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title} · KernelIndex</title><link rel="stylesheet" href="/static/kernelindex.css"></head>
@@ -65,14 +70,18 @@ async def _refuse(scope: Scope, send: Send, status: int, title: str, detail: str
 
 
 MAX_BODY_BYTES = 64 * 1024
+# The whole body, not each read: a client dripping a byte at a time is cut off all the same.
+BODY_TIMEOUT_S = 30.0
 
 
 class BodyLimit:
-    """Refuse request bodies over ``MAX_BODY_BYTES`` (413), declared or streamed."""
+    """Refuse request bodies over ``MAX_BODY_BYTES`` (413), declared or streamed, and bodies
+    not received whole within ``timeout_s`` of the first read (408)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES):
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES, timeout_s: float = BODY_TIMEOUT_S):
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -83,10 +92,15 @@ class BodyLimit:
             await _refuse(scope, send, 413, "Request too large", f"Requests are limited to {self.max_bytes} bytes.")
             return
         received = 0
+        deadline: float | None = None
 
         async def counted() -> Message:
-            nonlocal received
-            message = await receive()
+            nonlocal received, deadline
+            deadline = deadline or time.monotonic() + self.timeout_s
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                raise TooSlow() from None
             received += len(message.get("body", b""))
             if received > self.max_bytes:
                 raise TooLarge()
@@ -96,7 +110,37 @@ class BodyLimit:
             await self.app(scope, counted, send)
         except TooLarge:
             await _refuse(scope, send, 413, "Request too large", f"Requests are limited to {self.max_bytes} bytes.")
+        except TooSlow:
+            detail = f"The request's body did not arrive within {self.timeout_s:g} seconds."
+            await _refuse(scope, send, 408, "Request timeout", detail)
 
 
 class TooLarge(Exception):
     pass
+
+
+class TooSlow(Exception):
+    pass
+
+
+class HeadAsGet:
+    """Answer ``HEAD`` as ``GET`` without the body (RFC 9110 §9.3.2), on every route: link
+    checkers and uptime probes ask with ``HEAD``. The headers, ``Content-Length`` included,
+    are those the ``GET`` would have."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def without_body(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {"type": "http.response.body", "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, without_body)

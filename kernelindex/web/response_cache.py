@@ -13,6 +13,11 @@ Only what is safe to share is kept: ``GET`` requests without the session cookie 
 ``Authorization`` header, answered ``200`` with ``Cache-Control: public`` and no
 ``Set-Cookie``. ``If-None-Match`` is answered ``304`` from the kept ETag; byte ranges and
 date conditions go to the app, which answers them itself.
+
+The key holds the path, the query and the day, and nothing the client sends in a header:
+so a response that may be kept is rendered as if asked for at the public origin (its
+scheme and ``Host`` are those of ``KERNELINDEX_PUBLIC_URL``), and no header of one
+visitor's request can reach the body served to the next.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -29,6 +35,7 @@ from kernelindex.store.version import ATTESTATION_PATHS, VersionReader
 MAX_ENTRY_BYTES = 2 * 1024 * 1024
 # Requests the app answers itself: credentials, byte ranges, date-based conditions.
 _APP_ANSWERS = frozenset({b"authorization", b"range", b"if-range", b"if-modified-since"})
+_REPLACED = frozenset({b"host", b"forwarded", b"x-forwarded-host", b"x-forwarded-proto", b"x-forwarded-port"})
 # Headers of a 304: the body's own headers are not sent again.
 _BODY_HEADERS = frozenset({b"content-length", b"content-type", b"content-encoding"})
 
@@ -42,8 +49,11 @@ class Entry:
 
 
 class ResponseCache:
-    def __init__(self, app: ASGIApp, reader: VersionReader, max_bytes: int, session_cookie: str):
+    def __init__(self, app: ASGIApp, reader: VersionReader, max_bytes: int, session_cookie: str, public_url: str):
         self.app = app
+        origin = urlsplit(public_url)
+        self.scheme = origin.scheme
+        self.host = origin.netloc.encode()
         self.reader = reader
         self.max_bytes = max_bytes
         self.cookie = session_cookie.encode() + b"="
@@ -121,7 +131,10 @@ class ResponseCache:
                         self._store(key, version, headers, b"".join(chunks))
             await send(message)
 
-        await self.app(scope, receive, capture)
+        # Forwarding headers could change the scheme or host the app sees; they are dropped too.
+        asked = [(name, value) for name, value in scope["headers"] if name not in _REPLACED]
+        canonical = {**scope, "scheme": self.scheme, "headers": [(b"host", self.host), *asked]}
+        await self.app(canonical, receive, capture)
 
     def _store(
         self, key: tuple[bytes, ...], version: tuple[int, ...], headers: list[tuple[bytes, bytes]], body: bytes

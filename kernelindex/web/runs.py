@@ -16,7 +16,7 @@ from kernelindex.store.run_queries import find_run as run_by_ref
 from kernelindex.web.auth import current_user
 from kernelindex.web.deps import CheckedForm, SessionDep
 from kernelindex.web.errors import NotFound, SignInRequired
-from kernelindex.web.pages import page_route, render_page
+from kernelindex.web.pages import page_route, public_url, render_page
 from kernelindex.web.rerun_part import rerun_part
 from kernelindex.web.run_page import FormState, build_run_page, parse_accessed
 
@@ -44,7 +44,7 @@ def render_run(
         run,
         run_standing(session, run),
         history(session, "BenchmarkRun", run.name),
-        str(request.base_url).rstrip("/"),
+        public_url(request),
         parse_accessed(accessed),
         attestations_of_run(session, run.id),
         signed_in=current_user(request, session) is not None,
@@ -84,6 +84,8 @@ def attest(request: Request, name: str, form: CheckedForm, session: SessionDep) 
         session.commit()
     except SubmissionError as exc:
         session.rollback()
+        # Refused as invalid: nothing was added, so nothing counts against the daily limit.
+        request.app.state.rate_limiter.refund(LIMITS["attest"], f"user:{user.id}")
         return render_run(request, session, run, 400, attestation_form=FormState(errors=exc.problems, values=values))
     return RedirectResponse(urls.run(run.name) + "#attestations", status_code=303)
 

@@ -15,13 +15,17 @@ HEADERS = [
     (b"referrer-policy", b"strict-origin-when-cross-origin"),
     (b"x-frame-options", b"DENY"),
 ]
+# Two years, subdomains included: sent only when the site is served over HTTPS
+# (``KERNELINDEX_HTTPS_ONLY``), where a browser must never be sent back to plain HTTP.
+STRICT_TRANSPORT_SECURITY = (b"strict-transport-security", b"max-age=63072000; includeSubDomains")
 
 
 class SecurityHeaders:
     """Pure ASGI middleware (cheaper than BaseHTTPMiddleware on every request)."""
 
-    def __init__(self, app: ASGIApp):
+    def __init__(self, app: ASGIApp, hsts: bool = False):
         self.app = app
+        self.headers = [*HEADERS, STRICT_TRANSPORT_SECURITY] if hsts else HEADERS
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -30,7 +34,7 @@ class SecurityHeaders:
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *HEADERS]
+                message["headers"] = [*message.get("headers", []), *self.headers]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
