@@ -10,7 +10,6 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from sqlalchemy.orm import Session, sessionmaker
-from starlette.middleware.sessions import SessionMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from kernelindex import urls
@@ -45,6 +44,7 @@ from kernelindex.web.pages import canonical_url
 from kernelindex.web.request_guard import BodyLimit, HeadAsGet, RequestGuard
 from kernelindex.web.response_cache import ResponseCache
 from kernelindex.web.security import SecurityHeaders
+from kernelindex.web.session_cookie import LazySessionMiddleware
 
 SESSION_MAX_AGE_S = 14 * 24 * 3600
 SESSION_COOKIE = "kernelindex_session"
@@ -102,10 +102,15 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
     app.state.rate_limiter = RateLimiter(
         RedisCounter(settings.redis_url) if settings.redis_url else DatabaseCounter(sessions)
     )
-    secret = settings.secret_key.get_secret_value() if settings.secret_key else session_secret(sessions)
+    configured, store = settings.secret_key, sessions
+
+    def load_secret() -> str:
+        # Read from the store on first need, not here: a worker must start while the database is down.
+        return configured.get_secret_value() if configured else session_secret(store)
+
     app.add_middleware(
-        SessionMiddleware,
-        secret_key=secret,
+        LazySessionMiddleware,
+        load_secret=load_secret,
         session_cookie=SESSION_COOKIE,
         max_age=SESSION_MAX_AGE_S,
         same_site="lax",

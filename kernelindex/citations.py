@@ -48,8 +48,10 @@ FORMAT_LABELS = {"bib": "BibTeX", "ris": "RIS", "csl.json": "CSL-JSON", "txt": "
 
 _BIBTEX_SPECIALS = {
     "\\": r"\textbackslash{}",
-    "{": r"\{",
-    "}": r"\}",
+    # Not ``\{`` and ``\}``: BibTeX counts every brace, escaped or not, so an unbalanced one
+    # in a name would end (or swallow) the field; these commands hold no brace of their own.
+    "{": r"\textbraceleft{}",
+    "}": r"\textbraceright{}",
     "%": r"\%",
     "&": r"\&",
     "$": r"\$",
@@ -65,7 +67,8 @@ def _one_line(value: str) -> str:
 
 
 def _bibtex_text(value: str) -> str:
-    """``value`` as BibTeX/LaTeX text: every special character escaped, so braces always balance."""
+    """``value`` as BibTeX/LaTeX text: every special character a command or escaped, so the only
+    braces in it are the balanced ``{}`` that end a command, and BibTeX and biber parse any value."""
     return "".join(_BIBTEX_SPECIALS.get(char, char) for char in _one_line(value))
 
 

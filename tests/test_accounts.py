@@ -8,6 +8,7 @@ import time
 import pytest
 from bs4 import BeautifulSoup
 from click.testing import CliRunner
+from fastapi.testclient import TestClient
 from itsdangerous import TimestampSigner
 from sqlalchemy import select
 
@@ -17,7 +18,7 @@ from kernelindex.cli import main
 from kernelindex.db.account_tables import ApiKey
 from kernelindex.db.tables import User
 from kernelindex.store import accounts
-from tests.factories import PASSWORD, csrf_token, signup
+from tests.factories import PASSWORD, csrf_token, sign_in, signup
 
 
 def test_signup_signs_in_and_the_cookie_is_protected(empty_client):
@@ -112,6 +113,45 @@ def test_a_forged_or_expired_session_cookie_signs_nobody_in(empty_client, db):
     empty_client.cookies.set("kernelindex_session", signer.sign(payload.encode()).decode())
     assert empty_client.get("/account", follow_redirects=False).status_code == 303
     empty_client.cookies.set("kernelindex_session", old.decode())
+    assert empty_client.get("/account", follow_redirects=False).status_code == 200
+
+
+def _signed_out_by(client, path: str) -> None:  # type: ignore[no-untyped-def]
+    response = client.post(path, data={"csrf_token": csrf_token(client, "/account")}, follow_redirects=False)
+    assert response.status_code == 303
+
+
+@pytest.mark.parametrize("path", ["/signout", "/account/signout-everywhere"])
+def test_a_cookie_saved_before_signout_no_longer_signs_in(empty_client, path):
+    signup(empty_client)
+    saved = empty_client.cookies["kernelindex_session"]
+    _signed_out_by(empty_client, path)
+    empty_client.cookies.set("kernelindex_session", saved)
+    replayed = empty_client.get("/account", follow_redirects=False)
+    assert replayed.status_code == 303 and replayed.headers["location"] == "/signin?next=/account"
+    # A fresh sign-in works again.
+    empty_client.cookies.clear()
+    sign_in(empty_client, "ada")
+    assert empty_client.get("/account", follow_redirects=False).status_code == 200
+
+
+def test_signout_ends_every_session_of_the_account_on_every_worker(make_app, db):
+    # Two apps over one store stand for two workers: each has its own engine and no shared memory.
+    with TestClient(make_app(db)) as laptop, TestClient(make_app(db)) as phone:
+        signup(laptop)
+        sign_in(phone, "ada")
+        assert phone.get("/account", follow_redirects=False).status_code == 200
+        page = BeautifulSoup(laptop.get("/account").text, "html.parser")
+        assert page.select_one('form[action="/account/signout-everywhere"] input[name="csrf_token"]')
+        _signed_out_by(laptop, "/account/signout-everywhere")
+        assert phone.get("/account", follow_redirects=False).status_code == 303
+        assert laptop.get("/account", follow_redirects=False).status_code == 303
+
+
+def test_signout_everywhere_needs_the_forms_csrf_token(empty_client):
+    signup(empty_client)
+    refused = empty_client.post("/account/signout-everywhere", data={"csrf_token": "forged"})
+    assert refused.status_code == 403
     assert empty_client.get("/account", follow_redirects=False).status_code == 200
 
 

@@ -29,7 +29,7 @@ from kernelindex.paths import BUNDLED_RERUNS
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.slugs import slugify
 from kernelindex.store import accounts, attestations
-from tests.factories import PASSWORD, sign_in
+from tests.factories import PASSWORD, csrf_token, sign_in
 
 # id → value; bytes are sent as they are (percent-encoded), so they can be invalid UTF-8.
 PAYLOADS: dict[str, str | bytes] = {
@@ -70,6 +70,23 @@ PAYLOADS: dict[str, str | bytes] = {
     "crlf-injection": "x\r\nSet-Cookie: pwned=1",
     "json": '{"$ne": null}',
 }
+
+
+# Control characters, which no field stores (PostgreSQL cannot hold NUL at all): each must be
+# refused with a 400, in every form field and every field of an API body. Line breaks and tabs
+# are refused too, except in a field written over several lines.
+CONTROLS = {
+    "nul": "\x00",
+    "nul-inside": "fine\x00fine",
+    "escape": "\x1b[31m",
+    "bell": "\x07",
+    "backspace": "ab\x08",
+    "vertical-tab": "a\x0bb",
+    "delete": "a\x7f",
+    "c1-next-line": "a\x85b",
+}
+LINE_BREAKS = {"tab": "a\tb", "line-feed": "a\nb", "carriage-return": "a\rb"}
+MULTILINE = {"body", "report_body"}
 
 
 def encoded(value: str | bytes) -> str:
@@ -261,6 +278,21 @@ def test_every_form_field_refuses_hostile_input_clearly(site):
                 if kind in fields_seen:
                     continue
                 fields_seen.add(kind)
+                # A payload below may have signed someone up or out: start each field from the page's session.
+                site.client.cookies.clear()
+                if handle:
+                    sign_in(site.client, handle)
+                defaults = {**defaults, "csrf_token": csrf_token(site.client, page)}
+                refused = CONTROLS | ({} if field in MULTILINE else LINE_BREAKS)
+                for payload in refused.values():
+                    body = urlencode({k: v for k, v in defaults.items() if k != field}) + f"&{field}={encoded(payload)}"
+                    response = site.client.post(
+                        action, content=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
+                    )
+                    where = f"POST {action} {field}={payload!r}"
+                    assert response.status_code == 400 and "control characters" in response.text, where
+                    assert_clear(response, payload, where)
+                    tried += 1
                 for payload in PAYLOADS.values():
                     body = urlencode({k: v for k, v in defaults.items() if k != field}) + f"&{field}={encoded(payload)}"
                     response = site.client.post(
@@ -305,6 +337,12 @@ def test_every_api_body_field_refuses_hostile_input_clearly(site, loaded_db):
                 response, payload if isinstance(payload, str | bytes) else "", f"POST {url} {field}={payload!r:.40}"
             )
             assert response.status_code in (201, 400), f"{field}={payload!r:.40}: {response.status_code}"
+            tried += 1
+        refused = CONTROLS | ({} if field == "body" else LINE_BREAKS)
+        for payload in refused.values():
+            response = site.client.post(url, content=json_body(field, payload), headers=headers)
+            assert response.status_code == 400, f"{field}={payload!r}: {response.status_code}"
+            assert_clear(response, payload, f"POST {url} {field}={payload!r}")
             tried += 1
     for body in (
         b"",

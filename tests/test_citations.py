@@ -17,16 +17,21 @@ from pathlib import Path
 
 import bibtexparser
 import jsonschema
+import pybtex.database
 import pytest
 from bibtexparser.middlewares import LatexDecodingMiddleware
 from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
+from pybtex.database import Entry as PybtexEntry
 from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec, get_default_latex_context_db
 from sqlalchemy import select
 
 from kernelindex.citations import FORMATS, RENDERERS, CitableRecord, bibtex, csl_json, plain_text, ris
 from kernelindex.db.tables import Run
+from kernelindex.ingest.runner import run_ingest
 from kernelindex.store.leaderboards import leaderboard, workload_by_slug
 from kernelindex.web.cite import end_of_day, leaderboard_citable
+from tests.upstream import FakeUpstream
 
 # Located without importing the package, whose import leaves the schema file open.
 CSL_SCHEMA = json.loads(
@@ -51,9 +56,14 @@ RECORD = CitableRecord(
 
 def _decoder() -> LatexNodes2Text:
     """pylatexenc's LaTeX-to-text, but with ``\\textasciicircum`` as the ASCII ``^`` it names in LaTeX
-    (pylatexenc alone renders it as the modifier letter U+02C6)."""
+    (pylatexenc alone renders it as the modifier letter U+02C6), and the brace commands as braces."""
     context = get_default_latex_context_db()
-    context.add_context_category("ascii", prepend=True, macros=[MacroTextSpec("textasciicircum", "^")])
+    macros = [
+        MacroTextSpec("textasciicircum", "^"),
+        MacroTextSpec("textbraceleft", "{"),
+        MacroTextSpec("textbraceright", "}"),
+    ]
+    context.add_context_category("ascii", prepend=True, macros=macros)
     return LatexNodes2Text(latex_context=context, math_mode="verbatim")
 
 
@@ -65,6 +75,14 @@ def parse_bibtex(text: str) -> dict[str, str]:
     entry = library.entries[0]
     assert entry.entry_type == "misc"
     return {"ID": entry.key, **{field.key: field.value for field in entry.fields}}
+
+
+def parse_with_bibtex_grammar(text: str) -> PybtexEntry:
+    """The one entry of ``text`` as pybtex reads it: BibTeX's own grammar, where every brace counts,
+    escaped or not; a field that ends early or swallows the next is a syntax error (strict mode)."""
+    library = pybtex.database.parse_string(text, "bibtex")
+    [entry] = library.entries.values()
+    return entry
 
 
 def validate_csl(text: str) -> list[dict]:
@@ -95,6 +113,44 @@ def test_bibtex_escapes_every_special_so_a_title_survives_a_parse(title):
     [entry] = bibtexparser.parse_string(text).entries
     raw = entry.fields_dict["title"].value
     assert not re.search(r"(?<!\\)[#%&$_^~]", raw.replace(r"\textbackslash{}", "")), raw
+
+
+HOSTILE_NAMES = [
+    "team}}x",
+    "{{{",
+    "}{",
+    r"a\}b\{c",
+    "x}, title = {forged",
+    "%comment}",
+    "@misc{inner,",
+    '"quoted" #1',
+    "back\\slash}",
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_bibtex_of_any_name_parses_with_the_bibtex_grammar(name):
+    text = bibtex(replace(RECORD, title=f"{name} · B200", author=name, external_id=f"submission {name}"))
+    entry = parse_with_bibtex_grammar(text)
+    assert set(entry.fields) >= {"title", "howpublished", "note", "url"}
+    assert len(entry.persons["author"]) == 1
+    fields = parse_bibtex(text)
+    assert fields["author"] == name and fields["title"] == f"{name} · B200"
+
+
+def test_served_bibtex_of_hostile_upstream_names_parses(db, make_app):
+    upstream = FakeUpstream()
+    submissions = [row for rows in upstream.submissions.values() for row in rows][: len(HOSTILE_NAMES)]
+    assert len(submissions) == len(HOSTILE_NAMES)
+    for submission, name in zip(submissions, HOSTILE_NAMES, strict=True):
+        submission["username"] = name
+    assert run_ingest(upstream.adapter(), db.sessions, origin="fake upstream").status == "succeeded"
+    with TestClient(make_app(db)) as reader:
+        for submission, name in zip(submissions, HOSTILE_NAMES, strict=True):
+            response = reader.get(f"/runs/sol-submission-{submission['id']}/cite.bib")
+            assert response.status_code == 200, name
+            parse_with_bibtex_grammar(response.text)
+            assert parse_bibtex(response.text)["author"] == name
 
 
 def test_bibtex_fields_of_a_record():

@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError, InternalError, OperationalError, Prog
 
 from kernelindex.app import create_app
 from kernelindex.settings import Settings
-from kernelindex.web.errors import READ_ONLY, RETRY_AFTER_S, UNREACHABLE, database_trouble
+from kernelindex.web.errors import NO_TABLES, READ_ONLY, RETRY_AFTER_S, UNREACHABLE, database_trouble
 from tests.factories import csrf_token
 from tests.servers import free_port
 
@@ -138,6 +138,51 @@ def test_postgresql_read_only_serves_pages_refuses_writes_then_recovers(postgres
         assert sign_in_attempt(client) == 400
 
 
+# --- Starting without KERNELINDEX_SECRET_KEY: the key is in the store -------------------------
+
+
+def keyless_client(url: str) -> TestClient:
+    """A worker whose session key is generated into the store (no ``secret_key`` setting)."""
+    return TestClient(create_app(Settings(database_url=url)))
+
+
+def test_a_worker_starts_while_the_database_is_gone_and_picks_the_key_up_later(postgres, pg_catalogue):
+    name = make_url(pg_catalogue).database
+    away = f"{name}_away"
+    with postgres.admin.connect() as connection:
+        connection.execute(text(f'ALTER DATABASE "{name}" RENAME TO "{away}"'))
+    try:
+        with keyless_client(pg_catalogue) as client:
+            assert_unavailable(client, UNREACHABLE)
+            with postgres.admin.connect() as connection:
+                connection.execute(text(f'ALTER DATABASE "{away}" RENAME TO "{name}"'))
+            assert_available(client)
+            # The key was read from the store: sessions (and their CSRF tokens) work.
+            assert sign_in_attempt(client) == 400
+    finally:
+        with postgres.admin.connect() as connection:
+            if connection.scalar(text("SELECT 1 FROM pg_database WHERE datname = :away"), {"away": away}):
+                connection.execute(text(f'ALTER DATABASE "{away}" RENAME TO "{name}"'))
+
+
+def test_a_worker_over_an_empty_postgresql_database_names_the_command_to_run(postgres):
+    with keyless_client(postgres.create("no_tables")) as client:
+        assert_unavailable(client, NO_TABLES)
+        assert "kernelindex db upgrade" in NO_TABLES
+
+
+def test_a_worker_over_an_empty_sqlite_file_names_the_command_to_run(tmp_path):
+    with keyless_client(f"sqlite:///{tmp_path / 'store.db'}") as client:
+        assert_unavailable(client, NO_TABLES)
+    # With the key configured, the pages themselves find no tables: the same answer.
+    with app_client(f"sqlite:///{tmp_path / 'store.db'}") as client:
+        assert_unavailable(client, NO_TABLES)
+
+
+class UndefinedTable(Exception):
+    sqlstate = "42P01"
+
+
 class ReadOnlyTransaction(Exception):
     sqlstate = "25006"
 
@@ -151,6 +196,8 @@ class ReadOnlyTransaction(Exception):
             InternalError("INSERT …", {}, ReadOnlyTransaction("cannot execute INSERT in a read-only transaction")),
             READ_ONLY,
         ),
+        (ProgrammingError("SELECT …", {}, UndefinedTable('relation "workload" does not exist')), NO_TABLES),
+        (OperationalError("SELECT …", {}, Exception("no such table: workload")), NO_TABLES),
         # A bug (a broken constraint, a bad query) is no reason to tell people to come back later.
         (IntegrityError("INSERT …", {}, Exception("UNIQUE constraint failed")), None),
         (ProgrammingError("SELEC 1", {}, Exception("syntax error")), None),

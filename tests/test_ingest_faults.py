@@ -5,19 +5,21 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Iterator
 
 import httpx
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import joinedload
 
 from kernelindex.db.tables import IngestionReport, ManifestVersion, Run, Workload
+from kernelindex.ingest.http import JsonFetcher, UpstreamError
 from kernelindex.ingest.runner import run_ingest
 from kernelindex.ingest.sources import ingest_sol_execbench
 from kernelindex.settings import Settings
 from kernelindex.store import ingest as store_ingest
 from tests.servers import serving
-from tests.upstream import FakeUpstream, served
+from tests.upstream import BASE_URL, FakeUpstream, served
 
 
 def ingest(db, upstream: FakeUpstream, **kwargs):  # type: ignore[no-untyped-def]
@@ -252,7 +254,7 @@ def test_records_missing_upstream_are_kept_and_marked(db):
     assert runs(db)[str(gone_run["id"])].missing_since is None
 
 
-def test_a_kernel_failing_to_store_leaves_nothing_half_written(db, monkeypatch):
+def test_a_kernel_failing_to_store_leaves_nothing_half_written(db, monkeypatch, caplog):
     upstream = FakeUpstream()
     real_apply = store_ingest.apply_batch
 
@@ -265,7 +267,9 @@ def test_a_kernel_failing_to_store_leaves_nothing_half_written(db, monkeypatch):
     monkeypatch.setattr("kernelindex.ingest.runner.apply_batch", apply_then_fail)
     summary = ingest(db, upstream)
     assert summary.status == "partial"
-    assert "kernel 40" in summary.errors[0] and "disk full" in summary.errors[0]
+    # The report is public: one plain line; what went wrong is in the server's log.
+    assert summary.errors == ["kernel 40: could not be stored (a database error; the server log has the details)"]
+    assert "disk full" in caplog.text
     assert workload_ids(db) == {"39", "62"}
     with db.sessions() as session:
         names = set(session.scalars(select(ManifestVersion.name)))
@@ -346,3 +350,102 @@ def test_real_upstream_stalling_or_cut_short_fails_that_kernel_alone(db, misbeha
     assert workload_ids(db) == {"39", "62"}
     # The timeout bounds the wait: two attempts, not two full stalls.
     assert elapsed < 2 * STALL_S
+
+
+# --- Upstream text and the size and time of an answer -------------------------------------------
+
+
+def test_a_nul_in_a_username_skips_that_submission_alone(db):
+    upstream = FakeUpstream()
+    bad = upstream.submission(40)
+    bad["username"] = "team\x00x"
+    upstream.submission(39)["gpu_type"] = "B200\x1b[31m"
+    summary = ingest(db, upstream)
+    assert summary.status == "succeeded" and summary.errors == []
+    assert summary.counts["skipped"] == {"control_characters": 2}
+    stored = runs(db)
+    assert str(bad["id"]) not in stored and str(upstream.submission(39)["id"]) not in stored
+    assert len(stored) == sum(len(rows) for rows in upstream.submissions.values()) - 2
+
+
+def test_a_control_character_in_a_kernel_fails_it_with_one_plain_line(db):
+    upstream = FakeUpstream()
+    upstream.kernels[40]["name"] = "conv\x00"
+    summary = ingest(db, upstream)
+    assert summary.status == "partial"
+    assert summary.errors == ["kernel 40: a text field holds control characters"]
+    assert workload_ids(db) == {"39", "62"}
+
+
+def test_the_source_page_never_shows_a_statement(db, make_app, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    upstream = FakeUpstream()
+    real_apply = store_ingest.apply_batch
+
+    def apply_then_fail(session, source, batch, now):  # type: ignore[no-untyped-def]
+        if batch.external_id == "40":
+            session.execute(text("SELECT * FROM no_such_table WHERE name = :name"), {"name": "secret parameter"})
+        return real_apply(session, source, batch, now)
+
+    monkeypatch.setattr("kernelindex.ingest.runner.apply_batch", apply_then_fail)
+    summary = ingest(db, upstream)
+    assert summary.status == "partial"
+    with TestClient(make_app(db)) as reader:
+        page = reader.get("/sources/sol-execbench")
+    assert page.status_code == 200 and "could not be stored" in page.text
+    for leak in ("SELECT", "no_such_table", "secret parameter", "sqlalche.me"):
+        assert leak not in page.text
+
+
+async def drip(send, path: bytes) -> bool:  # type: ignore[no-untyped-def]
+    if not path.endswith(b"/kernels/40"):
+        return False
+    # Each byte well within the read timeout, the whole far beyond it.
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2000")]})
+    for _ in range(40):
+        await send({"type": "http.response.body", "body": b" ", "more_body": True})
+        await asyncio.sleep(TIMEOUT_S / 3)
+    return True
+
+
+def test_a_dripping_upstream_is_cut_off_at_the_deadline(db):
+    upstream = FakeUpstream()
+    settings = Settings(database_url=db.url, http_timeout_s=TIMEOUT_S, http_retries=1)
+    with serving(served(upstream, drip)) as url:
+        started = time.monotonic()
+        summary = ingest_sol_execbench(db.sessions, settings, base_url=f"{url}/api/", sleep=lambda _: None)
+        elapsed = time.monotonic() - started
+    assert summary.counts["units"] == {"listed": 3, "ingested": 2, "failed": 1}
+    assert "/kernels/40" in summary.errors[0] and "timed out 2 times" in summary.errors[0]
+    # Two attempts of about the deadline each, not two drips of 40 x TIMEOUT_S / 3.
+    assert elapsed < 40 * TIMEOUT_S / 3
+
+
+def test_reading_stops_at_the_size_cap():
+    produced = 0
+
+    def body() -> Iterator[bytes]:
+        nonlocal produced
+        for _ in range(10_000):
+            produced += 1
+            yield b" " * 1024
+
+    client = httpx.Client(
+        transport=httpx.MockTransport(lambda request: httpx.Response(200, content=body())), base_url=BASE_URL
+    )
+    fetcher = JsonFetcher(client, retries=0, max_body_bytes=8 * 1024)
+    with pytest.raises(UpstreamError, match="larger than 8192 bytes"):
+        fetcher.get("kernels")
+    assert produced <= 9
+
+
+def test_a_declared_length_over_the_cap_is_refused_before_reading():
+    client = httpx.Client(
+        transport=httpx.MockTransport(
+            lambda request: httpx.Response(200, headers={"Content-Length": str(10**9)}, content=b"{}")
+        ),
+        base_url=BASE_URL,
+    )
+    with pytest.raises(UpstreamError, match="larger than"):
+        JsonFetcher(client, retries=0).get("kernels")

@@ -183,6 +183,8 @@ class User(Base):
     password_hash: Mapped[str] = mapped_column(String(300))
     is_maintainer: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime]
+    # Signed session cookies carry it; bumping it (sign-out) ends every session of the account.
+    session_generation: Mapped[int] = mapped_column(default=0, server_default="0")
 
 
 class Attestation(ManifestRecord, Base):

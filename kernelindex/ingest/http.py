@@ -35,6 +35,11 @@ class JsonFetcher:
     429 and 5xx answers, timeouts and connection errors are retried up to ``retries``
     times with exponential backoff (``Retry-After`` is honoured, capped); other 4xx
     answers fail at once. Every failure becomes an ``UpstreamError`` naming the URL.
+
+    Each attempt has a deadline for the whole answer (``deadline_s``, by default the
+    client's read timeout), not only for each read: an upstream dripping a byte at a time
+    is cut off at the deadline (overshooting it by at most one read), like a timeout. The
+    body is streamed and reading stops as soon as it passes ``max_body_bytes``.
     """
 
     def __init__(
@@ -44,8 +49,12 @@ class JsonFetcher:
         backoff_s: float = 0.5,
         max_backoff_s: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        deadline_s: float | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ):
         self.client = client
+        self.deadline_s = deadline_s if deadline_s is not None else client.timeout.read
+        self.max_body_bytes = max_body_bytes
         self.retries = retries
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
@@ -58,7 +67,7 @@ class JsonFetcher:
             last_try = attempt == self.retries
             try:
                 self.requests += 1
-                response = self.client.get(path.lstrip("/"), params=params)
+                status, retry_after, body = self._get_once(path, params, url)
             except httpx.TimeoutException:
                 if last_try:
                     raise UpstreamError(f"{url}: timed out {attempt + 1} times") from None
@@ -69,15 +78,33 @@ class JsonFetcher:
                     raise UpstreamError(f"{url}: connection failed ({exc})") from None
                 self.sleep(self._delay(attempt, None))
                 continue
-            if response.status_code in RETRYABLE_STATUS and not last_try:
-                self.sleep(self._delay(attempt, response.headers.get("retry-after")))
+            if status in RETRYABLE_STATUS and not last_try:
+                self.sleep(self._delay(attempt, retry_after))
                 continue
-            if response.status_code != 200:
-                raise UpstreamError(f"{url}: HTTP {response.status_code} after {attempt + 1} attempt(s)")
-            if len(response.content) > MAX_BODY_BYTES:
-                raise UpstreamError(f"{url}: the response is larger than {MAX_BODY_BYTES} bytes")
-            return decode_json(response.content, url)
+            if status != 200:
+                raise UpstreamError(f"{url}: HTTP {status} after {attempt + 1} attempt(s)")
+            return decode_json(body, url)
         raise AssertionError("unreachable")
+
+    def _get_once(self, path: str, params: Mapping[str, str | int] | None, url: str) -> tuple[int, str | None, bytes]:
+        """One attempt: the status, its ``Retry-After`` and (for a 200) the body, read within the
+        deadline and the size cap; raises ``httpx.TimeoutException`` past the deadline."""
+        deadline = time.monotonic() + self.deadline_s if self.deadline_s is not None else None
+        too_large = UpstreamError(f"{url}: the response is larger than {self.max_body_bytes} bytes")
+        with self.client.stream("GET", path.lstrip("/"), params=params) as response:
+            if response.status_code != 200:
+                return response.status_code, response.headers.get("retry-after"), b""
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > self.max_body_bytes:
+                raise too_large
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > self.max_body_bytes:
+                    raise too_large
+                if deadline is not None and time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(f"no whole answer in {self.deadline_s} s", request=response.request)
+            return 200, None, bytes(body)
 
     def _delay(self, attempt: int, retry_after: str | None) -> float:
         if retry_after is not None:

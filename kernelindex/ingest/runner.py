@@ -8,6 +8,7 @@ so running again completes the work. Every run leaves an ``ingestion_report`` ro
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from kernelindex.store.ingest import (
     source_by_id,
     start_report,
 )
+
+logger = logging.getLogger(__name__)
 
 
 class Adapter(Protocol):
@@ -111,8 +114,11 @@ def run_ingest(
             with sessions.begin() as session:
                 source = source_by_id(session, source_id)
                 written = apply_batch(session, source, batch, observed)
-        except (SQLAlchemyError, ValueError) as exc:
-            errors.append(f"{batch.unit}: could not be stored ({type(exc).__name__}: {exc})")
+        except (SQLAlchemyError, ValueError):
+            # The report is public (/sources/...): one plain line there, the statement and its
+            # parameters only in the server's log.
+            logger.exception("ingest: %s could not be stored", batch.unit)
+            errors.append(f"{batch.unit}: could not be stored (a database error; the server log has the details)")
             counts["units.failed"] += 1
             continue
         counts.update(written)

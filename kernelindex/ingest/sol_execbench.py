@@ -407,6 +407,22 @@ def run_record(
     )
 
 
+# Control characters but TAB, LF and CR: PostgreSQL cannot store NUL, and the others have no
+# place in a name or a description. Upstream text is checked before it reaches the store.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def holds_control_characters(value: Any) -> bool:
+    """Whether any string in ``value`` (a decoded JSON value: keys too) holds a control character."""
+    if isinstance(value, str):
+        return _CONTROL.search(value) is not None
+    if isinstance(value, dict):
+        return any(holds_control_characters(key) or holds_control_characters(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(holds_control_characters(item) for item in value)
+    return False
+
+
 def skip_reason(submission: Submission, kernel_id: int) -> str | None:
     """Why a submission is not a usable result, or ``None`` if it is."""
     if submission.kernel_id != kernel_id:
@@ -459,7 +475,10 @@ class SolExecBench:
     def fetch(self, unit: str) -> Batch:
         """Read one kernel and all its submissions, and map them; raises ``KernelError``."""
         try:
-            kernel = KernelDetail.model_validate(self._data(f"kernels/{unit}"))
+            data = self._data(f"kernels/{unit}")
+            if holds_control_characters(data):
+                raise KernelError(f"kernel {unit}: a text field holds control characters")
+            kernel = KernelDetail.model_validate(data)
         except UpstreamError as exc:
             raise KernelError(str(exc)) from None
         except ValidationError as exc:
@@ -549,6 +568,9 @@ class SolExecBench:
                     continue
                 seen.add(submission.id)
                 new += 1
+                if holds_control_characters(raw):
+                    batch.skipped["control_characters"] += 1
+                    continue
                 batch.drift |= submission.extra_fields("submission")
                 yield submission
             offset += len(page.submissions)

@@ -7,7 +7,7 @@ import re
 import secrets
 from datetime import UTC, datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from kernelindex.accounts.passwords import DUMMY_HASH, hash_password, verify_password
@@ -51,6 +51,21 @@ def authenticate(session: Session, handle: str, password: str) -> User | None:
         verify_password(DUMMY_HASH, password)  # same work, so timing does not reveal handles
         return None
     return user if verify_password(user.password_hash, password) else None
+
+
+def session_user(session: Session, user_id: int, generation: object) -> User | None:
+    """The account a signed session names, if the session is still live: ``generation`` is the
+    account's ``session_generation`` when the session began, and ``end_sessions`` has not run since."""
+    user = session.get(User, user_id)
+    if user is None or not isinstance(generation, int) or generation != user.session_generation:
+        return None
+    return user
+
+
+def end_sessions(session: Session, user: User) -> None:
+    """End every session of ``user``, on every worker: the cookies they hold name an old generation."""
+    session.execute(update(User).where(User.id == user.id).values(session_generation=User.session_generation + 1))
+    session.refresh(user)
 
 
 def now() -> datetime:

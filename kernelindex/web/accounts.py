@@ -14,7 +14,7 @@ from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.store import accounts
 from kernelindex.store.accounts import User
 from kernelindex.store.attestations import attestations_by_user
-from kernelindex.web.auth import HANDLE_KEY, NO_STORE, USER_KEY, SignedInUser
+from kernelindex.web.auth import GENERATION_KEY, HANDLE_KEY, NO_STORE, USER_KEY, SignedInUser, current_user
 from kernelindex.web.deps import CheckedForm, SessionDep
 
 router = APIRouter()
@@ -38,6 +38,7 @@ def sign_in(request: Request, user: User) -> None:
     request.session.clear()
     request.session[USER_KEY] = user.id
     request.session[HANDLE_KEY] = user.handle
+    request.session[GENERATION_KEY] = user.session_generation
 
 
 def form_page(request: Request, template: str, status: int = 200, **context: Any) -> Response:
@@ -127,10 +128,26 @@ def signin(request: Request, form: CheckedForm, session: SessionDep) -> Response
     return RedirectResponse(values["next"], status_code=303)
 
 
-@router.post("/signout")
-def signout(request: Request, form: CheckedForm) -> Response:
+def end_sessions(request: Request, session: Session) -> None:
+    """Sign out on every device: a copy of this cookie, or any other session of the account,
+    stops working on every worker, because the store no longer accepts its generation."""
+    user = current_user(request, session)
+    if user is not None:
+        accounts.end_sessions(session, user)
+        session.commit()
     request.session.clear()
+
+
+@router.post("/signout")
+def signout(request: Request, form: CheckedForm, session: SessionDep) -> Response:
+    end_sessions(request, session)
     return RedirectResponse("/", status_code=303)
+
+
+@router.post("/account/signout-everywhere")
+def signout_everywhere(request: Request, form: CheckedForm, user: SignedInUser, session: SessionDep) -> Response:
+    end_sessions(request, session)
+    return RedirectResponse(urls.signin(urls.account()), status_code=303)
 
 
 def account_page(request: Request, session: Session, user: User, status: int = 200, **context: Any) -> Response:

@@ -8,11 +8,12 @@ from typing import Any, ClassVar, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
 from kernelindex.accounts.ratelimit import LIMITS
+from kernelindex.accounts.text import control_character_problem
 from kernelindex.manifests.types import AttestationTypeField
 from kernelindex.store.accounts import User
 from kernelindex.store.attestations import (
@@ -81,6 +82,13 @@ class NewAttestation(BaseModel):
     evidence_url: str | None = Field(default=None, max_length=500)
     measured_latency_ns: int | None = None
     environment_summary: str | None = Field(default=None, max_length=500)
+
+    @field_validator("body", "evidence_url", "environment_summary")
+    @classmethod
+    def _text(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and (problem := control_character_problem(value, info.field_name == "body")):
+            raise ValueError(problem)
+        return value
 
 
 class CreatedAttestation(BaseModel):

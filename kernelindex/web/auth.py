@@ -22,16 +22,18 @@ from kernelindex.web.errors import SignInRequired
 
 USER_KEY = "user_id"
 HANDLE_KEY = "handle"
+GENERATION_KEY = "generation"
 # Moderation pages hold CSRF tokens and unpublished reports: never stored by a cache.
 NO_STORE = {"Cache-Control": "no-store"}
 
 
 def current_user(request: Request, session: SessionDep) -> User | None:
-    """The account of the signed session, or ``None``; a session naming a deleted account is cleared."""
+    """The account of the signed session, or ``None``. The store says whether the session is still
+    live (not ended by a sign-out); an ended one, or one naming a deleted account, is cleared."""
     user_id = request.session.get(USER_KEY)
     if not isinstance(user_id, int):
         return None
-    user = session.get(User, user_id)
+    user = accounts.session_user(session, user_id, request.session.get(GENERATION_KEY))
     if user is None:
         request.session.clear()
     return user

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 
 from kernelindex.accounts.csrf import check_csrf
+from kernelindex.web.params import form_text
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -23,10 +24,11 @@ def get_session(request: Request) -> Iterator[Session]:
 
 
 async def checked_form(request: Request) -> FormData:
-    """The submitted form, once its CSRF token is this session's (else 403, before anything is read)."""
+    """The submitted form, once its CSRF token is this session's (else 403, before anything is read)
+    and its text is free of control characters (else 400: ``params.form_text``)."""
     form = await request.form()
     check_csrf(request, form)
-    return form
+    return form_text(form)
 
 
 async def raw_body(request: Request) -> bytes:

@@ -24,6 +24,13 @@ READ_ONLY = (
 # SQLSTATE 25006, read_only_sql_transaction: PostgreSQL refusing a write (a read-only
 # database, or a hot standby after a failover).
 READ_ONLY_SQLSTATE = "25006"
+# The database is there but holds no tables (recreated empty, never migrated).
+NO_TABLES = (
+    "The database holds no KernelIndex tables: it is new or was recreated empty. "
+    "Whoever runs this site should run `kernelindex db upgrade` (and load or import the data); "
+    "the site comes back by itself."
+)
+UNDEFINED_TABLE_SQLSTATE = "42P01"
 
 TITLES = {
     400: "Bad request",
@@ -93,11 +100,24 @@ def database_trouble(exc: SQLAlchemyError) -> str | None:
     orig = getattr(exc, "orig", None)
     if getattr(orig, "sqlstate", None) == READ_ONLY_SQLSTATE or "readonly database" in str(orig):
         return READ_ONLY
+    if getattr(orig, "sqlstate", None) == UNDEFINED_TABLE_SQLSTATE or str(orig).startswith("no such table"):
+        return NO_TABLES
     if isinstance(exc, OperationalError | InterfaceError | DisconnectionError | PoolTimeout):
         return UNREACHABLE
     if isinstance(exc, DBAPIError) and exc.connection_invalidated:
         return UNREACHABLE
     return None
+
+
+def unavailable(request: Request, exc: SQLAlchemyError, detail: str) -> Response:
+    """The 503 page or problem JSON for database trouble (``database_trouble``'s ``detail``)."""
+    # No traceback: this is the database's state, not a bug. Pooled connections are
+    # checked before use (pre-ping), so pages come back by themselves when it does.
+    log.warning("database trouble on %s: %s", request.url.path, str(exc).splitlines()[0])
+    response = error_response(request, 503, detail)
+    response.headers["Retry-After"] = str(RETRY_AFTER_S)
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -135,13 +155,7 @@ def install_error_handlers(app: FastAPI) -> None:
         detail = database_trouble(exc)
         if detail is None:
             return await unexpected(request, exc)
-        # No traceback: this is the database's state, not a bug. Pooled connections are
-        # checked before use (pre-ping), so pages come back by themselves when it does.
-        log.warning("database trouble on %s: %s", request.url.path, str(exc).splitlines()[0])
-        response = error_response(request, 503, detail)
-        response.headers["Retry-After"] = str(RETRY_AFTER_S)
-        response.headers["Cache-Control"] = "no-store"
-        return response
+        return unavailable(request, exc, detail)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:

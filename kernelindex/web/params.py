@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from starlette.datastructures import FormData
+
+from kernelindex.accounts.text import control_character_problem
 from kernelindex.web.errors import BadRequest
+
+# The form fields written over several lines (a ``<textarea>``): the only ones that may hold line breaks.
+MULTILINE_FIELDS = frozenset({"body", "report_body"})
 
 
 def choice(name: str, value: str | None, allowed: Iterable[str], default: str) -> str:
@@ -29,6 +35,15 @@ def text(name: str, value: str | None, max_length: int = 100) -> str | None:
         return None
     if len(value) > max_length:
         raise BadRequest(f"{name} must be at most {max_length} characters.")
-    if any(ord(ch) < 32 for ch in value):
-        raise BadRequest(f"{name} must not contain control characters.")
+    if problem := control_character_problem(value):
+        raise BadRequest(f"{name} {problem}.")
     return value.strip()
+
+
+def form_text(form: FormData) -> FormData:
+    """``form`` if every field's text can be taken (``control_character_problem``), else a 400 naming
+    the field. Every form is checked here, whatever its handler reads, before the handler runs."""
+    for name, value in form.multi_items():
+        if isinstance(value, str) and (problem := control_character_problem(value, name in MULTILINE_FIELDS)):
+            raise BadRequest(f"The field {name[:40]!r} {problem}.")
+    return form
