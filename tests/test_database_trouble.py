@@ -143,7 +143,7 @@ def test_postgresql_read_only_serves_pages_refuses_writes_then_recovers(postgres
 
 def keyless_client(url: str) -> TestClient:
     """A worker whose session key is generated into the store (no ``secret_key`` setting)."""
-    return TestClient(create_app(Settings(database_url=url)))
+    return TestClient(create_app(Settings(database_url=url, public_url="http://testserver")))
 
 
 def test_a_worker_starts_while_the_database_is_gone_and_picks_the_key_up_later(postgres, pg_catalogue):

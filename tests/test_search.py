@@ -41,14 +41,13 @@ HOSTILE = [
     "注意力",
     "🔥🔥",
     "\u202econv2d",
-    "\t\n\r",
     " ",
     "x" * 200,
     "a " * 100,
     "conv2d " * 28,
 ]
 # Refused with a 400 before any page sees them (kernelindex.web.request_guard); the store takes them too.
-CONTROL = ["\x00", "conv\x00 2d", "\x01\x1f\x7f", "\x1b[31m"]
+CONTROL = ["\x00", "conv\x00 2d", "\x01\x1f\x7f", "\x1b[31m", "\t\n\r"]
 
 
 def slugs(hits, kind=None):  # type: ignore[no-untyped-def]
