@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session, aliased
 
 from kernelindex import urls
@@ -70,36 +70,27 @@ def source_ref(source: Source) -> SourceRefItem:
     return SourceRefItem(slug=source.slug, name=source.name, api_url=urls.api_source(source.slug))
 
 
-def best_per_gpu(session: Session, *conditions: ColumnElement[bool]) -> dict[tuple[int, str], Run]:
-    """The fastest eligible run of each (workload, GPU), across stacks; equal latencies go by name.
+def fastest_eligible_runs(session: Session, partition: Sequence[Expr], *conditions: ColumnElement[bool]) -> list[Run]:
+    """The fastest eligible run of each ``partition`` (columns of ``Run`` or its ``Environment``).
 
-    Only the winners are loaded: the minimum latency is found in SQL, per group.
+    The rule of ``ranking.fastest_reported`` within each partition: equal latencies go by
+    name. The database numbers the runs; only the winners are loaded, with their references.
     """
-    fastest = (
-        select(Run.workload_id, Environment.gpu_slug, func.min(Run.latency_ns).label("latency_ns"))
+    position = func.row_number().over(partition_by=partition, order_by=(Run.latency_ns, Run.name))
+    ranked = (
+        select(Run.id, position.label("position"))
         .join(Environment, Run.environment_id == Environment.id)
         .where(eligible(), *conditions)
-        .group_by(Run.workload_id, Environment.gpu_slug)
         .subquery()
     )
-    winners = (
-        with_references(select(Run))
-        .join(Environment, Run.environment_id == Environment.id)
-        .join(
-            fastest,
-            and_(
-                Run.workload_id == fastest.c.workload_id,
-                Environment.gpu_slug == fastest.c.gpu_slug,
-                Run.latency_ns == fastest.c.latency_ns,
-            ),
-        )
-        .where(eligible(), *conditions)
-        .order_by(Run.name)
-    )
-    best: dict[tuple[int, str], Run] = {}
-    for run in session.scalars(winners):
-        best.setdefault((run.workload_id, run.environment.gpu_slug), run)
-    return best
+    winners = with_references(select(Run)).where(Run.id.in_(select(ranked.c.id).where(ranked.c.position == 1)))
+    return list(session.scalars(winners).unique())
+
+
+def best_per_gpu(session: Session, *conditions: ColumnElement[bool]) -> dict[tuple[int, str], Run]:
+    """The fastest eligible run of each (workload, GPU), across stacks and protocols."""
+    runs = fastest_eligible_runs(session, (Run.workload_id, Environment.gpu_slug), *conditions)
+    return {(run.workload_id, run.environment.gpu_slug): run for run in runs}
 
 
 def group_sizes(session: Session, groups: Collection[tuple[int, str]]) -> dict[str, int]:

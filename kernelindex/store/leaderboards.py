@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import cached_property
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -71,7 +72,7 @@ class Leaderboard:
     def group(self, key: str | None) -> GroupStanding | None:
         return next((group for group in self.groups if group.key == key), None)
 
-    @property
+    @cached_property
     def rank_of(self) -> dict[str, RankedRun]:
         return {entry.run.name: entry for group in self.groups for entry in group.ranked}
 

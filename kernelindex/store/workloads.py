@@ -23,10 +23,10 @@ from kernelindex import urls
 from kernelindex.db.tables import Environment, Run, Workload
 from kernelindex.slugs import slugify
 from kernelindex.store.catalog import origin_model_spellings
-from kernelindex.store.common import contains, name_by_ref
+from kernelindex.store.common import contains, fastest_eligible_runs, name_by_ref
 from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page, numbered_page
 from kernelindex.store.reads import eligible
-from kernelindex.store.runs import evaluation_stack, with_references
+from kernelindex.store.runs import evaluation_stack
 from kernelindex.store.schemas import FastestRun, WorkloadItem
 
 WORKLOAD_SORTS: dict[str, tuple[SortKey, ...]] = {
@@ -164,14 +164,9 @@ def by_collection(items: Sequence[WorkloadItem]) -> list[tuple[str, list[Workloa
 
 
 def _fastest_runs(session: Session, ids: Sequence[int] | None) -> dict[int, Run]:
-    """Each workload's fastest eligible run (``ranking.fastest_reported``); only those are loaded."""
-    position = func.row_number().over(partition_by=Run.workload_id, order_by=(Run.latency_ns, Run.name))
-    scope = [eligible()] + ([Run.workload_id.in_(ids)] if ids is not None else [])
-    ranked = select(Run.id, position.label("position")).where(*scope).subquery()
-    runs = session.scalars(
-        with_references(select(Run)).where(Run.id.in_(select(ranked.c.id).where(ranked.c.position == 1)))
-    )
-    return {run.workload_id: run for run in runs.unique()}
+    """Each workload's fastest eligible run, its headline (``ranking.fastest_reported``)."""
+    scope = [Run.workload_id.in_(ids)] if ids is not None else []
+    return {run.workload_id: run for run in fastest_eligible_runs(session, (Run.workload_id,), *scope)}
 
 
 def fastest_run(run: Run) -> FastestRun:
