@@ -15,7 +15,7 @@ from kernelindex.store import accounts
 from kernelindex.store.accounts import User
 from kernelindex.store.attestations import attestations_by_user
 from kernelindex.web.auth import GENERATION_KEY, HANDLE_KEY, NO_STORE, USER_KEY, SignedInUser, current_user
-from kernelindex.web.deps import CheckedForm, SessionDep
+from kernelindex.web.deps import CheckedForm, SessionDep, client_address
 
 router = APIRouter()
 
@@ -45,10 +45,6 @@ def form_page(request: Request, template: str, status: int = 200, **context: Any
     return request.app.state.templates.TemplateResponse(
         request, template, {"errors": {}, "values": {}, **context}, status_code=status
     )
-
-
-def client_address(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
 
 
 def limited(

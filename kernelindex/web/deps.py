@@ -38,3 +38,8 @@ async def raw_body(request: Request) -> bytes:
 SessionDep = Annotated[Session, Depends(get_session)]
 CheckedForm = Annotated[FormData, Depends(checked_form)]
 RawBody = Annotated[bytes, Depends(raw_body)]
+
+
+def client_address(request: Request) -> str:
+    """The address rate limits count by (the peer of the connection)."""
+    return request.client.host if request.client else "unknown"

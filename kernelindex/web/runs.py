@@ -14,7 +14,7 @@ from kernelindex.store.reruns import rerun_of_run
 from kernelindex.store.run_queries import Run, run_standing
 from kernelindex.store.run_queries import find_run as run_by_ref
 from kernelindex.web.auth import current_user
-from kernelindex.web.deps import CheckedForm, SessionDep
+from kernelindex.web.deps import CheckedForm, SessionDep, client_address
 from kernelindex.web.errors import NotFound, SignInRequired
 from kernelindex.web.pages import page_route, public_url, render_page
 from kernelindex.web.rerun_part import rerun_part
@@ -94,8 +94,7 @@ def attest(request: Request, name: str, form: CheckedForm, session: SessionDep) 
 def report(request: Request, name: str, form: CheckedForm, session: SessionDep) -> Response:
     run = find_run(session, name)
     values = {"reason": str(form.get("reason", "")), "report_body": str(form.get("report_body", ""))}
-    address = request.client.host if request.client else "unknown"
-    if not request.app.state.rate_limiter.allow(LIMITS["report"], address):
+    if not request.app.state.rate_limiter.allow(LIMITS["report"], client_address(request)):
         state = FormState(errors={"form": LIMITS["report"].message}, values=values)
         return render_run(request, session, run, 429, report_form=state)
     try:
