@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kernelindex.db import migrate
 from kernelindex.db.engine import make_engine, make_sessionmaker
-from kernelindex.ingest.sources import ingest_sol_execbench
+from kernelindex.ingest.sources import ingest
 from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
 
@@ -33,7 +33,7 @@ def one_round(url: str) -> tuple[float, float]:
     timings = []
     for _ in range(2):
         start = time.perf_counter()
-        summary = ingest_sol_execbench(sessions, settings, snapshot=BUNDLED_SNAPSHOT)
+        summary = ingest(sessions, settings, "sol-execbench", snapshot=BUNDLED_SNAPSHOT)
         timings.append(time.perf_counter() - start)
         assert summary.status == "succeeded", summary.errors
     assert not summary.wrote_records, "the unchanged re-ingest wrote records"

@@ -27,7 +27,7 @@ from common import load_average
 from kernelindex.app import create_app
 from kernelindex.db import migrate
 from kernelindex.db.engine import make_engine, make_sessionmaker
-from kernelindex.ingest.sources import ingest_sol_execbench
+from kernelindex.ingest.sources import ingest
 from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
 
@@ -72,7 +72,7 @@ def main() -> None:
             url = f"sqlite:///{Path(folder) / 'bench.db'}"
             migrate.upgrade(url)
             engine = make_engine(url)
-            ingest_sol_execbench(make_sessionmaker(engine), Settings(database_url=url), snapshot=BUNDLED_SNAPSHOT)
+            ingest(make_sessionmaker(engine), Settings(database_url=url), "sol-execbench", snapshot=BUNDLED_SNAPSHOT)
             engine.dispose()
         settings = Settings(database_url=url, response_cache_mb=0 if args.no_cache else 64)
         asyncio.run(measure(settings, args.paths, args.runs))

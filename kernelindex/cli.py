@@ -160,37 +160,95 @@ def ingest() -> None:
     """Pull records from an upstream source into the store."""
 
 
-@ingest.command("sol-execbench")
-@click.option("--base-url", metavar="URL", help="The leaderboard API (default: $KERNELINDEX_SOL_EXECBENCH_URL).")
-@click.option(
+snapshot_option = click.option(
     "--snapshot",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Read a recorded snapshot folder instead of the live API.",
+    help="Read a recorded snapshot folder instead of the live upstream.",
 )
-@database_url_option
-def ingest_sol_execbench(base_url: str | None, snapshot: Path | None, database_url: str | None) -> None:
-    """Ingest NVIDIA's SOL-ExecBench leaderboard, idempotently."""
-    if base_url and snapshot:
-        raise click.UsageError("give --base-url or --snapshot, not both")
+
+
+def _ingest(
+    slugs: Sequence[str], database_url: str | None, snapshot: Path | None, options: dict[str, str | None]
+) -> None:
+    """Ingest each source in turn under the ingest lock, print each report; exit 1 unless all succeeded."""
+    if snapshot is not None and any(options.values()):
+        raise click.UsageError("give --snapshot or upstream options, not both")
     from kernelindex.db import migrate
     from kernelindex.db.engine import make_engine, make_sessionmaker
     from kernelindex.ingest.snapshot import SnapshotError
-    from kernelindex.ingest.sources import ingest_sol_execbench as ingest_source
+    from kernelindex.ingest.sources import SOURCES
+    from kernelindex.ingest.sources import ingest as ingest_source
 
     settings = _settings(database_url)
     _run_or_exit(lambda: migrate.upgrade(settings.database_url), "could not migrate the store")
     engine = make_engine(settings.database_url)
     sessions = make_sessionmaker(engine)
+    statuses = []
     try:
-        with _exclusive(engine, sessions), _progress("SOL-ExecBench") as progress:
-            summary = ingest_source(sessions, settings, base_url=base_url, snapshot=snapshot, progress=progress)
+        with _exclusive(engine, sessions):
+            for slug in slugs:
+                with _progress(SOURCES[slug].info.name) as progress:
+                    summary = ingest_source(
+                        sessions, settings, slug, snapshot=snapshot, options=options, progress=progress
+                    )
+                print_report(summary)
+                statuses.append(summary.status)
     except SnapshotError as exc:
         err.print(f"[red]Snapshot refused:[/] {exc}")
         sys.exit(1)
     finally:
         engine.dispose()
-    print_report(summary)
-    sys.exit(0 if summary.status == "succeeded" else 1)
+    sys.exit(0 if all(status == "succeeded" for status in statuses) else 1)
+
+
+@ingest.command("sol-execbench")
+@click.option("--base-url", metavar="URL", help="The leaderboard API (default: $KERNELINDEX_SOL_EXECBENCH_URL).")
+@snapshot_option
+@database_url_option
+def ingest_sol_execbench(base_url: str | None, snapshot: Path | None, database_url: str | None) -> None:
+    """Ingest NVIDIA's SOL-ExecBench leaderboard, idempotently."""
+    _ingest(["sol-execbench"], database_url, snapshot, {"base_url": base_url})
+
+
+api_url_option = click.option(
+    "--api-url", metavar="URL", help="GitHub's REST API (default: $KERNELINDEX_GITHUB_API_URL or api.github.com)."
+)
+raw_url_option = click.option(
+    "--raw-url",
+    metavar="URL",
+    help="GitHub's raw-file host (default: $KERNELINDEX_GITHUB_RAW_URL or raw.githubusercontent.com).",
+)
+
+
+@ingest.command("kernelbench")
+@api_url_option
+@raw_url_option
+@snapshot_option
+@database_url_option
+def ingest_kernelbench(
+    api_url: str | None, raw_url: str | None, snapshot: Path | None, database_url: str | None
+) -> None:
+    """Ingest KernelBench's baseline timings (every timing file in the repository's history), idempotently."""
+    _ingest(["kernelbench"], database_url, snapshot, {"api_url": api_url, "raw_url": raw_url})
+
+
+@ingest.command("liger-kernel")
+@raw_url_option
+@click.option("--ref", metavar="REF", help="The branch, tag or commit to read (default: main).")
+@snapshot_option
+@database_url_option
+def ingest_liger_kernel(raw_url: str | None, ref: str | None, snapshot: Path | None, database_url: str | None) -> None:
+    """Ingest Liger-Kernel's published benchmark CSVs, idempotently."""
+    _ingest(["liger-kernel"], database_url, snapshot, {"raw_url": raw_url, "ref": ref})
+
+
+@ingest.command("all")
+@database_url_option
+def ingest_all(database_url: str | None) -> None:
+    """Ingest every source from its live upstream, one after another (for cron or a timer)."""
+    from kernelindex.ingest.sources import SOURCES
+
+    _ingest(list(SOURCES), database_url, None, {})
 
 
 # --- export / import ------------------------------------------------------------------
@@ -440,15 +498,16 @@ def users_create(handle: str, maintainer: bool, password_stdin: bool, database_u
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
 @database_url_option
 def serve(host: str, port: int, database_url: str | None) -> None:
-    """Migrate the store, load the bundled snapshot and reruns if it is empty, and serve the site."""
+    """Migrate the store, load every bundled snapshot and the reruns if it is empty, and serve the site."""
     import uvicorn
 
     from kernelindex.app import create_app
     from kernelindex.db import migrate
     from kernelindex.db.engine import make_engine, make_sessionmaker
     from kernelindex.ingest.rerun_import import import_bundled_reruns
-    from kernelindex.ingest.sources import ingest_sol_execbench as ingest_source
-    from kernelindex.paths import BUNDLED_RERUNS, BUNDLED_SNAPSHOT
+    from kernelindex.ingest.sources import SOURCES
+    from kernelindex.ingest.sources import ingest as ingest_source
+    from kernelindex.paths import BUNDLED_RERUNS
     from kernelindex.store.reads import store_is_empty
     from kernelindex.web.server import server_options
 
@@ -459,12 +518,13 @@ def serve(host: str, port: int, database_url: str | None) -> None:
     with sessions() as session:
         empty = store_is_empty(session)
     if empty:
-        err.print("The store is empty: loading the bundled SOL-ExecBench snapshot…")
-        with _exclusive(engine, sessions), _progress("Loading snapshot") as progress:
-            summary = ingest_source(sessions, settings, snapshot=BUNDLED_SNAPSHOT, progress=progress)
-        print_report(summary)
-        err.print("Loading the bundled controlled reruns…")
-        _print_rerun_results(import_bundled_reruns(sessions, BUNDLED_RERUNS))
+        err.print("The store is empty: loading the bundled snapshot of every source…")
+        with _exclusive(engine, sessions):
+            for slug, source in SOURCES.items():
+                with _progress(source.info.name) as progress:
+                    print_report(ingest_source(sessions, settings, slug, snapshot=source.bundled, progress=progress))
+            err.print("Loading the bundled controlled reruns…")
+            _print_rerun_results(import_bundled_reruns(sessions, BUNDLED_RERUNS))
     engine.dispose()
     err.print(f"Serving KernelIndex on http://{host}:{port}/ (store: {settings.database_url})")
     err.print(f"Links are written for {settings.public_url}; hosts answered: {', '.join(settings.trusted_hosts)}")

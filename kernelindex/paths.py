@@ -24,5 +24,6 @@ def _package_folder(package: str) -> Path:
 TEMPLATES = _package_folder("kernelindex.templates")
 STATIC = _package_folder("kernelindex.static")
 MIGRATIONS = _package_folder("kernelindex.migrations")
-BUNDLED_SNAPSHOT = _package_folder("kernelindex.fixtures") / "sol-execbench"
-BUNDLED_RERUNS = _package_folder("kernelindex.fixtures") / "reruns"
+BUNDLED_DATA = _package_folder("kernelindex.fixtures")
+BUNDLED_SNAPSHOT = BUNDLED_DATA / "sol-execbench"
+BUNDLED_RERUNS = BUNDLED_DATA / "reruns"

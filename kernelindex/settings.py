@@ -14,6 +14,8 @@ DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
 # Hosts always answered besides the public URL's: the machine itself (health checks, a local proxy).
 LOCAL_HOSTS = ("localhost", "127.0.0.1")
 SOL_EXECBENCH_API = "https://research.nvidia.com/benchmarks/sol-execbench/api"
+GITHUB_API = "https://api.github.com"
+GITHUB_RAW = "https://raw.githubusercontent.com"
 
 
 class Settings(BaseSettings):
@@ -21,6 +23,12 @@ class Settings(BaseSettings):
 
     database_url: str = DEFAULT_DATABASE_URL
     sol_execbench_url: str = SOL_EXECBENCH_API
+    # GitHub's REST API and raw-file host, read by the KernelBench and Liger-Kernel ingests;
+    # point them at a mirror (or a local server in tests). A token raises the API's hourly
+    # limit for unauthenticated clients (60 requests); it is sent to the API host only.
+    github_api_url: str = GITHUB_API
+    github_raw_url: str = GITHUB_RAW
+    github_token: SecretStr | None = None
     http_timeout_s: float = Field(default=20.0, gt=0)
     http_retries: int = Field(default=4, ge=0, le=10)
     # Signs session cookies. Unset, a random key is generated once and kept in the store,

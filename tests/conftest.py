@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from kernelindex.db import migrate
 from kernelindex.db.engine import make_engine, make_sessionmaker
-from kernelindex.ingest.sources import ingest_sol_execbench
+from kernelindex.ingest.sources import ingest
 from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
 
@@ -180,7 +180,7 @@ def _load_bundled_snapshot(url: str) -> None:
     migrate.upgrade(url)
     engine = make_engine(url)
     settings = Settings(database_url=url)
-    summary = ingest_sol_execbench(make_sessionmaker(engine), settings, snapshot=BUNDLED_SNAPSHOT)
+    summary = ingest(make_sessionmaker(engine), settings, "sol-execbench", snapshot=BUNDLED_SNAPSHOT)
     engine.dispose()
     assert summary.status == "succeeded", summary.errors
 

@@ -224,7 +224,7 @@ def test_serve_migrates_loads_the_bundled_snapshot_and_serves(tmp_path):
     finally:
         process.send_signal(signal.SIGINT)
         output = process.communicate(timeout=20)[0]
-    assert "loading the bundled SOL-ExecBench snapshot" in output
+    assert "loading the bundled snapshot of every source" in output
     assert "Loading the bundled controlled reruns" in output and "refused" not in output
     assert "succeeded" in output
     # The store is the configured file, holding the catalogue and the controlled reruns; no

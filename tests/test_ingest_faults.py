@@ -13,9 +13,9 @@ from sqlalchemy import func, select, text
 from sqlalchemy.orm import joinedload
 
 from kernelindex.db.tables import IngestionReport, ManifestVersion, Run, Workload
-from kernelindex.ingest.http import JsonFetcher, UpstreamError
+from kernelindex.ingest.http import Fetcher, UpstreamError
 from kernelindex.ingest.runner import run_ingest
-from kernelindex.ingest.sources import ingest_sol_execbench
+from kernelindex.ingest.sources import ingest as ingest_source
 from kernelindex.settings import Settings
 from kernelindex.store import ingest as store_ingest
 from tests.servers import serving
@@ -342,7 +342,9 @@ def test_real_upstream_stalling_or_cut_short_fails_that_kernel_alone(db, misbeha
     settings = Settings(database_url=db.url, http_timeout_s=TIMEOUT_S, http_retries=1)
     with serving(served(upstream, misbehave)) as url:
         started = time.monotonic()
-        summary = ingest_sol_execbench(db.sessions, settings, base_url=f"{url}/api/", sleep=lambda _: None)
+        summary = ingest_source(
+            db.sessions, settings, "sol-execbench", options={"base_url": f"{url}/api/"}, sleep=lambda _: None
+        )
         elapsed = time.monotonic() - started
     assert summary.status == "partial"
     assert summary.counts["units"] == {"listed": 3, "ingested": 2, "failed": 1}
@@ -414,7 +416,9 @@ def test_a_dripping_upstream_is_cut_off_at_the_deadline(db):
     settings = Settings(database_url=db.url, http_timeout_s=TIMEOUT_S, http_retries=1)
     with serving(served(upstream, drip)) as url:
         started = time.monotonic()
-        summary = ingest_sol_execbench(db.sessions, settings, base_url=f"{url}/api/", sleep=lambda _: None)
+        summary = ingest_source(
+            db.sessions, settings, "sol-execbench", options={"base_url": f"{url}/api/"}, sleep=lambda _: None
+        )
         elapsed = time.monotonic() - started
     assert summary.counts["units"] == {"listed": 3, "ingested": 2, "failed": 1}
     assert "/kernels/40" in summary.errors[0] and "timed out 2 times" in summary.errors[0]
@@ -434,7 +438,7 @@ def test_reading_stops_at_the_size_cap():
     client = httpx.Client(
         transport=httpx.MockTransport(lambda request: httpx.Response(200, content=body())), base_url=BASE_URL
     )
-    fetcher = JsonFetcher(client, retries=0, max_body_bytes=8 * 1024)
+    fetcher = Fetcher(client, retries=0, max_body_bytes=8 * 1024)
     with pytest.raises(UpstreamError, match="larger than 8192 bytes"):
         fetcher.get("kernels")
     assert produced <= 9
@@ -448,4 +452,4 @@ def test_a_declared_length_over_the_cap_is_refused_before_reading():
         base_url=BASE_URL,
     )
     with pytest.raises(UpstreamError, match="larger than"):
-        JsonFetcher(client, retries=0).get("kernels")
+        Fetcher(client, retries=0).get("kernels")

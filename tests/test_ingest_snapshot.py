@@ -16,7 +16,7 @@ from kernelindex.db.tables import (
     Workload,
     WorkloadCase,
 )
-from kernelindex.ingest.sources import ingest_sol_execbench
+from kernelindex.ingest.sources import ingest
 from kernelindex.manifests import manifest_digest, parse_manifest
 from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
@@ -75,10 +75,10 @@ def test_ingest_bundled_snapshot_loads_every_kernel_and_submission(loaded_db):
 
 def test_ingest_snapshot_twice_writes_nothing_the_second_time(db):
     settings = Settings(database_url=db.url)
-    first = ingest_sol_execbench(db.sessions, settings, snapshot=BUNDLED_SNAPSHOT)
+    first = ingest(db.sessions, settings, "sol-execbench", snapshot=BUNDLED_SNAPSHOT)
     with db.sessions() as session:
         before = store_state(session)
-    second = ingest_sol_execbench(db.sessions, settings, snapshot=BUNDLED_SNAPSHOT)
+    second = ingest(db.sessions, settings, "sol-execbench", snapshot=BUNDLED_SNAPSHOT)
     with db.sessions() as session:
         after = store_state(session)
         reports = count(session, IngestionReport)

@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 
 from kernelindex.db.account_tables import RateLimitCounter
 from kernelindex.db.tables import Run, User, Workload
-from kernelindex.ingest.sources import ingest_sol_execbench
+from kernelindex.ingest.sources import ingest
 from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
 from kernelindex.store import accounts, moderation
@@ -138,7 +138,9 @@ def test_catalogue_version_increases_with_public_writes_only(loaded_db):
 def test_an_unchanged_reingest_leaves_every_cache_in_place(loaded_db):
     with loaded_db.sessions() as session:
         start = current_version(session)
-    summary = ingest_sol_execbench(loaded_db.sessions, Settings(database_url=loaded_db.url), snapshot=BUNDLED_SNAPSHOT)
+    summary = ingest(
+        loaded_db.sessions, Settings(database_url=loaded_db.url), "sol-execbench", snapshot=BUNDLED_SNAPSHOT
+    )
     assert summary.status == "succeeded" and not summary.counts.get("added") and not summary.counts.get("updated")
     with loaded_db.sessions() as session:
         # Only the ingestion report (opened, then closed) is new, and the source page shows it;

@@ -434,7 +434,7 @@ def test_an_updated_workload_is_reindexed_with_its_new_slug_and_model(db):
     upstream = FakeUpstream()
     ingest(db, upstream)
     upstream.kernels[40]["description"] = "A zanzibarian convolution."
-    batch = upstream.adapter().fetch("40")
+    batch = (lambda a: a.map("40", a.fetch("40")))(upstream.adapter())
     with db.sessions.begin() as session:
         # Renames are not stored by the ingest (slugs never change), so this sets one by hand.
         workload = session.scalars(select(Workload).where(Workload.external_id == "40")).one()

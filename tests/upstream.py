@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from kernelindex.ingest.http import JsonFetcher
+from kernelindex.ingest.http import Fetcher
 from kernelindex.ingest.sol_execbench import SolExecBench
 from kernelindex.paths import BUNDLED_SNAPSHOT
 
@@ -65,7 +65,7 @@ class FakeUpstream:
 
     def adapter(self, page_limit: int = 2, retries: int = 2) -> SolExecBench:
         client = httpx.Client(transport=httpx.MockTransport(self._handle), base_url=BASE_URL)
-        return SolExecBench(JsonFetcher(client, retries=retries, sleep=lambda _: None), page_limit=page_limit)
+        return SolExecBench(Fetcher(client, retries=retries, sleep=lambda _: None), page_limit=page_limit)
 
 
 Misbehaviour = Callable[[Any, bytes], Awaitable[bool]]

@@ -43,6 +43,7 @@ class Source(Base):
     url: Mapped[str] = mapped_column(String(500))
     description: Mapped[str] = mapped_column(Text)
     licence: Mapped[str] = mapped_column(Text)
+    attribution: Mapped[str] = mapped_column(Text, default="", server_default="")
     last_observed_at: Mapped[datetime | None]
 
 

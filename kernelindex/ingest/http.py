@@ -1,4 +1,5 @@
-"""Fetching JSON from an upstream API: timeouts, retries with backoff, clear failures."""
+"""Fetching from an upstream (a JSON API or a raw-file host): timeouts, retries with backoff,
+clear failures."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ def decode_json(body: bytes, url: str) -> Any:
         raise UpstreamError(f"{url}: the response is not valid JSON ({exc})") from None
 
 
-class JsonFetcher:
-    """GETs JSON over an injected ``httpx.Client``, retrying what is worth retrying.
+class Fetcher:
+    """GETs over an injected ``httpx.Client`` (JSON or raw bytes), retrying what is worth retrying.
 
     429 and 5xx answers, timeouts and connection errors are retried up to ``retries``
     times with exponential backoff (``Retry-After`` is honoured, capped); other 4xx
@@ -62,7 +63,15 @@ class JsonFetcher:
         self.requests = 0
 
     def get(self, path: str, params: Mapping[str, str | int] | None = None) -> Any:
-        url = str(self.client.base_url.join(path.lstrip("/")) if self.client.base_url else path)
+        """The decoded JSON body at ``path``; ``UpstreamError`` if it cannot be had or is not JSON."""
+        return decode_json(self.get_bytes(path, params), self.url(path))
+
+    def url(self, path: str) -> str:
+        return str(self.client.base_url.join(path.lstrip("/")) if self.client.base_url else path)
+
+    def get_bytes(self, path: str, params: Mapping[str, str | int] | None = None) -> bytes:
+        """The body at ``path`` as bytes (a file from a raw host), with the same retries and limits."""
+        url = self.url(path)
         for attempt in range(self.retries + 1):
             last_try = attempt == self.retries
             try:
@@ -83,7 +92,7 @@ class JsonFetcher:
                 continue
             if status != 200:
                 raise UpstreamError(f"{url}: HTTP {status} after {attempt + 1} attempt(s)")
-            return decode_json(body, url)
+            return body
         raise AssertionError("unreachable")
 
     def _get_once(self, path: str, params: Mapping[str, str | int] | None, url: str) -> tuple[int, str | None, bytes]:

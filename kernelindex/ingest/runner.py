@@ -1,9 +1,10 @@
-"""The source-neutral ingestion runner.
+"""The source framework: what an adapter implements, and the runner that drives any of them.
 
-It asks an adapter for the list of units (kernels, for SOL-ExecBench), fetches and maps
-each, and writes each in its own transaction: one unit's failure is reported and the
-others go on, and a crash leaves every finished unit committed and the rest untouched,
-so running again completes the work. Every run leaves an ``ingestion_report`` row.
+An adapter discovers its units (a SOL-ExecBench kernel, a KernelBench problem, a Liger-Kernel
+sweep: one workload each), fetches one, and maps what it fetched to manifests (a ``Batch``).
+The runner writes each unit in its own transaction: one unit's failure is reported and the
+others go on, and a crash leaves every finished unit committed and the rest untouched, so
+running again completes the work. Every run leaves an ``ingestion_report`` row.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -32,13 +33,38 @@ from kernelindex.store.ingest import (
 logger = logging.getLogger(__name__)
 
 
-class Adapter(Protocol):
+@dataclass
+class Discovery:
+    """What an adapter found upstream: its units and what it could not use while looking.
+
+    ``complete`` is false when part of the upstream could not be read (one of several files
+    failed): then no stored workload is marked missing upstream for not being listed.
+    ``skipped`` counts upstream entries that are not results (by reason); ``errors`` are the
+    per-file failures, each naming its file.
+    """
+
+    units: list[str]
+    complete: bool = True
+    skipped: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+
+
+Fetched = TypeVar("Fetched")
+
+
+class Adapter(Protocol[Fetched]):
+    """One source. ``discover`` and ``fetch`` raise ``UpstreamError`` (or ``UnitFailure``) when
+    the upstream cannot be read; ``map`` raises ``UnitFailure`` when what was read cannot be
+    mapped. ``drift`` collects upstream fields the adapter does not know."""
+
     source: SourceInfo
     drift: set[str]
 
-    def list_units(self) -> list[str]: ...
+    def discover(self) -> Discovery: ...
 
-    def fetch(self, unit: str) -> Batch: ...
+    def fetch(self, unit: str) -> Fetched: ...
+
+    def map(self, unit: str, fetched: Fetched) -> Batch: ...
 
 
 @dataclass
@@ -74,7 +100,7 @@ def _nested(counts: Counter[str]) -> dict[str, dict[str, int]]:
 
 
 def run_ingest(
-    adapter: Adapter,
+    adapter: Adapter[Fetched],
     sessions: sessionmaker[Session],
     origin: str,
     observed_at: datetime | None = None,
@@ -94,17 +120,22 @@ def run_ingest(
     drift: set[str] = set()
     status = "succeeded"
     try:
-        units = adapter.list_units()
-    except UpstreamError as exc:
-        units, status = [], "failed"
+        discovery = adapter.discover()
+    except (UnitFailure, UpstreamError) as exc:
+        discovery, status = Discovery(units=[], complete=False), "failed"
         errors.append(f"could not list {adapter.source.name}'s units: {exc}")
+    units = discovery.units
+    errors.extend(discovery.errors)
+    counts.update({f"skipped.{reason}": n for reason, n in discovery.skipped.items()})
     counts["units.listed"] = len(units)
+    if discovery.errors:
+        counts["files.failed"] += len(discovery.errors)
 
     for done, unit in enumerate(units, start=1):
         if progress:
             progress(unit, done, len(units))
         try:
-            batch = adapter.fetch(unit)
+            batch = adapter.map(unit, adapter.fetch(unit))
         except (UnitFailure, UpstreamError, ValueError) as exc:
             errors.append(str(exc))
             counts["units.failed"] += 1
@@ -132,11 +163,11 @@ def run_ingest(
     finished = clock()
     with sessions.begin() as session:
         source = source_by_id(session, source_id)
-        if units and counts["units.failed"] < len(units):
+        if discovery.complete and units and counts["units.failed"] < len(units):
             counts["flag.missing_workloads"] += mark_missing_workloads(session, source, set(units), observed)
             if source.last_observed_at != observed:
                 source.last_observed_at = observed
-        if status != "failed" and counts["units.failed"]:
+        if status != "failed" and (counts["units.failed"] or discovery.errors):
             status = "partial" if counts["units.ingested"] else "failed"
         nested = _nested(counts)
         nested.setdefault("flag", {})

@@ -1,7 +1,7 @@
 """The SOL-ExecBench leaderboard adapter (PRODUCT.md §9).
 
 Reads ``/kernels``, ``/kernels/{id}`` and the paginated ``/submissions`` through a
-``JsonFetcher`` and maps them to manifests:
+``Fetcher`` and maps them to manifests:
 
 - kernel → ``WorkloadSuite`` (cases from ``workloads`` with per-case T_b and T_SOL);
 - ``evaluation_stack_version`` → one ``BenchmarkProtocol`` per version;
@@ -16,14 +16,20 @@ about the fields the mapping uses.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kernelindex.ingest.http import JsonFetcher, UpstreamError
+from kernelindex.ingest.http import Fetcher, UpstreamError
+from kernelindex.ingest.reading import Opened, Reading
+from kernelindex.ingest.runner import Discovery
+from kernelindex.ingest.snapshot import SNAPSHOT_BASE_URL, snapshot_transport
 from kernelindex.manifests import (
     BenchmarkProtocol,
     BenchmarkRun,
@@ -49,6 +55,7 @@ SOURCE = SourceInfo(
         "Attribution: NVIDIA SOL-ExecBench. No reference code, submission code or dataset files "
         "are redistributed."
     ),
+    attribution="Data: NVIDIA SOL-ExecBench leaderboard, under the NVIDIA website Terms of Service.",
 )
 SOURCE_KEY = "sol-execbench"
 PAGE_LIMIT = 100
@@ -445,12 +452,24 @@ class KernelError(UnitFailure):
     """One kernel could not be read; the ingest reports it and goes on with the others."""
 
 
+@dataclass
+class KernelReading:
+    """One kernel as read from the API: its detail and its submissions, with what paging found."""
+
+    kernel: KernelDetail
+    submissions: list[Submission] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    anomalies: Counter[str] = field(default_factory=Counter)
+    drift: set[str] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
+
+
 class SolExecBench:
-    """Reads the SOL-ExecBench API through a ``JsonFetcher`` and yields one batch per kernel."""
+    """Reads the SOL-ExecBench API through a ``Fetcher`` and yields one batch per kernel."""
 
     source = SOURCE
 
-    def __init__(self, fetcher: JsonFetcher, page_limit: int = PAGE_LIMIT):
+    def __init__(self, fetcher: Fetcher, page_limit: int = PAGE_LIMIT):
         self.fetcher = fetcher
         self.page_limit = page_limit
         self.drift: set[str] = set()
@@ -461,7 +480,7 @@ class SolExecBench:
             raise UpstreamError(f'{path}: expected an object wrapped as {{"data": …}}')
         return body["data"]
 
-    def list_units(self) -> list[str]:
+    def discover(self) -> Discovery:
         """Every kernel id the upstream lists (raises ``UpstreamError`` if it cannot be read)."""
         try:
             listing = KernelList.model_validate(self._data("kernels"))
@@ -470,10 +489,10 @@ class SolExecBench:
         self.drift |= listing.extra_fields("kernels")
         for kernel in listing.kernels:
             self.drift |= kernel.extra_fields("kernels[]")
-        return [str(kernel.id) for kernel in sorted(listing.kernels, key=lambda kernel: kernel.id)]
+        return Discovery(units=[str(kernel.id) for kernel in sorted(listing.kernels, key=lambda kernel: kernel.id)])
 
-    def fetch(self, unit: str) -> Batch:
-        """Read one kernel and all its submissions, and map them; raises ``KernelError``."""
+    def fetch(self, unit: str) -> KernelReading:
+        """Read one kernel and all its submissions; raises ``KernelError``."""
         try:
             data = self._data(f"kernels/{unit}")
             if holds_control_characters(data):
@@ -485,18 +504,33 @@ class SolExecBench:
             raise KernelError(f"kernel {unit}: unexpected shape ({_first_error(exc)})") from None
         if str(kernel.id) != unit:
             raise KernelError(f"kernel {unit}: the detail answers for kernel {kernel.id}")
+        reading = KernelReading(kernel)
+        reading.drift |= kernel.extra_fields("kernel")
+        for case in kernel.workloads:
+            reading.drift |= case.extra_fields("kernel.workloads[]")
+        reading.submissions = list(self._submissions(kernel, reading))
+        return reading
+
+    def map(self, unit: str, fetched: KernelReading) -> Batch:
+        """Map a kernel and its usable submissions to manifests; raises ``KernelError``."""
+        kernel = fetched.kernel
         try:
             workload = workload_manifest(kernel)
         except ValidationError as exc:
             raise KernelError(f"kernel {unit}: cannot be mapped ({_first_error(exc)})") from None
-        batch = Batch(unit=f"kernel {unit}", workload=workload, external_id=unit)
-        batch.drift |= kernel.extra_fields("kernel")
-        for case in kernel.workloads:
-            batch.drift |= case.extra_fields("kernel.workloads[]")
+        batch = Batch(
+            unit=f"kernel {unit}",
+            workload=workload,
+            external_id=unit,
+            skipped=fetched.skipped,
+            anomalies=fetched.anomalies,
+            drift=fetched.drift,
+            warnings=fetched.warnings,
+        )
         bound = sol_aggregate_ms(kernel)
         protocols: dict[str, BenchmarkProtocol] = {}
         environments: dict[str, ExecutionEnvironment] = {}
-        for submission in self._submissions(kernel, batch):
+        for submission in fetched.submissions:
             reason = skip_reason(submission, kernel.id)
             if reason:
                 batch.skipped[reason] += 1
@@ -536,7 +570,7 @@ class SolExecBench:
         batch.environments = list(environments.values())
         return batch
 
-    def _submissions(self, kernel: KernelDetail, batch: Batch) -> Iterator[Submission]:
+    def _submissions(self, kernel: KernelDetail, batch: KernelReading) -> Iterator[Submission]:
         """Every submission of a kernel across pages, each once, in upstream order."""
         seen: set[int] = set()
         offset, total = 0, None
@@ -586,3 +620,15 @@ def _first_error(error: ValidationError) -> str:
     item = error.errors(include_url=False)[0]
     location = ".".join(str(part) for part in item["loc"]) or "body"
     return f"{location}: {item['msg']}"
+
+
+def open_source(reading: Reading) -> Opened:
+    """The adapter on a recorded snapshot (served by a mock transport) or on the live API
+    (``--base-url`` option, else ``KERNELINDEX_SOL_EXECBENCH_URL``)."""
+    if reading.snapshot is not None:
+        client = httpx.Client(transport=snapshot_transport(reading.snapshot), base_url=SNAPSHOT_BASE_URL)
+        origin, observed = reading.snapshot_origin()
+    else:
+        url = (reading.options.get("base_url") or reading.settings.sol_execbench_url).rstrip("/") + "/"
+        client, origin, observed = reading.client(url), url, None
+    return Opened(SolExecBench(reading.fetcher(client)), origin, observed, [client])

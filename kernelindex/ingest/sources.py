@@ -1,52 +1,70 @@
-"""Building an ingest of SOL-ExecBench from the live API or from a recorded snapshot."""
+"""Every source the registry ingests, and one way to ingest any of them.
+
+A source is registered here with its facts (``SourceInfo``), the folder of its bundled
+snapshot (what a fresh install loads) and an opener that builds its adapter either on a
+recorded snapshot or on the live upstream, with that source's fetch settings. Adding a source
+is one adapter module plus one line below.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
-from kernelindex.ingest.http import JsonFetcher
+from kernelindex.ingest import sol_execbench
+from kernelindex.ingest.reading import Opened, Reading, Sleep
 from kernelindex.ingest.runner import IngestSummary, Progress, run_ingest
-from kernelindex.ingest.snapshot import SNAPSHOT_BASE_URL, observed_at, snapshot_transport, verify_checksums
-from kernelindex.ingest.sol_execbench import SolExecBench
+from kernelindex.ingest.snapshot import verify_checksums
+from kernelindex.paths import BUNDLED_DATA
 from kernelindex.settings import Settings
+from kernelindex.store.batch import SourceInfo
 
 
-def ingest_sol_execbench(
+@dataclass(frozen=True)
+class RegisteredSource:
+    info: SourceInfo
+    bundled: Path
+    open: Callable[[Reading], Opened]
+
+
+SOURCES: dict[str, RegisteredSource] = {
+    source.info.slug: source
+    for source in (RegisteredSource(sol_execbench.SOURCE, BUNDLED_DATA / "sol-execbench", sol_execbench.open_source),)
+}
+
+
+@contextmanager
+def _opened(source: RegisteredSource, reading: Reading) -> Iterator[Opened]:
+    if reading.snapshot is not None:
+        verify_checksums(reading.snapshot)
+    opened = source.open(reading)
+    with ExitStack() as stack:
+        for client in opened.clients:
+            stack.enter_context(client)
+        yield opened
+
+
+def ingest(
     sessions: sessionmaker[Session],
     settings: Settings,
+    slug: str,
     *,
-    base_url: str | None = None,
     snapshot: Path | None = None,
+    options: Mapping[str, str | None] | None = None,
     progress: Progress | None = None,
-    sleep: Callable[[float], None] | None = None,
+    sleep: Sleep | None = None,
 ) -> IngestSummary:
-    """Ingest SOL-ExecBench from ``snapshot`` (a folder) if given, else from the live API.
+    """Ingest source ``slug`` from ``snapshot`` (a folder) if given, else from its live upstream.
 
-    A snapshot is checked against its ``MANIFEST.sha256`` first (``SnapshotError`` on
-    any mismatch) and read through the same client and parsing code as the live API.
+    A snapshot is checked against its ``MANIFEST.sha256`` first (``SnapshotError`` on any
+    mismatch) and read through the same clients and parsing code as the live upstream.
     """
-    if snapshot is not None:
-        verify_checksums(snapshot)
-        client = httpx.Client(transport=snapshot_transport(snapshot), base_url=SNAPSHOT_BASE_URL)
-        # The folder name only: a server path is nobody else's business.
-        origin, observed = f"snapshot {snapshot.resolve().name}", observed_at(snapshot)
-    else:
-        url = (base_url or settings.sol_execbench_url).rstrip("/") + "/"
-        client = httpx.Client(
-            base_url=url,
-            timeout=settings.http_timeout_s,
-            headers={"User-Agent": "KernelIndex ingest (+https://kernelindex.dev)"},
-            follow_redirects=True,
+    source = SOURCES[slug]
+    with _opened(source, Reading(settings, snapshot, options or {}, sleep)) as opened:
+        return run_ingest(
+            opened.adapter, sessions, origin=opened.origin, observed_at=opened.observed_at, progress=progress
         )
-        origin, observed = url, None
-    with client:
-        fetcher = (
-            JsonFetcher(client, retries=settings.http_retries, sleep=sleep)
-            if sleep
-            else JsonFetcher(client, retries=settings.http_retries)
-        )
-        return run_ingest(SolExecBench(fetcher), sessions, origin=origin, observed_at=observed, progress=progress)

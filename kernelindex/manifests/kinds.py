@@ -89,6 +89,16 @@ class Tensor(Strict):
     description: LongText | None = None
 
 
+class ReferenceSource(Strict):
+    """The program that defines the workload, as the source published it (part of its identity)."""
+
+    path: ShortText
+    url: HttpUrl | None = None
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    language: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_+-]{1,32}$")]
+    code: Annotated[str, StringConstraints(min_length=1, max_length=200_000)]
+
+
 class Definition(Strict):
     name: ShortText
     description: LongText
@@ -97,6 +107,7 @@ class Definition(Strict):
     outputs: dict[str, Tensor] = Field(min_length=1)
     constraints: list[ShortText] | None = None
     determinism: ShortText | None = None
+    reference: ReferenceSource | None = None
 
 
 class WorkloadCase(Strict):
@@ -223,6 +234,9 @@ class Software(Strict):
 class ExecutionEnvironmentSpec(Strict):
     hardware: Hardware
     software: Software
+    # The machine setup as the source names it (a cloud provider, a lab cluster): two setups
+    # with the same GPU are two environments.
+    provider: ShortText | None = None
 
 
 class ExecutionEnvironment(Manifest):
@@ -259,10 +273,19 @@ class RunSourceNative(Strict):
     disqualification: Disqualification | None = None
 
 
+class CaseResult(Strict):
+    """One case of a suite run: its latencies and any second metric (never ranked as a time)."""
+
+    case_index: Count
+    latency_ns: dict[Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,32}$")], LatencyNs] = Field(min_length=1)
+    metrics: dict[str, NativeValue] | None = None
+
+
 class BenchmarkRunSpec(Strict):
     status: RunStatusField = Field(title="Status")
     case_index: Count | None = None
     timing: Timing
+    case_results: list[CaseResult] | None = None
     observed_at: UtcDatetime
     source_native: RunSourceNative | None = None
     protocol_digest: Digest

@@ -25,11 +25,15 @@ class UnitFailure(Exception):
 
 @dataclass(frozen=True)
 class SourceInfo:
+    """What the registry says about a source: its pages show the licence and attribution
+    beside every figure that came from it."""
+
     slug: str
     name: str
     url: str
     description: str
     licence: str
+    attribution: str
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,9 @@ class Batch:
     """One workload and every usable run of it, written in one transaction.
 
     ``runs`` is the complete set the upstream lists for the workload, so a stored run that
-    is not in it is marked missing upstream (never deleted).
+    is not in it is marked missing upstream (never deleted); an adapter that could read only
+    part of what the upstream holds for it (one of several files failed) sets ``complete``
+    to false, and nothing is marked missing.
     """
 
     unit: str
@@ -66,6 +72,7 @@ class Batch:
     anomalies: Counter[str] = field(default_factory=Counter)
     drift: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
+    complete: bool = True
 
 
 @dataclass(frozen=True)

@@ -31,13 +31,22 @@ from kernelindex.store.search import index_batch
 
 
 def ensure_source(session: Session, info: SourceInfo) -> Source:
+    """The source's row, created or brought up to date with what the adapter says of it."""
     source = session.scalar(select(Source).where(Source.slug == info.slug))
+    facts = {
+        "name": info.name,
+        "url": info.url,
+        "description": info.description,
+        "licence": info.licence,
+        "attribution": info.attribution,
+    }
     if source is None:
-        source = Source(
-            slug=info.slug, name=info.name, url=info.url, description=info.description, licence=info.licence
-        )
+        source = Source(slug=info.slug, **facts)
         session.add(source)
         session.flush()
+    for column, value in facts.items():
+        if getattr(source, column) != value:
+            setattr(source, column, value)
     return source
 
 
@@ -90,7 +99,8 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
         counts[f"{outcome}.implementation"] += 1
     session.flush()
 
-    runs = existing_by_name(session, Run, (r.manifest.metadata.name for r in batch.runs))
+    listed = [record.manifest.metadata.name for record in batch.runs]
+    runs = existing_by_name(session, Run, listed)
     for record in batch.runs:
         spec = record.manifest.spec
         protocol, environment = protocols[record.protocol], environments[record.environment]
@@ -130,18 +140,19 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
     if returned:
         session.execute(update(Run).where(Run.name.in_(returned)).values(missing_since=None, last_seen_at=None))
         counts["flag.back_upstream"] += len(returned)
-    gone = session.execute(
-        update(Run)
-        .where(
-            Run.workload_id == workload.id,
-            Run.source_id == source.id,
-            Run.missing_since.is_(None),
-            Run.name.not_in([record.manifest.metadata.name for record in batch.runs]),
+    if batch.complete:
+        gone = session.execute(
+            update(Run)
+            .where(
+                Run.workload_id == workload.id,
+                Run.source_id == source.id,
+                Run.missing_since.is_(None),
+                Run.name.not_in(listed),
+            )
+            .values(missing_since=now, last_seen_at=source.last_observed_at or now)
         )
-        .values(missing_since=now, last_seen_at=source.last_observed_at or now)
-    )
-    # An UPDATE gives a CursorResult (it has the rowcount); Session.execute is typed as giving any Result.
-    counts["flag.missing_upstream"] += cast(CursorResult[Any], gone).rowcount
+        # An UPDATE gives a CursorResult (it has the rowcount); Session.execute is typed as giving any Result.
+        counts["flag.missing_upstream"] += cast(CursorResult[Any], gone).rowcount
     index_batch(session, batch, workload, counts)
     return counts
 

@@ -59,6 +59,7 @@ RERUN_SOURCE = SourceInfo(
         "Ed25519 key."
     ),
     licence="Measurements: CC-BY-4.0. Implementations measured: Apache-2.0 (source in the registry).",
+    attribution="Data: KernelIndex controlled reruns, CC-BY-4.0.",
 )
 
 RERUN_PROTOCOL_NAME = f"{rerun_protocol.PROTOCOL_NAME}-v{rerun_protocol.PROTOCOL_VERSION}"

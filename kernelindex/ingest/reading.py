@@ -1,0 +1,58 @@
+"""What a source's opener is given and what it returns: the adapter on a snapshot or live upstream."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from kernelindex.ingest.http import Fetcher
+from kernelindex.ingest.runner import Adapter
+from kernelindex.ingest.snapshot import observed_at
+from kernelindex.settings import Settings
+
+USER_AGENT = "KernelIndex ingest (+https://kernelindex.dev)"
+Sleep = Callable[[float], None]
+
+
+@dataclass
+class Opened:
+    """An adapter ready to run, where it reads from (for the report) and the clients to close."""
+
+    adapter: Adapter[Any]
+    origin: str
+    observed_at: datetime | None
+    clients: list[httpx.Client] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What an opener is given: the settings, a snapshot folder or ``None`` for the live
+    upstream, the source's own options (``None`` = its default), and how to make a fetcher."""
+
+    settings: Settings
+    snapshot: Path | None
+    options: Mapping[str, str | None]
+    sleep: Sleep | None = None
+
+    def fetcher(self, client: httpx.Client) -> Fetcher:
+        retries = self.settings.http_retries
+        return Fetcher(client, retries=retries, sleep=self.sleep) if self.sleep else Fetcher(client, retries=retries)
+
+    def client(self, base_url: str, headers: Mapping[str, str] | None = None) -> httpx.Client:
+        """A client for the live upstream at ``base_url``."""
+        return httpx.Client(
+            base_url=base_url.rstrip("/") + "/",
+            timeout=self.settings.http_timeout_s,
+            headers={"User-Agent": USER_AGENT, **(headers or {})},
+            follow_redirects=True,
+        )
+
+    def snapshot_origin(self) -> tuple[str, datetime | None]:
+        assert self.snapshot is not None
+        # The folder name only: a server path is nobody else's business.
+        return f"snapshot {self.snapshot.resolve().name}", observed_at(self.snapshot)
