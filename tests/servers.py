@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from kernelindex.ingest import github
 from kernelindex.ingest.snapshot import snapshot_transport
 
 
@@ -47,18 +48,33 @@ def serving(app: Any) -> Iterator[str]:
         sock.close()
 
 
-def snapshot_api(root: Path) -> Any:
-    """An ASGI app answering the SOL-ExecBench API paths from a snapshot folder."""
-    transport = snapshot_transport(root)
+def transport_app(transport: httpx.MockTransport, host: str = "upstream") -> Any:
+    """An ASGI app answering every request with ``transport``, as if sent to ``host``."""
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         assert scope["type"] == "http"
         query = scope["query_string"].decode()
-        request = httpx.Request("GET", f"http://upstream{scope['path']}?{query}")
+        request = httpx.Request("GET", f"http://{host}{scope['path']}?{query}")
         response = transport.handle_request(request)
         body = response.read()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        content_type = response.headers.get("content-type", "application/octet-stream").encode()
+        headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
     return app
+
+
+def snapshot_api(root: Path) -> Any:
+    """An ASGI app answering the SOL-ExecBench API paths from a snapshot folder."""
+    return transport_app(snapshot_transport(root))
+
+
+@contextmanager
+def github_serving(root: Path, owner: str, repo: str) -> Iterator[tuple[str, str]]:
+    """A recorded GitHub snapshot served on 127.0.0.1 as two real hosts, the REST API and
+    the raw-file host; yields their base URLs ``(api_url, raw_url)``."""
+    transport = github.snapshot_transport(root, owner, repo)
+    api_host, raw_host = httpx.URL(github.SNAPSHOT_API).host, httpx.URL(github.SNAPSHOT_RAW).host
+    with serving(transport_app(transport, api_host)) as api_url, serving(transport_app(transport, raw_host)) as raw_url:
+        yield api_url, raw_url
