@@ -1,11 +1,11 @@
-"""Time the full ingest of the bundled snapshot and the unchanged re-ingest.
+"""Time the full ingest of a bundled snapshot and the unchanged re-ingest.
 
-    .venv/bin/python bench/ingest_snapshot.py [--runs 5] [--database-url URL]
+    .venv/bin/python bench/ingest_snapshot.py [--source SLUG] [--runs 5] [--database-url URL]
 
 Each round starts from an empty, migrated store (a new SQLite file, or the given database
-emptied by downgrading and upgrading its migrations), ingests the bundled snapshot, then
-ingests it again unchanged. Prints the median and min–max of each, in seconds, and
-checks that the re-ingest wrote no record.
+emptied by downgrading and upgrading its migrations), ingests the source's bundled snapshot
+(default: sol-execbench), then ingests it again unchanged. Prints the median and min–max of
+each, in seconds, and checks that the re-ingest wrote no record.
 """
 
 from __future__ import annotations
@@ -18,12 +18,11 @@ from pathlib import Path
 
 from kernelindex.db import migrate
 from kernelindex.db.engine import make_engine, make_sessionmaker
-from kernelindex.ingest.sources import ingest
-from kernelindex.paths import BUNDLED_SNAPSHOT
+from kernelindex.ingest.sources import SOURCES, ingest
 from kernelindex.settings import Settings
 
 
-def one_round(url: str) -> tuple[float, float]:
+def one_round(url: str, slug: str) -> tuple[float, float]:
     if not url.startswith("sqlite"):
         migrate.downgrade(url, "base")
     migrate.upgrade(url)
@@ -33,7 +32,7 @@ def one_round(url: str) -> tuple[float, float]:
     timings = []
     for _ in range(2):
         start = time.perf_counter()
-        summary = ingest(sessions, settings, "sol-execbench", snapshot=BUNDLED_SNAPSHOT)
+        summary = ingest(sessions, settings, slug, snapshot=SOURCES[slug].bundled)
         timings.append(time.perf_counter() - start)
         assert summary.status == "succeeded", summary.errors
     assert not summary.wrote_records, "the unchanged re-ingest wrote records"
@@ -48,6 +47,7 @@ def describe(label: str, values: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--source", choices=sorted(SOURCES), default="sol-execbench")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--database-url", help="a PostgreSQL URL to use (it is emptied!); default: SQLite files")
     args = parser.parse_args()
@@ -55,11 +55,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for round_number in range(args.runs):
             url = args.database_url or f"sqlite:///{Path(folder) / f'bench-{round_number}.db'}"
-            first, second = one_round(url)
+            first, second = one_round(url, args.source)
             full.append(first)
             unchanged.append(second)
-    print(describe("full snapshot ingest", full))
-    print(describe("unchanged re-ingest ", unchanged))
+    print(describe(f"{args.source}: full snapshot ingest", full))
+    print(describe(f"{args.source}: unchanged re-ingest ", unchanged))
 
 
 if __name__ == "__main__":

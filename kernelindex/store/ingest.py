@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, cast
 
@@ -19,14 +20,14 @@ from kernelindex.db.tables import (
     Workload,
     WorkloadCase,
 )
-from kernelindex.manifests import BenchmarkProtocol, ExecutionEnvironment
+from kernelindex.manifests import BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment
 from kernelindex.manifests import Implementation as ImplementationManifest
 from kernelindex.manifests.digest import comparison_key
 from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.ranking import geometric_mean
 from kernelindex.slugs import slugify
-from kernelindex.store.batch import Batch, SourceInfo
-from kernelindex.store.manifests import Outcome, existing_by_name, put
+from kernelindex.store.batch import Batch, RunRecord, SourceInfo
+from kernelindex.store.manifests import Outcome, existing_by_name, insert_new, put
 from kernelindex.store.search import index_batch
 
 
@@ -101,40 +102,23 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
 
     listed = [record.manifest.metadata.name for record in batch.runs]
     runs = existing_by_name(session, Run, listed)
+    new_runs: list[tuple[BenchmarkRun, dict[str, Any]]] = []
     for record in batch.runs:
-        spec = record.manifest.spec
-        protocol, environment = protocols[record.protocol], environments[record.environment]
-        _, outcome = put(
-            session,
-            Run,
-            record.manifest,
-            {
-                "source_id": source.id,
-                "external_id": record.external_id,
-                "workload_id": workload.id,
-                "implementation_id": implementations[record.implementation].id,
-                "protocol_id": protocol.id,
-                "environment_id": environment.id,
-                "comparison_key": comparison_key(workload.digest, protocol.digest, environment.digest),
-                "status": spec.status,
-                "evidence": EvidenceLevel.REPORTED,
-                "primary_statistic": spec.timing.primary_statistic,
-                "latency_ns": spec.timing.latency_ns[spec.timing.primary_statistic],
-                "sol_score": record.sol_score,
-                "observed_at": spec.observed_at,
-                "upstream_withdrawn": record.upstream_withdrawn,
-                "upstream_withdrawn_reason": record.upstream_withdrawn_reason,
-                "held_for_review": record.held_for_review,
-                "missing_since": None,
-                "last_seen_at": None,
-            },
-            runs.get(record.manifest.metadata.name),
-            now,
-        )
+        current = runs.get(record.manifest.metadata.name)
+        if current is not None and current.digest == record.manifest.digest:
+            outcome = Outcome.UNCHANGED
+        else:
+            columns = _run_columns(record, source, workload, implementations, protocols, environments)
+            if current is None:
+                new_runs.append((record.manifest, columns))
+                outcome = Outcome.ADDED
+            else:
+                _, outcome = put(session, Run, record.manifest, columns, current, now)
         counts[f"{outcome}.run"] += 1
         if outcome is not Outcome.UNCHANGED:
             counts["flag.held_for_review"] += record.held_for_review
             counts["flag.withdrawn_upstream"] += record.upstream_withdrawn
+    insert_new(session, Run, new_runs, now)
 
     returned = [name for name, row in runs.items() if row.missing_since is not None]
     if returned:
@@ -155,6 +139,38 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
         counts["flag.missing_upstream"] += cast(CursorResult[Any], gone).rowcount
     index_batch(session, batch, workload, counts)
     return counts
+
+
+def _run_columns(
+    record: RunRecord,
+    source: Source,
+    workload: Workload,
+    implementations: Mapping[str, Implementation],
+    protocols: Mapping[str, Protocol],
+    environments: Mapping[str, Environment],
+) -> dict[str, Any]:
+    spec = record.manifest.spec
+    protocol, environment = protocols[record.protocol], environments[record.environment]
+    return {
+        "source_id": source.id,
+        "external_id": record.external_id,
+        "workload_id": workload.id,
+        "implementation_id": implementations[record.implementation].id,
+        "protocol_id": protocol.id,
+        "environment_id": environment.id,
+        "comparison_key": comparison_key(workload.digest, protocol.digest, environment.digest),
+        "status": spec.status,
+        "evidence": EvidenceLevel.REPORTED,
+        "primary_statistic": spec.timing.primary_statistic,
+        "latency_ns": spec.timing.latency_ns[spec.timing.primary_statistic],
+        "sol_score": record.sol_score,
+        "observed_at": spec.observed_at,
+        "upstream_withdrawn": record.upstream_withdrawn,
+        "upstream_withdrawn_reason": record.upstream_withdrawn_reason,
+        "held_for_review": record.held_for_review,
+        "missing_since": None,
+        "last_seen_at": None,
+    }
 
 
 def protocol_columns(manifest: BenchmarkProtocol) -> dict[str, Any]:
