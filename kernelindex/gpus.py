@@ -76,3 +76,14 @@ DEVICE_NAMES = {
 def gpu_for_device_name(name: str) -> Gpu | None:
     """The GPU a reported device name stands for, or ``None`` if it is not one we know."""
     return DEVICE_NAMES.get(name.strip())
+
+
+_BY_PRODUCT = {gpu.product.lower(): gpu for gpu in TRACKED_GPUS}
+
+
+def gpu_slug(vendor: str, product: str) -> str:
+    """The slug of a GPU product: the tracked GPU's own, else derived from the product name
+    (vendor prefix dropped, lower case, spaces as dashes)."""
+    if tracked := _BY_PRODUCT.get(product.lower()):
+        return tracked.slug
+    return product.lower().removeprefix(f"{vendor.lower()} ").replace(" ", "-")

@@ -20,6 +20,7 @@ from kernelindex.db.tables import (
     Workload,
     WorkloadCase,
 )
+from kernelindex.gpus import gpu_slug
 from kernelindex.manifests import BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment
 from kernelindex.manifests import Implementation as ImplementationManifest
 from kernelindex.manifests.digest import comparison_key
@@ -187,7 +188,7 @@ def environment_columns(manifest: ExecutionEnvironment) -> dict[str, Any]:
     hardware = manifest.spec.hardware
     return {
         "title": manifest.metadata.title or manifest.metadata.name,
-        "gpu_slug": hardware.product.lower().removeprefix(f"{hardware.vendor.lower()} ").replace(" ", "-"),
+        "gpu_slug": gpu_slug(hardware.vendor, hardware.product),
         "gpu_product": hardware.product,
         "architecture": hardware.architecture,
     }
