@@ -74,7 +74,23 @@ def snapshot_api(root: Path) -> Any:
 def github_serving(root: Path, owner: str, repo: str) -> Iterator[tuple[str, str]]:
     """A recorded GitHub snapshot served on 127.0.0.1 as two real hosts, the REST API and
     the raw-file host; yields their base URLs ``(api_url, raw_url)``."""
-    transport = github.snapshot_transport(root, owner, repo)
+    with github_serving_repos([(root, owner, repo)]) as urls:
+        yield urls
+
+
+@contextmanager
+def github_serving_repos(repos: list[tuple[Path, str, str]]) -> Iterator[tuple[str, str]]:
+    """Several recorded repositories ``(snapshot folder, owner, repo)`` behind one API host and
+    one raw host, as GitHub serves them all; yields ``(api_url, raw_url)``."""
+    transports = {f"{owner}/{repo}": github.snapshot_transport(root, owner, repo) for root, owner, repo in repos}
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        parts = request.url.path.strip("/").split("/")
+        repository = "/".join(parts[1:3] if parts[0] == "repos" else parts[0:2])
+        transport = transports.get(repository)
+        return transport.handle_request(request) if transport else httpx.Response(404, text="404: Not Found")
+
+    transport = httpx.MockTransport(handle)
     api_host, raw_host = httpx.URL(github.SNAPSHOT_API).host, httpx.URL(github.SNAPSHOT_RAW).host
     with serving(transport_app(transport, api_host)) as api_url, serving(transport_app(transport, raw_host)) as raw_url:
         yield api_url, raw_url
