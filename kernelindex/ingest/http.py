@@ -15,7 +15,14 @@ MAX_BODY_BYTES = 50 * 1024 * 1024
 
 
 class UpstreamError(Exception):
-    """The upstream could not give a usable answer for one request (after retries)."""
+    """The upstream could not give a usable answer for one request (after retries).
+
+    ``status`` is the HTTP status of the last answer when there was one (a 404 tells a
+    file that does not exist from a host that failed)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 def _reject_constant(name: str) -> float:
@@ -91,7 +98,7 @@ class Fetcher:
                 self.sleep(self._delay(attempt, retry_after))
                 continue
             if status != 200:
-                raise UpstreamError(f"{url}: HTTP {status} after {attempt + 1} attempt(s)")
+                raise UpstreamError(f"{url}: HTTP {status} after {attempt + 1} attempt(s)", status=status)
             return body
         raise AssertionError("unreachable")
 
