@@ -40,13 +40,15 @@ class Discovery:
     ``complete`` is false when part of the upstream could not be read (one of several files
     failed): then no stored workload is marked missing upstream for not being listed.
     ``skipped`` counts upstream entries that are not results (by reason); ``errors`` are the
-    per-file failures, each naming its file.
+    per-file failures, each naming its file; ``warnings`` name what was skipped inside a file
+    that was read (a malformed row), without failing the file.
     """
 
     units: list[str]
     complete: bool = True
     skipped: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 Fetched = TypeVar("Fetched")
@@ -126,6 +128,7 @@ def run_ingest(
         errors.append(f"could not list {adapter.source.name}'s units: {exc}")
     units = discovery.units
     errors.extend(discovery.errors)
+    errors.extend(f"warning: {text}" for text in discovery.warnings)
     counts.update({f"skipped.{reason}": n for reason, n in discovery.skipped.items()})
     counts["units.listed"] = len(units)
     if discovery.errors:
