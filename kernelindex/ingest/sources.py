@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from kernelindex.ingest import sol_execbench
+from kernelindex.ingest import liger_kernel, sol_execbench
 from kernelindex.ingest.reading import Opened, Reading, Sleep
 from kernelindex.ingest.runner import IngestSummary, Progress, run_ingest
 from kernelindex.ingest.snapshot import verify_checksums
@@ -33,7 +33,10 @@ class RegisteredSource:
 
 SOURCES: dict[str, RegisteredSource] = {
     source.info.slug: source
-    for source in (RegisteredSource(sol_execbench.SOURCE, BUNDLED_DATA / "sol-execbench", sol_execbench.open_source),)
+    for source in (
+        RegisteredSource(sol_execbench.SOURCE, BUNDLED_DATA / "sol-execbench", sol_execbench.open_source),
+        RegisteredSource(liger_kernel.SOURCE, BUNDLED_DATA / "liger-kernel", liger_kernel.open_source),
+    )
 }
 
 
