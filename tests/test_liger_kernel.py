@@ -22,7 +22,7 @@ from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Wo
 from kernelindex.ingest import github
 from kernelindex.ingest.github import GitHubRaw
 from kernelindex.ingest.http import Fetcher
-from kernelindex.ingest.liger_kernel import OWNER, REPO, LigerKernel
+from kernelindex.ingest.liger_kernel import OWNER, REPO, LigerKernel, SweepError
 from kernelindex.ingest.liger_sweeps import ordered_cases
 from kernelindex.ingest.sources import ingest
 from kernelindex.settings import Settings
@@ -294,6 +294,16 @@ def test_a_repeated_row_keeps_the_first_reading(liger_slice):
     after = mapped(adapter_on(liger_slice))[CE_V]
     assert after.anomalies == {"duplicate_row": 1}
     assert [r.manifest.digest for r in after.runs] == [r.manifest.digest for r in before.runs]
+
+
+def test_two_providers_that_would_share_a_name_fail_their_workload_alone(liger_slice):
+    lines = data_file(liger_slice, MAIN).read_text().splitlines(keepends=True)
+    renamed = [with_field(line, 1, "Torch") for line in lines if line.startswith("jsd,torch,")]
+    edit(liger_slice, MAIN, lambda lines: [*lines, *renamed])
+    adapter = adapter_on(liger_slice)
+    unit = next(unit for unit in adapter.discover().units if unit.startswith(JSD_V))
+    with pytest.raises(SweepError, match=f"^{unit}: Torch and torch map to one manifest name, liger-kernel-torch$"):
+        adapter.map(unit, adapter.fetch(unit))
 
 
 # --- Ingesting into the store ---------------------------------------------------------

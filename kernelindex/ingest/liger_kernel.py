@@ -137,9 +137,17 @@ class LigerKernel:
             (run.gpu, run.key.version): environment_manifest(run.gpu, run.key.version) for run in sweeps.runs
         }
         implementations = {run.key.provider: implementation_manifest(run.key.provider) for run in sweeps.runs}
-        _one_name_each(unit, "GPU and release", ((key, env.metadata.name) for key, env in environments.items()))
-        _one_name_each(unit, "provider", ((key, impl.metadata.name) for key, impl in implementations.items()))
-        _one_name_each(unit, "sweep", ((run.key, run_name(key, run)) for run in sweeps.runs))
+        _one_name_each(
+            unit, ((f"{gpu.product} with {version}", env.metadata.name) for (gpu, version), env in environments.items())
+        )
+        _one_name_each(unit, ((provider, impl.metadata.name) for provider, impl in implementations.items()))
+        _one_name_each(
+            unit,
+            (
+                (f"{run.key.provider} on {run.key.gpu_name} at {run.key.timestamp}", run_name(key, run))
+                for run in sweeps.runs
+            ),
+        )
         batch = Batch(
             unit=unit,
             workload=workload,
@@ -204,13 +212,13 @@ class LigerKernel:
         return Script(path, self.raw.public_url(self.ref, path), hashlib.sha256(body).hexdigest(), code)
 
 
-def _one_name_each(unit: str, what: str, names: Iterable[tuple[object, str]]) -> None:
-    """Two source values that would map to one manifest name (``a_b`` and ``a-b``) would overwrite
-    each other's record: the workload fails with one plain line instead."""
-    seen: dict[str, object] = {}
+def _one_name_each(unit: str, names: Iterable[tuple[str, str]]) -> None:
+    """Two source values that map to one manifest name (``a_b`` and ``a-b``) would overwrite each
+    other's record: the workload fails with one plain line instead. ``names``: (value, name) pairs."""
+    seen: dict[str, str] = {}
     for value, name in names:
         if seen.setdefault(name, value) != value:
-            raise SweepError(f"{unit}: the {what} {seen[name]} and {value} map to one name, {name}")
+            raise SweepError(f"{unit}: {seen[name]} and {value} map to one manifest name, {name}")
 
 
 def _first_error(error: ValidationError) -> str:

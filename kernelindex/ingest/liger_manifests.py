@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from kernelindex.gpus import Gpu
@@ -161,6 +162,8 @@ def workload_manifest(key: WorkloadKey, sweeps: Sweeps, script: Script | None) -
     )
 
 
+# Shared by many workloads: made (and its digest computed) once.
+@cache
 def protocol_manifest() -> BenchmarkProtocol:
     return BenchmarkProtocol.model_validate(
         {
@@ -184,6 +187,7 @@ def environment_name(gpu: Gpu, version: str) -> str:
     return f"liger-kernel-{gpu.slug}-v{_part(version, 40)}"
 
 
+@cache
 def environment_manifest(gpu: Gpu, version: str) -> ExecutionEnvironment:
     """Releases are different stacks: runs of two releases are never ranked together."""
     return ExecutionEnvironment.model_validate(
@@ -232,6 +236,7 @@ def implementation_name(provider: str) -> str:
     return f"liger-kernel-{_part(provider, 60)}"
 
 
+@cache
 def implementation_manifest(provider: str) -> Implementation:
     project = project_of(provider)
     spec: dict[str, Any] = {
