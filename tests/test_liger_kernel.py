@@ -395,6 +395,73 @@ def test_a_malformed_row_is_skipped_and_named_by_file_and_line(db, liger_slice):
         assert session.scalar(select(func.count()).select_from(Run)) == 13
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "reason", "message"),
+    [
+        (8, "fast", "malformed_row", "y_value_50: Input should be a valid decimal"),
+        (9, "0", "malformed_row", "y_value_20: Input should be greater than 0"),
+        (10, "nan", "malformed_row", "y_value_80: Input should be a finite number"),
+        (8, "0.0000001", "malformed_row", "a latency below one nanosecond"),
+        (11, '{"B": 8', "malformed_row", "extra_benchmark_config_str: Value error, Expecting ',' delimiter"),
+        (11, "[8, 2048]", "malformed_row", "extra_benchmark_config_str: Value error, expected a JSON object"),
+        (13, "yesterday", "malformed_row", "timestamp: Value error, Invalid isoformat string"),
+        (0, "cross entropy", "malformed_row", "kernel_name: String should match pattern"),
+        (7, "", "malformed_row", "x_value: Value error, empty"),
+        (2, "full\x00", "malformed_row", "Value error, a field holds control characters"),
+        (3, "throughput", "unknown_metric", None),
+        (4, "s", "unknown_metric", None),
+    ],
+)
+def test_a_row_that_cannot_be_used_is_skipped_by_reason(liger_slice, field, value, reason, message):
+    bad = line_of(liger_slice, MAIN, "cross_entropy,liger,full,speed,ms,V,", ",4096,")
+    edit(
+        liger_slice,
+        MAIN,
+        lambda lines: [with_field(line, field, value) if i == bad else line for i, line in enumerate(lines)],
+    )
+    discovery = adapter_on(liger_slice).discover()
+
+    assert discovery.skipped == {reason: 1}
+    assert discovery.errors == [] and discovery.complete
+    named = [warning for warning in discovery.warnings if warning.startswith(f"{MAIN}:{bad + 1}: ")]
+    if message is None:
+        assert discovery.warnings == []
+    else:
+        assert len(named) == 1 and message in named[0], discovery.warnings
+
+
+def test_a_row_with_fewer_fields_than_the_header_is_malformed(liger_slice):
+    bad = line_of(liger_slice, MAIN, "cross_entropy,liger,full,speed,ms,V,", ",4096,")
+    edit(
+        liger_slice,
+        MAIN,
+        lambda lines: [line.rsplit(",", 2)[0] + "\n" if i == bad else line for i, line in enumerate(lines)],
+    )
+    discovery = adapter_on(liger_slice).discover()
+    assert discovery.skipped == {"malformed_row": 1}
+    assert discovery.warnings == [
+        f"{MAIN}:{bad + 1}: no value for timestamp, liger_version (fewer fields than the header)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"kernel_name,x\n\xff\xfe\n", f"{CUTILE}: not UTF-8 text (invalid start byte at byte 14)"),
+        (
+            b"kernel_name,kernel_provider\ncross_entropy,liger\n",
+            f"{CUTILE}: the header lacks the column(s) kernel_operation_mode",
+        ),
+    ],
+)
+def test_an_unreadable_file_is_one_error_and_the_others_go_on(liger_slice, content, message):
+    data_file(liger_slice, CUTILE).write_bytes(content)
+    discovery = adapter_on(liger_slice).discover()
+    assert len(discovery.errors) == 1 and discovery.errors[0].startswith(message)
+    assert not discovery.complete
+    assert len(discovery.units) == 4  # the other two files still hold every workload
+
+
 def test_an_unknown_gpu_is_skipped_with_one_line_for_its_file(db, liger_slice):
     edit(liger_slice, MAIN, lambda lines: [line.replace("NVIDIA H100 PCIe", "NVIDIA H999") for line in lines])
     summary = ingest(db.sessions, Settings(database_url=db.url), "liger-kernel", snapshot=liger_slice)
