@@ -50,10 +50,10 @@ SOURCE = SourceInfo(
     name="Liger-Kernel",
     url="https://github.com/linkedin/Liger-Kernel",
     description=(
-        "LinkedIn's open-source Triton kernels for LLM training (cross entropy, RMSNorm, SwiGLU, RoPE and "
-        "more) publish their benchmark results in the repository: each kernel swept over one input "
-        "dimension, timed with triton.testing.do_bench against Hugging Face, PyTorch and other "
-        "implementations on the GPUs the maintainers ran, release by release."
+        "Liger-Kernel, LinkedIn's open-source Triton kernels for LLM training (cross entropy, RMSNorm, "
+        "SwiGLU, RoPE and more), publishes its benchmark results in its repository: each kernel swept over "
+        "one input dimension and timed with triton.testing.do_bench beside Hugging Face, PyTorch and other "
+        "implementations, on the GPUs its maintainers used, release by release."
     ),
     licence=(
         f"BSD 2-Clause License, {COPYRIGHT}. All Rights Reserved. The benchmark data and scripts are redistributed "
