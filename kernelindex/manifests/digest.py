@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import rfc8785
@@ -35,8 +36,11 @@ def sha256_digest(value: Any) -> str:
     return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
 
 
+@lru_cache(maxsize=4096)
 def comparison_key(workload_digest: str, protocol_digest: str, environment_digest: str) -> str:
-    """The digest naming a comparison group; shown as "comparison key sha256:…"."""
+    """The digest naming a comparison group; shown as "comparison key sha256:…".
+
+    Kept for recent groups: an ingest asks for the same few keys once per run."""
     return sha256_digest(
         {
             "workloadDigest": workload_digest,
