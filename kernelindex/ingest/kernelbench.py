@@ -134,6 +134,8 @@ class KernelBench:
     def discover(self) -> Discovery:
         """Every problem content that has usable figures (``UpstreamError`` if the history cannot be listed)."""
         discovery = Discovery(units=[])
+        self.problems, self.timings_complete = {}, True
+        self.setup_gpus.clear()
         commits = self._history()
         trees = self._trees(commits, discovery)
         first_holder: dict[tuple[str, str], Commit] = {}
@@ -185,12 +187,17 @@ class KernelBench:
                     continue
                 seen.add((path, blob))
                 mode = MODES.get(match["mode"])
-                if mode is None:
+                if not path.isprintable():
+                    # A setup's name becomes a provider, a title and part of names.
+                    discovery.errors.append(
+                        f"{path!r} at {commit.sha[:12]}: the folder name holds control characters; the file was skipped"
+                    )
+                elif mode is None:
                     discovery.errors.append(
                         f"{path} at {commit.sha[:12]}: unknown mode {match['mode']!r}; the file was skipped"
                     )
-                    continue
-                files.append(TimingFile(path, match["setup"], mode, blob, commit))
+                else:
+                    files.append(TimingFile(path, match["setup"], mode, blob, commit))
         return files
 
     def _measurements(
