@@ -217,7 +217,7 @@ def test_serve_migrates_loads_the_bundled_snapshot_and_serves(tmp_path):
                     raise AssertionError(process.communicate()[0]) from None
                 time.sleep(0.2)
         assert response.status_code == 200
-        assert response.json()["workloadCount"] == 235 + 182  # SOL-ExecBench and Liger-Kernel
+        assert response.json()["workloadCount"] == 235 + 521 + 182  # SOL-ExecBench, KernelBench, Liger-Kernel
         assert httpx.get(f"http://127.0.0.1:{port}/runs/sol-submission-16893.json").status_code == 200
         gpu = httpx.get(f"http://127.0.0.1:{port}/gpus/h200.json").json()
         assert gpu["gpu"]["measuredWorkloads"] == 2, gpu
@@ -232,6 +232,6 @@ def test_serve_migrates_loads_the_bundled_snapshot_and_serves(tmp_path):
     assert (tmp_path / "fresh.db").is_file() and not (tmp_path / "kernelindex.db").exists()
     engine = make_engine(f"sqlite:///{tmp_path}/fresh.db")
     with make_sessionmaker(engine)() as session:
-        assert session.scalar(select(func.count()).select_from(Workload)) == 235 + 182
+        assert session.scalar(select(func.count()).select_from(Workload)) == 235 + 521 + 182
         assert session.scalar(select(func.count()).select_from(RerunBundle)) == 17  # fixtures/reruns/bundles
     engine.dispose()
