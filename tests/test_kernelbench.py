@@ -535,6 +535,23 @@ def test_a_problem_file_that_cannot_be_kept_fails_its_unit_only(db, snapshot):
     assert summary.counts["added"]["workload"] == WORKLOADS - 1
 
 
+def test_a_problem_file_that_is_not_python_is_kept_without_inputs_and_a_warning(db, snapshot):
+    (snapshot / "files" / LATE / RELU).write_text("def get_inputs(:\n")
+    summary = run_ingest(db, snapshot)
+    assert summary.counts["added"]["workload"] == WORKLOADS
+    warned = [line for line in summary.errors if line.startswith("warning:") and RELU in line]
+    assert len(warned) == 1 and "its constants and inputs are not listed" in warned[0]
+    with db.sessions() as session:
+        text = session.scalar(
+            select(Workload.manifest_json).where(
+                Workload.external_id.like("level1/19@%"), Workload.external_id != EARLY_RELU_ID
+            )
+        )
+    definition = json.loads(text)["spec"]["definition"]
+    assert definition["inputs"] == {} and definition["axes"] == {}
+    assert definition["reference"]["code"] == "def get_inputs(:\n"
+
+
 # --- The full bundled snapshot -----------------------------------------------------------
 
 

@@ -167,6 +167,8 @@ def test_a_file_that_is_not_python_is_refused():
         read_problem("def get_inputs(:\n")
     with pytest.raises(ProblemNotReadable):
         read_problem("x = 1\x00\n")
+    with pytest.raises(ProblemNotReadable, match="nested too deeply"):
+        read_problem("x = 1" + " + 1" * 500 + "\n")
 
 
 def test_no_get_inputs_means_no_inputs_and_docstring_falls_back_to_the_module():

@@ -196,10 +196,7 @@ class _Scope:
         return self.names.get(name, self.outer.get(name))
 
     def value(self, node: ast.expr) -> Value:
-        try:
-            result = self._value(node)
-        except RecursionError:
-            result = None
+        result = self._value(node)
         return _Unknown(_quote(node)) if result is None else result
 
     def _value(self, node: ast.expr) -> Value | None:
@@ -417,6 +414,14 @@ def read_problem(source: str) -> ProblemFacts:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise ProblemNotReadable(f"not Python this reader can parse ({type(exc).__name__})") from None
+    try:
+        return _read(tree)
+    except RecursionError:
+        # Python parses expressions nested deeper than this reader (or ast.unparse) can walk.
+        raise ProblemNotReadable("expressions nested too deeply to read") from None
+
+
+def _read(tree: ast.Module) -> ProblemFacts:
     module = _Scope()
     for statement in tree.body:
         if isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
