@@ -519,6 +519,16 @@ def test_an_unreadable_problem_file_marks_nothing_missing_upstream(db, snapshot,
         assert session.scalar(select(func.count()).select_from(Run).where(Run.missing_since.is_not(None))) == 0
 
 
+def test_timing_content_that_differs_from_the_tree_is_refused(db, snapshot, monkeypatch):
+    misbehave(monkeypatch, github.SNAPSHOT_RAW, f"/{LATE}/{H100}", httpx.Response(200, content=b"{}"))
+    summary = run_ingest(db, snapshot)
+    assert [line for line in summary.errors if H100 in line] == [
+        f"{H100} at {LATE[:12]}: the raw host served other content than the tree lists; nothing from this file "
+        "was stored"
+    ]
+    assert f"{H100}@{LATE[:7]}" not in runs_by_file(db)
+
+
 def test_problem_content_that_differs_from_the_tree_is_refused(db, snapshot, monkeypatch):
     real = (snapshot / "files" / LATE / RELU).read_bytes()
     misbehave(monkeypatch, github.SNAPSHOT_RAW, f"/{LATE}/{RELU}", httpx.Response(200, content=real + b"\n# edited"))

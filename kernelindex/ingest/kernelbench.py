@@ -251,7 +251,7 @@ class KernelBench:
         try:
             body = self.raw.file(file.commit.sha, file.path)
             if git_blob_sha(body) != file.blob:
-                raise TimingFileError("the raw host served other content than the tree lists")
+                raise UpstreamError(f"{file.label()}: the raw host served other content than the tree lists")
             return parse_timing_file(decode_json(body, file.label()))
         except UpstreamError as exc:
             reason = str(exc)
