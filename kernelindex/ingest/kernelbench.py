@@ -11,7 +11,8 @@ through the raw host, from a recorded snapshot or live, by the same code:
 - its figures measured the problem files of that same commit: one workload per problem file
   *content* (external id ``level1/19@<sha256[:16]>``), so a revised problem is a new workload;
 - each usable entry is one run; ``null`` entries, unknown GPU names and problems missing from
-  the commit are counted and reported, never stored.
+  the commit are counted and reported (a warning naming them, per file), never stored; a file
+  that cannot be read or is not as published is an error, and nothing of it is stored.
 
 The problem files are read while discovering, not per unit: a workload's external id is made
 from its content's sha256, and the runner compares the listed units with the stored external
@@ -204,7 +205,8 @@ class KernelBench:
         self, file: TimingFile, tree: dict[str, str], discovery: Discovery
     ) -> list[tuple[Measurement, str]]:
         """The usable entries of one timing file with their problem file's blob; what is not
-        usable is counted, and named in one line per file and reason."""
+        usable is counted, and named in one warning per file and reason (the file itself was
+        read, so it has not failed)."""
         entries = self._read_timing_file(file, discovery)
         if entries is None:
             return []
@@ -233,13 +235,13 @@ class KernelBench:
                 usable.append((Measurement(file, level, name, entry, gpu), blob))
         if unknown_gpus:
             names = ", ".join(f"{name!r} ({count})" for name, count in sorted(unknown_gpus.items()))
-            discovery.errors.append(f"{file.label()}: unknown GPU name(s) {names}; those entries were skipped")
+            discovery.warnings.append(f"{file.label()}: unknown GPU name(s) {names}; those entries were skipped")
         if out_of_range:
-            discovery.errors.append(
+            discovery.warnings.append(
                 f"{file.label()}: times that are zero, negative or too large, skipped: {', '.join(out_of_range)}"
             )
         if missing:
-            discovery.errors.append(
+            discovery.warnings.append(
                 f"{file.label()}: timed problem files that this commit does not hold, skipped: {', '.join(missing)}"
             )
         return usable
