@@ -32,6 +32,20 @@ from kernelindex.store.manifests import Outcome, existing_by_name, insert_new, p
 from kernelindex.store.search import index_batch
 
 
+def begin_writing(session: Session) -> None:
+    """Open the session's transaction as a writer.
+
+    On SQLite the driver begins a transaction only at the first INSERT or UPDATE, so a
+    SAVEPOINT issued before one would open (and its release commit) a transaction of its own;
+    ``BEGIN IMMEDIATE`` opens a real one first, taking the write lock at once (waiting out
+    another writer by the busy timeout) rather than failing midway when it upgrades.
+    PostgreSQL needs nothing: its transactions begin at the first statement.
+    """
+    connection = session.connection()
+    if connection.dialect.name == "sqlite" and not connection.connection.dbapi_connection.in_transaction:  # type: ignore[union-attr]
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
 def ensure_source(session: Session, info: SourceInfo) -> Source:
     """The source's row, created or brought up to date with what the adapter says of it."""
     source = session.scalar(select(Source).where(Source.slug == info.slug))
@@ -102,26 +116,44 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
     session.flush()
 
     listed = [record.manifest.metadata.name for record in batch.runs]
-    runs = existing_by_name(session, Run, listed)
+    # Names and digests only: most runs of a re-ingest are unchanged, and a full row carries
+    # its manifest's text. The rows of changed runs are loaded below, few at a time.
+    stored = {
+        name: (digest, missing)
+        for name, digest, missing in session.execute(
+            select(Run.name, Run.digest, Run.missing_since.is_not(None)).where(Run.name.in_(listed))
+        )
+    }
+    changed = existing_by_name(
+        session,
+        Run,
+        [
+            record.manifest.metadata.name
+            for record in batch.runs
+            if record.manifest.metadata.name in stored
+            and stored[record.manifest.metadata.name][0] != record.manifest.digest
+        ],
+    )
     new_runs: list[tuple[BenchmarkRun, dict[str, Any]]] = []
     for record in batch.runs:
-        current = runs.get(record.manifest.metadata.name)
-        if current is not None and current.digest == record.manifest.digest:
+        name = record.manifest.metadata.name
+        if name not in stored:
+            outcome = Outcome.ADDED
+            new_runs.append(
+                (record.manifest, _run_columns(record, source, workload, implementations, protocols, environments))
+            )
+        elif name not in changed:
             outcome = Outcome.UNCHANGED
         else:
             columns = _run_columns(record, source, workload, implementations, protocols, environments)
-            if current is None:
-                new_runs.append((record.manifest, columns))
-                outcome = Outcome.ADDED
-            else:
-                _, outcome = put(session, Run, record.manifest, columns, current, now)
+            _, outcome = put(session, Run, record.manifest, columns, changed[name], now)
         counts[f"{outcome}.run"] += 1
         if outcome is not Outcome.UNCHANGED:
             counts["flag.held_for_review"] += record.held_for_review
             counts["flag.withdrawn_upstream"] += record.upstream_withdrawn
     insert_new(session, Run, new_runs, now)
 
-    returned = [name for name, row in runs.items() if row.missing_since is not None]
+    returned = [name for name, (_, missing) in stored.items() if missing]
     if returned:
         session.execute(update(Run).where(Run.name.in_(returned)).values(missing_since=None, last_seen_at=None))
         counts["flag.back_upstream"] += len(returned)
@@ -236,10 +268,11 @@ def _put_workload(session: Session, source: Source, batch: Batch, now: datetime,
     if current is not None and current.missing_since is not None:
         current.missing_since = None
         current.last_seen_at = None
-    if outcome is not Outcome.UNCHANGED:
+    if outcome is Outcome.UPDATED:
         # The old cases must be gone before the new ones are inserted: (workload_id, position) is unique.
         workload.cases.clear()
         session.flush()
+    if outcome is not Outcome.UNCHANGED:
         workload.cases = [
             WorkloadCase(
                 position=position,
