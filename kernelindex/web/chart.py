@@ -75,3 +75,42 @@ def history_chart(points: Sequence[tuple[datetime, int, str]], until: datetime |
             for moment in (start, end)
         ],
     )
+
+
+class LogScale(BaseModel):
+    """Latency in ns to a pixel position on a log10 axis running from ``start`` to ``end`` pixels."""
+
+    low: float  # log10 of the smallest latency the axis shows
+    high: float
+    start: float
+    end: float
+
+    def at(self, ns: float) -> float:
+        return round(self.start + (math.log10(ns) - self.low) / (self.high - self.low) * (self.end - self.start), 1)
+
+    def ticks(self) -> list[ChartTick]:
+        """Round latencies (1, 2 and 5 × a power of ten ns) inside the axis; decades only when those
+        crowd it, and the two ends when none falls inside."""
+        decades = range(math.floor(self.low), math.ceil(self.high) + 1)
+        inside = [m * 10**e for e in decades for m in (1, 2, 5) if self.low <= math.log10(m * 10**e) <= self.high]
+        if len(inside) > 7:
+            inside = [value for value in inside if str(value).startswith("1")]
+        if len(inside) > 7:
+            inside = inside[::2]
+        if len(inside) < 2:
+            inside = [round(10**self.low), round(10**self.high)]
+        return [ChartTick(position=self.at(value), label=round_latency(value)) for value in inside]
+
+
+def round_latency(ns: int) -> str:
+    """A round latency as an axis labels it: "2 ms", "500 µs", "1.5 µs" (no trailing zeros)."""
+    number, unit = latency(ns).split(" ")
+    return f"{number.rstrip('0').rstrip('.') if '.' in number else number} {unit}"
+
+
+def log_scale(latencies: Sequence[float], start: float, end: float) -> LogScale:
+    """An axis holding every one of ``latencies`` (positive ns) with a little room at both ends."""
+    logs = [math.log10(value) for value in latencies]
+    low, high = min(logs), max(logs)
+    pad = max((high - low) * 0.06, 0.08)
+    return LogScale(low=low - pad, high=high + pad, start=start, end=end)
