@@ -146,8 +146,13 @@ def test_groups_of_one_gpu_in_two_setups_are_told_apart(site):
     # The ranked table names each implementation beyond its project.
     ranked = twin["ranked"]
     assert [(row["implementation"], row["variant"]) for row in ranked] == [
-        ("PyTorch", "PyTorch torch.compile, max-autotune"),
-        ("PyTorch", "PyTorch eager"),
+        ("PyTorch", "torch.compile, max-autotune"),
+        ("PyTorch", "eager"),
+    ]
+    html = page(site, f"/workloads/{NEW_WORKLOAD}")
+    assert [row[2] for row in rows(html.select_one("table.ranked"))] == [
+        "PyTorch torch.compile, max-autotune",
+        "PyTorch eager",
     ]
 
 

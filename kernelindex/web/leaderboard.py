@@ -241,7 +241,7 @@ def _row(view: RunView, ranked: RankedRun | None, case_count: int) -> RunRow:
         url=urls.run(view.name),
         implementation=view.project,
         implementation_url=urls.implementation(view.project_slug),
-        variant=view.implementation_title if view.implementation_title != view.project else None,
+        variant=_variant(view.project, view.implementation_title),
         latency_ns=view.latency_ns,
         latency=latency(view.latency_ns),
         statistic=view.primary_statistic,
@@ -262,6 +262,15 @@ def _row(view: RunView, ranked: RankedRun | None, case_count: int) -> RunRow:
         cases_text=cases_text(view.cases_measured, case_count),
         reasons=ineligibility_reasons(view.facts),
     )
+
+
+def _variant(project: str, title: str) -> str | None:
+    """What an implementation's title says beyond its project: "Liger-Kernel · liger_triton" gives
+    "liger_triton", "PyTorch eager" gives "eager"; ``None`` when it says nothing more."""
+    for separator in (" · ", ", ", ": ", " "):
+        if title.startswith(project + separator):
+            return title.removeprefix(project + separator) or None
+    return None if title == project else title
 
 
 def _group_label(view: RunView) -> str:
