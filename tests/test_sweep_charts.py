@@ -52,6 +52,9 @@ def test_log_axis_ticks_are_round_latencies_inside_the_axis():
     assert labels == ["20 µs", "50 µs", "100 µs"]  # 100 µs: inside the room left above 90 µs
     wide = log_scale([1_000, 50_000_000], 0, 100)
     assert [tick.label for tick in wide.ticks()] == ["1 µs", "10 µs", "100 µs", "1 ms", "10 ms"]
+    # A short axis is labelled at finer round steps.
+    narrow = log_scale([809_800, 987_500], 0, 100)
+    assert [tick.label for tick in narrow.ticks()] == ["700 µs", "1 ms"]
     assert [round_latency(ns) for ns in (2_000_000, 500_000, 1_500)] == ["2 ms", "500 µs", "1.5 µs"]
 
 

@@ -77,6 +77,10 @@ def history_chart(points: Sequence[tuple[datetime, int, str]], until: datetime |
     )
 
 
+# Mantissas of the round latencies an axis is labelled at, coarse to fine.
+TICK_STEPS = ((1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9))
+
+
 class LogScale(BaseModel):
     """Latency in ns to a pixel position on a log10 axis running from ``start`` to ``end`` pixels."""
 
@@ -89,10 +93,16 @@ class LogScale(BaseModel):
         return round(self.start + (math.log10(ns) - self.low) / (self.high - self.low) * (self.end - self.start), 1)
 
     def ticks(self) -> list[ChartTick]:
-        """Round latencies (1, 2 and 5 × a power of ten ns) inside the axis; decades only when those
-        crowd it, and the two ends when none falls inside."""
+        """Round latencies inside the axis: 1, 2 and 5 × a power of ten ns (decades only when those
+        crowd it), finer steps on a short axis, and the two ends when even those miss it."""
         decades = range(math.floor(self.low), math.ceil(self.high) + 1)
-        inside = [m * 10**e for e in decades for m in (1, 2, 5) if self.low <= math.log10(m * 10**e) <= self.high]
+        inside: list[int] = []
+        for steps in TICK_STEPS:
+            inside = sorted(
+                {round(m * 10**e) for e in decades for m in steps if self.low <= math.log10(m * 10**e) <= self.high}
+            )
+            if len(inside) >= 2:
+                break
         if len(inside) > 7:
             inside = [value for value in inside if str(value).startswith("1")]
         if len(inside) > 7:
