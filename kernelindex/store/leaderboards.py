@@ -27,8 +27,10 @@ from kernelindex.ranking import (
     record_history,
 )
 from kernelindex.store.common import history, source_ref
+from kernelindex.store.cross_gpu import cross_gpu_view
 from kernelindex.store.manifests import manifest_document, workload_manifest
 from kernelindex.store.reruns import RerunBounds, newest_rerun_bounds
+from kernelindex.store.revisions import workload_revisions
 from kernelindex.store.runs import RunView, runs_of_workload
 from kernelindex.store.schemas import ComparisonGroupItem, GroupBest, WorkloadDetail, WorkloadManifest
 from kernelindex.store.workloads import workload_items
@@ -171,6 +173,8 @@ def workload_detail(session: Session, workload: Workload) -> WorkloadDetail:
         default_group=board.default_key,
         manifest=WorkloadManifest(digest=workload.digest, manifest=manifest_document(workload)),
         history=history(session, "WorkloadSuite", workload.name),
+        cross_gpu=cross_gpu_view(session, workload),
+        revisions=workload_revisions(session, workload),
     )
 
 

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, joinedload
 from kernelindex.db.tables import Run
 from kernelindex.manifests.types import EvidenceLevel, RunStatus
 from kernelindex.ranking import RunFacts
-from kernelindex.store.manifests import Stored, environment_manifest, run_manifest
+from kernelindex.store.manifests import Stored, environment_manifest, implementation_manifest, run_manifest
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,8 @@ class RunView:
     primary_statistic: str
     sol_score: float | None
     metrics: dict[str, Any]
+    # How many cases the run's caseResults hold; None for a run that publishes its suite figure only.
+    cases_measured: int | None
     observed_at: datetime
     held_for_review: bool
     upstream_withdrawn: bool
@@ -56,6 +58,7 @@ class RunView:
     architecture: str | None
     environment_name: str
     environment_title: str
+    provider: str | None  # the machine setup the environment names; two setups of one GPU are two groups
     stack: str | None
     software: str  # every library, version and driver the environment names (``stack_text``)
     protocol_name: str
@@ -103,6 +106,11 @@ def run_metrics(run: Stored) -> dict[str, Any]:
     return dict(native.metrics) if native else {}
 
 
+def _cases_measured(run: Stored) -> int | None:
+    results = run_manifest(run).spec.case_results
+    return None if results is None else len(results)
+
+
 def evaluation_stack(environment: Stored) -> str | None:
     """The evaluation stack an environment's manifest names (e.g. "v1.1"), if it names one."""
     return environment_manifest(environment).spec.software.libraries.get("evaluation_stack")
@@ -148,6 +156,7 @@ def to_view(run: Run) -> RunView:
         primary_statistic=run.primary_statistic,
         sol_score=run.sol_score,
         metrics=run_metrics(run),
+        cases_measured=_cases_measured(run),
         observed_at=run.observed_at,
         held_for_review=run.held_for_review,
         upstream_withdrawn=run.upstream_withdrawn,
@@ -161,7 +170,7 @@ def to_view(run: Run) -> RunView:
         workload_slug=run.workload.name,
         workload_title=run.workload.title,
         implementation_name=run.implementation.name,
-        implementation_title=run.implementation.project,
+        implementation_title=implementation_manifest(run.implementation).metadata.title or run.implementation.project,
         project=run.implementation.project,
         project_slug=run.implementation.project_slug,
         revision=run.implementation.revision,
@@ -174,6 +183,7 @@ def to_view(run: Run) -> RunView:
         architecture=run.environment.architecture,
         environment_name=run.environment.name,
         environment_title=run.environment.title,
+        provider=environment_manifest(run.environment).spec.provider,
         stack=evaluation_stack(run.environment),
         software=stack_text(run.environment),
         protocol_name=run.protocol.name,

@@ -150,6 +150,63 @@ class ComparisonGroupItem(ApiModel):
     runs_url: str
 
 
+class CrossGpuFigure(ApiModel):
+    """One eligible run, as the cross-GPU view shows it: the fastest of a GPU, or of one implementation on it."""
+
+    run: str
+    latency_ns: int
+    primary_statistic: str
+    implementation: str = Field(description="the implementation's manifest name")
+    implementation_title: str
+    project: str
+    environment: str
+    environment_title: str
+    provider: str | None = Field(description="the machine setup the environment names, if it names one")
+    comparison_key: DigestText
+    observed_at: datetime
+    url: str
+
+
+class GpuFigure(ApiModel):
+    gpu: str
+    gpu_product: str
+    environments: int = Field(description="its environments (setups, stacks) holding an eligible run of the workload")
+    eligible_runs: int
+    best: CrossGpuFigure = Field(description="the fastest eligible run on this GPU, over its environments")
+
+
+class ImplementationOnGpus(ApiModel):
+    implementation: str = Field(description="the implementation's manifest name")
+    implementation_title: str
+    project: str
+    best_by_gpu: dict[str, CrossGpuFigure] = Field(
+        description="its fastest eligible run per GPU slug; a GPU it has no eligible run on is left out"
+    )
+
+
+class CrossGpuView(ApiModel):
+    """A workload's figures side by side over the GPUs it was measured on; never a ranking of GPUs."""
+
+    note: str
+    gpus: list[GpuFigure] = Field(description="in the registry's GPU order, never by speed")
+    implementations: list[ImplementationOnGpus] = Field(description="by title")
+
+
+class WorkloadRevision(ApiModel):
+    """One revision of a problem: the workloads of a source whose external ids share the part up to "@"."""
+
+    slug: str
+    title: str
+    external_id: str
+    content_sha256: str = Field(description="sha256 of the problem file's content (or its first 16 hex digits)")
+    first_published_at: datetime | None = Field(
+        description="the earliest observation date of its runs: when the source first published figures for it"
+    )
+    current: bool = Field(description="true for the workload this answer is about")
+    url: str
+    api_url: str
+
+
 class WorkloadDetail(WorkloadItem):
     description: str
     sol_aggregate_ms: float | None = Field(description="geometric mean of the per-case speed-of-light bounds")
@@ -162,6 +219,10 @@ class WorkloadDetail(WorkloadItem):
     )
     manifest: WorkloadManifest
     history: list[ManifestVersionItem]
+    cross_gpu: CrossGpuView | None = Field(description="its figures per GPU, when measured on two or more GPUs")
+    revisions: list[WorkloadRevision] = Field(
+        description="every revision of the same problem, this one included; empty when there is no other"
+    )
 
 
 class RunItem(ApiModel):

@@ -75,3 +75,52 @@ def history_chart(points: Sequence[tuple[datetime, int, str]], until: datetime |
             for moment in (start, end)
         ],
     )
+
+
+# Mantissas of the round latencies an axis is labelled at, coarse to fine.
+TICK_STEPS = ((1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9))
+
+
+class LogScale(BaseModel):
+    """Latency in ns to a pixel position on a log10 axis running from ``start`` to ``end`` pixels."""
+
+    low: float  # log10 of the smallest latency the axis shows
+    high: float
+    start: float
+    end: float
+
+    def at(self, ns: float) -> float:
+        return round(self.start + (math.log10(ns) - self.low) / (self.high - self.low) * (self.end - self.start), 1)
+
+    def ticks(self) -> list[ChartTick]:
+        """Round latencies inside the axis: 1, 2 and 5 × a power of ten ns (decades only when those
+        crowd it), finer steps on a short axis, and the two ends when even those miss it."""
+        decades = range(math.floor(self.low), math.ceil(self.high) + 1)
+        inside: list[int] = []
+        for steps in TICK_STEPS:
+            inside = sorted(
+                {round(m * 10**e) for e in decades for m in steps if self.low <= math.log10(m * 10**e) <= self.high}
+            )
+            if len(inside) >= 2:
+                break
+        if len(inside) > 7:
+            inside = [value for value in inside if str(value).startswith("1")]
+        if len(inside) > 7:
+            inside = inside[::2]
+        if len(inside) < 2:
+            inside = [round(10**self.low), round(10**self.high)]
+        return [ChartTick(position=self.at(value), label=round_latency(value)) for value in inside]
+
+
+def round_latency(ns: int) -> str:
+    """A round latency as an axis labels it: "2 ms", "500 µs", "1.5 µs" (no trailing zeros)."""
+    number, unit = latency(ns).split(" ")
+    return f"{number.rstrip('0').rstrip('.') if '.' in number else number} {unit}"
+
+
+def log_scale(latencies: Sequence[float], start: float, end: float) -> LogScale:
+    """An axis holding every one of ``latencies`` (positive ns) with a little room at both ends."""
+    logs = [math.log10(value) for value in latencies]
+    low, high = min(logs), max(logs)
+    pad = max((high - low) * 0.06, 0.08)
+    return LogScale(low=low - pad, high=high + pad, start=start, end=end)

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
+from sqlalchemy.orm import Session
 
 from kernelindex import urls
 from kernelindex.gpus import TRACKED_GPUS
@@ -15,14 +16,20 @@ from kernelindex.manifests.kinds import Definition, WorkloadCase
 from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.ranking import RankedRun, best_per_implementation, current_record, ineligibility_reasons
 from kernelindex.slugs import slugify
+from kernelindex.store.cross_gpu import cross_gpu_view
 from kernelindex.store.leaderboards import GroupStanding, Leaderboard
 from kernelindex.store.reruns import RERUN_PROTOCOL_NAME, RerunBounds
+from kernelindex.store.revisions import problem_of, workload_revisions
 from kernelindex.store.runs import RunView
+from kernelindex.store.schemas import CrossGpuFigure, CrossGpuView, WorkloadRevision
+from kernelindex.store.sweeps import group_sweep
 from kernelindex.web import params
 from kernelindex.web.chart import HistoryChart, history_chart
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.format import latency, percent_of_sol, ratio
+from kernelindex.web.gpu_chart import GpuChart, GpuFigures, gpu_chart
 from kernelindex.web.pages import PageContext
+from kernelindex.web.sweep_part import SweepPart, cases_text, sweep_part
 
 PAGE_SIZE = 50
 SORTS = {
@@ -43,6 +50,8 @@ class RunRow(Part):
     url: str
     implementation: str
     implementation_url: str
+    # The implementation's own title where it says more than its project ("PyTorch eager").
+    variant: str | None
     latency_ns: int
     latency: str
     statistic: str
@@ -55,6 +64,7 @@ class RunRow(Part):
     observed_at: datetime
     gpu: str
     stack: str | None
+    cases_text: str | None  # "6 of 8 cases" for a run that measured part of the suite
     reasons: list[str]
 
 
@@ -132,7 +142,29 @@ class SourceRow(Part):
     slug: str
     name: str
     url: str
+    page_url: str  # /sources/{slug}: its licence and terms
+    attribution: str
     last_observed_at: datetime | None
+
+
+class ReferencePart(Part):
+    """The program that defines the workload, as its source published it."""
+
+    path: str
+    url: str | None
+    sha256: str
+    language: str
+    code: str
+    line_count: int
+    source: SourceRow
+
+
+class CrossGpuRow(Part):
+    """A matrix row's cells in the order of the view's GPUs; ``None`` where it has no eligible run."""
+
+    implementation: str
+    title: str
+    cells: list[CrossGpuFigure | None]
 
 
 class WorkloadHeader(Part):
@@ -189,19 +221,27 @@ class LeaderboardPage(PageContext):
     cases: list[CaseRow]
     rerun_bound_gpu: str | None = None
     sources: list[SourceRow]
+    cross_gpu: CrossGpuView | None
+    cross_gpu_rows: list[CrossGpuRow]
+    cross_gpu_chart: GpuChart | None
+    sweep: SweepPart | None
+    reference: ReferencePart | None
+    revision_of: str | None
+    revisions: list[WorkloadRevision]
 
 
 def _ms_text(value: float | None) -> str:
     return "–" if value is None else latency(round(value * 1_000_000))
 
 
-def _row(view: RunView, ranked: RankedRun | None) -> RunRow:
+def _row(view: RunView, ranked: RankedRun | None, case_count: int) -> RunRow:
     return RunRow(
         rank=ranked.rank if ranked else None,
         name=view.name,
         url=urls.run(view.name),
         implementation=view.project,
         implementation_url=urls.implementation(view.project_slug),
+        variant=_variant(view.project, view.implementation_title),
         latency_ns=view.latency_ns,
         latency=latency(view.latency_ns),
         statistic=view.primary_statistic,
@@ -219,12 +259,37 @@ def _row(view: RunView, ranked: RankedRun | None) -> RunRow:
         observed_at=view.observed_at,
         gpu=view.gpu_product,
         stack=view.stack,
+        cases_text=cases_text(view.cases_measured, case_count),
         reasons=ineligibility_reasons(view.facts),
     )
 
 
+def _variant(project: str, title: str) -> str | None:
+    """What an implementation's title says beyond its project: "Liger-Kernel · liger_triton" gives
+    "liger_triton", "PyTorch eager" gives "eager"; ``None`` when it says nothing more."""
+    for separator in (" · ", ", ", ": ", " "):
+        if title.startswith(project + separator):
+            return title.removeprefix(project + separator) or None
+    return None if title == project else title
+
+
 def _group_label(view: RunView) -> str:
-    return f"{view.gpu_product} · stack {view.stack}" if view.stack else view.gpu_product
+    """The GPU, the machine setup where the environment names one, and the evaluation stack."""
+    parts = [view.gpu_product, *([view.provider] if view.provider else [])]
+    return " · ".join([*parts, f"stack {view.stack}"] if view.stack else parts)
+
+
+def _group_labels(board: Leaderboard) -> dict[str, str]:
+    """Each group's label; where two groups would read alike (two releases of a library on one
+    GPU), the environment's software and then the protocol are added until they differ."""
+    samples = {group.key: group.sample for group in board.groups}
+    labels = {key: _group_label(view) for key, view in samples.items()}
+    details: tuple[Callable[[RunView], str], ...] = (lambda view: view.software, lambda view: view.protocol_title)
+    for detail in details:
+        alike = [key for key, label in labels.items() if list(labels.values()).count(label) > 1]
+        for key in alike:
+            labels[key] = f"{labels[key]} · {detail(samples[key])}"
+    return labels
 
 
 def _bound(bounds: RerunBounds | None, position: int) -> int | None:
@@ -244,11 +309,11 @@ def _selected_key(board: Leaderboard, group: str | None) -> str | None:
     return matches[0]
 
 
-def _tab(standing: GroupStanding, selected_key: str | None) -> GroupTab:
+def _tab(standing: GroupStanding, label: str, selected_key: str | None) -> GroupTab:
     sample, record = standing.sample, standing.record
     return GroupTab(
         key=standing.key,
-        label=_group_label(sample),
+        label=label,
         gpu=sample.gpu_product,
         stack=sample.stack,
         protocol=sample.protocol_title,
@@ -376,13 +441,13 @@ ROW_ORDERS: dict[str, Callable[[RunRow], Any]] = {
 
 
 def _ranked_rows(
-    members: Sequence[RunView], rank_of: dict[str, RankedRun], implementation_filter: str, sort: str
+    members: Sequence[RunView], rank_of: dict[str, RankedRun], case_count: int, implementation_filter: str, sort: str
 ) -> list[RunRow]:
     """The ranked runs of the selected group, filtered by implementation name and sorted for display."""
-    rows = [_row(view, rank_of[view.name]) for view in members if view.name in rank_of]
+    rows = [_row(view, rank_of[view.name], case_count) for view in members if view.name in rank_of]
     if implementation_filter:
         needle = implementation_filter.casefold()
-        rows = [row for row in rows if needle in row.implementation.casefold()]
+        rows = [row for row in rows if needle in f"{row.implementation}\n{row.variant or ''}".casefold()]
     return sorted(rows, key=ROW_ORDERS[sort])
 
 
@@ -393,14 +458,74 @@ def _not_measured_on(views: Sequence[RunView]) -> list[str]:
     return [product for product in dict.fromkeys(known) if product not in measured]
 
 
+def _source_row(source: Any, last_observed_at: datetime | None) -> SourceRow:
+    """A ``Source`` row as the page names it, with its attribution and the page of its licence."""
+    return SourceRow(
+        slug=source.slug,
+        name=source.name,
+        url=source.url,
+        page_url=urls.source(source.slug),
+        attribution=source.attribution,
+        last_observed_at=last_observed_at,
+    )
+
+
+def _reference(definition: Definition, source: SourceRow) -> ReferencePart | None:
+    reference = definition.reference
+    if reference is None:
+        return None
+    return ReferencePart(
+        path=reference.path,
+        url=str(reference.url) if reference.url else None,
+        sha256=reference.sha256,
+        language=reference.language,
+        code=reference.code,
+        line_count=len(reference.code.splitlines()),
+        source=source,
+    )
+
+
+def _cross_gpu_rows(view: CrossGpuView) -> list[CrossGpuRow]:
+    return [
+        CrossGpuRow(
+            implementation=line.implementation,
+            title=line.implementation_title,
+            cells=[line.best_by_gpu.get(gpu.gpu) for gpu in view.gpus],
+        )
+        for line in view.implementations
+    ]
+
+
+def _cross_gpu_chart(view: CrossGpuView) -> GpuChart | None:
+    return gpu_chart(
+        [
+            GpuFigures(
+                gpu=gpu.gpu_product,
+                best_ns=gpu.best.latency_ns,
+                statistic=gpu.best.primary_statistic,
+                implementations=[
+                    (line.implementation_title, line.best_by_gpu[gpu.gpu].latency_ns)
+                    for line in view.implementations
+                    if gpu.gpu in line.best_by_gpu
+                ],
+            )
+            for gpu in view.gpus
+        ]
+    )
+
+
 def build_leaderboard(
+    session: Session,
     board: Leaderboard,
     group: str | None,
     sort: str | None,
     implementation_filter: str | None,
     page_value: str | None,
 ) -> LeaderboardPage:
-    """The context of ``/workloads/{slug}``; raises ``BadRequest`` for unusable parameters."""
+    """The context of ``/workloads/{slug}``; raises ``BadRequest`` for unusable parameters.
+
+    ``session`` answers what the leaderboard does not hold: the figures across GPUs, the
+    selected group's sweep and the other revisions of the workload's problem."""
     sort = params.choice("sort", sort, SORTS, "rank")
     implementation_filter = params.text("implementation", implementation_filter) or ""
     page = params.page_number(page_value)
@@ -409,13 +534,15 @@ def build_leaderboard(
     rank_of = board.rank_of
     selected_key = _selected_key(board, group)
     selected = board.group(selected_key)
+    labels = _group_labels(board)
     tabs = [
-        _tab(standing, selected_key) for standing in sorted(board.groups, key=lambda g: (_group_label(g.sample), g.key))
+        _tab(standing, labels[standing.key], selected_key)
+        for standing in sorted(board.groups, key=lambda g: (labels[g.key], g.key))
     ]
     selected_tab = next((tab for tab in tabs if tab.selected), None)
 
     members = selected.runs if selected else []
-    ranked_rows = _ranked_rows(members, rank_of, implementation_filter, sort)
+    ranked_rows = _ranked_rows(members, rank_of, workload.case_count, implementation_filter, sort)
     page_count = max(1, -(-len(ranked_rows) // PAGE_SIZE))
     if page > page_count:
         raise BadRequest(f"page {page} is past the last page ({page_count}).")
@@ -430,7 +557,7 @@ def build_leaderboard(
             page=number,
         )
 
-    ineligible_rows = [_row(v, None) for v in members if v.name not in rank_of]
+    ineligible_rows = [_row(v, None, workload.case_count) for v in members if v.name not in rank_of]
     history = _record_rows(selected) if selected else []
     chart = history_chart(
         [(row.observed_at, row.latency_ns, row.implementation) for row in history],
@@ -443,11 +570,15 @@ def build_leaderboard(
     definition = spec.definition
     variable_axes = [name for name, axis in definition.axes.items() if axis.type == "var"]
     dtypes = sorted({tensor.dtype for tensor in definition.inputs.values()})
+    sources = [_source_row(s, workload.last_seen_at or s.last_observed_at) for s in board.sources]
+    own_source = next(row for row, s in zip(sources, board.sources, strict=True) if s.id == workload.source_id)
+    cross_gpu = cross_gpu_view(session, workload)
+    sweep = group_sweep(session, workload, selected_key) if selected_key else None
 
     return LeaderboardPage(
         workload=_header(board),
-        fastest=_row(fastest_view, rank_of[fastest_view.name]) if fastest_view else None,
-        fastest_group=_group_label(fastest_view) if fastest_view else None,
+        fastest=_row(fastest_view, rank_of[fastest_view.name], workload.case_count) if fastest_view else None,
+        fastest_group=labels[fastest_view.comparison_key] if fastest_view else None,
         groups=tabs,
         not_measured_on=_not_measured_on(views),
         selected_group=selected_tab,
@@ -485,8 +616,12 @@ def build_leaderboard(
         input_dtype=", ".join(dtypes),
         cases=_case_rows(spec.cases, variable_axes, dtypes, rerun_bounds),
         rerun_bound_gpu=rerun_bounds.gpu if rerun_bounds else None,
-        sources=[
-            SourceRow(slug=s.slug, name=s.name, url=s.url, last_observed_at=workload.last_seen_at or s.last_observed_at)
-            for s in board.sources
-        ],
+        sources=sources,
+        cross_gpu=cross_gpu,
+        cross_gpu_rows=_cross_gpu_rows(cross_gpu) if cross_gpu else [],
+        cross_gpu_chart=_cross_gpu_chart(cross_gpu) if cross_gpu else None,
+        sweep=sweep_part(sweep) if sweep else None,
+        reference=_reference(definition, own_source),
+        revision_of=problem_of(workload.external_id),
+        revisions=workload_revisions(session, workload),
     )

@@ -7,6 +7,7 @@ import re
 from datetime import UTC, date, datetime
 from typing import Any, ClassVar
 
+from kernelindex import urls
 from kernelindex.accounts.markup import render_body
 from kernelindex.citations import FORMAT_LABELS, FORMATS, RENDERERS, CitableRecord, plain_text
 from kernelindex.manifests import BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment
@@ -29,6 +30,7 @@ from kernelindex.web.format import latency, ratio
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.pages import PageContext
 from kernelindex.web.rerun_part import RerunPart
+from kernelindex.web.sweep_part import cases_text
 
 EVIDENCE_SENTENCES = {
     EvidenceLevel.REPORTED: "Reported by source; not independently reproduced.",
@@ -164,6 +166,15 @@ def attestation_part(view: AttestationView) -> AttestationPart:
     )
 
 
+class SourceCredit(Part):
+    """The source a run's figures come from, with the credit they are shown with."""
+
+    slug: str
+    name: str
+    attribution: str
+    page_url: str  # /sources/{slug}: its licence and terms
+
+
 class FormState(Part):
     """A form's errors by field and the values to show again."""
 
@@ -194,6 +205,7 @@ class RunPage(PageContext):
     sol_score: str | None
     times_reference: str | None
     cases_faster: str | None
+    cases_measured: str | None  # "measured 6 of 8 cases" for a run that timed part of the suite
     banners: list[str]
     identity: list[Fact]
     correctness: str
@@ -214,6 +226,7 @@ class RunPage(PageContext):
     attestation_form: FormState
     report_reasons: dict[str, str]
     report_form: FormState
+    source: SourceCredit | None
     rerun: RerunPart | None = None
 
 
@@ -280,13 +293,22 @@ def build_run_page(
         observed_at=run.observed_at,
         rank=standing.rank,
         group_size=standing.group_size,
-        group_label=f"{view.gpu_product} · stack {view.stack}" if view.stack else view.gpu_product,
+        group_label=" · ".join(
+            [
+                view.gpu_product,
+                *([view.provider] if view.provider else []),
+                *([f"stack {view.stack}"] if view.stack else []),
+            ]
+        ),
         group_url=f"/workloads/{view.workload_slug}?group={run.comparison_key.removeprefix('sha256:')[:16]}",
         comparison_key=run.comparison_key,
         not_ranked_because=standing.reasons,
         sol_score=f"{view.sol_score:.4f}" if view.sol_score is not None else None,
         times_reference=ratio(metrics["avg_speedup"]) + " reference" if "avg_speedup" in metrics else None,
         cases_faster=f"{fast}/{total} cases faster" if fast is not None and total is not None else None,
+        cases_measured=f"measured {part}"
+        if (part := cases_text(view.cases_measured, run.workload.case_count))
+        else None,
         banners=_banners(run, rerun),
         identity=_identity(run, view, rerun),
         correctness=_correctness(run.status, protocol, rerun),
@@ -317,6 +339,16 @@ def build_run_page(
         attestation_form=attestation_form or FormState(),
         report_reasons=REPORT_REASONS,
         report_form=report_form or FormState(),
+        source=(
+            SourceCredit(
+                slug=run.source.slug,
+                name=run.source.name,
+                attribution=run.source.attribution,
+                page_url=urls.source(run.source.slug),
+            )
+            if run.source
+            else None
+        ),
         rerun=rerun,
     )
 

@@ -35,7 +35,7 @@ def leaderboard(
     workload = workload_by_slug(session, slug)
     if workload is None:
         raise NotFound(f"No workload has the slug {slug!r}. Slugs look like l1-040-conv2d-residual-block.")
-    context = build_leaderboard(leaderboard_of(session, workload), group, sort, implementation, page)
+    context = build_leaderboard(session, leaderboard_of(session, workload), group, sort, implementation, page)
     return render_page(request, context)
 
 

@@ -1,0 +1,127 @@
+"""A workload's figures across the GPUs it was measured on: the best eligible run per GPU and
+per implementation on each GPU, side by side.
+
+Every GPU, and every setup or stack on it, is a comparison group of its own (PRODUCT.md §5),
+so nothing here is ranked: the GPUs come in the registry's GPU order, never by speed.
+``/workloads/{slug}``, its JSON twin and ``/api/v1/workloads/{ref}`` all read ``cross_gpu_view``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeVar
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from kernelindex import urls
+from kernelindex.db.tables import Environment, Implementation, Run, Workload
+from kernelindex.gpus import TRACKED_GPUS
+from kernelindex.store.manifests import environment_manifest, implementation_manifest
+from kernelindex.store.reads import eligible
+from kernelindex.store.schemas import CrossGpuFigure, CrossGpuView, GpuFigure, ImplementationOnGpus
+
+CROSS_GPU_NOTE = (
+    "Each GPU, and each setup or software stack on it, is a comparison group of its own: these figures "
+    "sit side by side to be read, and are never ranked against each other. A GPU's figure is its fastest "
+    "eligible run over its setups; a cell is one implementation's fastest eligible run on that GPU."
+)
+Record = TypeVar("Record", Environment, Implementation)
+_GPU_ORDER = {gpu.slug: position for position, gpu in enumerate(TRACKED_GPUS)}
+
+
+@dataclass(frozen=True)
+class _EligibleRun:
+    name: str
+    latency_ns: int
+    primary_statistic: str
+    comparison_key: str
+    observed_at: datetime
+    environment_id: int
+    implementation_id: int
+
+
+def cross_gpu_view(session: Session, workload: Workload) -> CrossGpuView | None:
+    """The workload's best eligible figures per GPU and per implementation × GPU; ``None`` unless
+    eligible runs of it were measured on two or more GPUs."""
+    rows = session.execute(
+        select(
+            Run.name,
+            Run.latency_ns,
+            Run.primary_statistic,
+            Run.comparison_key,
+            Run.observed_at,
+            Run.environment_id,
+            Run.implementation_id,
+        )
+        .where(Run.workload_id == workload.id, eligible())
+        .order_by(Run.latency_ns, Run.name)
+    )
+    runs = [_EligibleRun(*row) for row in rows]
+    environments = _by_id(session, Environment, {run.environment_id for run in runs})
+    if len({environment.gpu_slug for environment in environments.values()}) < 2:
+        return None
+    implementations = _by_id(session, Implementation, {run.implementation_id for run in runs})
+
+    best_of_gpu: dict[str, CrossGpuFigure] = {}
+    setups_of_gpu: dict[str, set[int]] = {}
+    runs_of_gpu: dict[str, int] = {}
+    cells: dict[str, dict[str, CrossGpuFigure]] = {}
+    for run in runs:  # fastest first, so the first run seen for a key is its best
+        environment, implementation = environments[run.environment_id], implementations[run.implementation_id]
+        gpu = environment.gpu_slug
+        figure = _figure(run, environment, implementation)
+        best_of_gpu.setdefault(gpu, figure)
+        setups_of_gpu.setdefault(gpu, set()).add(environment.id)
+        runs_of_gpu[gpu] = runs_of_gpu.get(gpu, 0) + 1
+        cells.setdefault(implementation.name, {}).setdefault(gpu, figure)
+
+    products = {environment.gpu_slug: environment.gpu_product for environment in environments.values()}
+    gpus = sorted(best_of_gpu, key=lambda slug: (_GPU_ORDER.get(slug, len(_GPU_ORDER)), products[slug], slug))
+    titles = {name: next(iter(figures.values())) for name, figures in cells.items()}
+    return CrossGpuView(
+        note=CROSS_GPU_NOTE,
+        gpus=[
+            GpuFigure(
+                gpu=slug,
+                gpu_product=products[slug],
+                environments=len(setups_of_gpu[slug]),
+                eligible_runs=runs_of_gpu[slug],
+                best=best_of_gpu[slug],
+            )
+            for slug in gpus
+        ],
+        implementations=[
+            ImplementationOnGpus(
+                implementation=name,
+                implementation_title=titles[name].implementation_title,
+                project=titles[name].project,
+                best_by_gpu={slug: cells[name][slug] for slug in gpus if slug in cells[name]},
+            )
+            for name in sorted(cells, key=lambda name: (titles[name].implementation_title.casefold(), name))
+        ],
+    )
+
+
+def _by_id(session: Session, table: type[Record], ids: set[int]) -> dict[int, Record]:
+    if not ids:
+        return {}
+    return {row.id: row for row in session.scalars(select(table).where(table.id.in_(ids)))}
+
+
+def _figure(run: _EligibleRun, environment: Environment, implementation: Implementation) -> CrossGpuFigure:
+    return CrossGpuFigure(
+        run=run.name,
+        latency_ns=run.latency_ns,
+        primary_statistic=run.primary_statistic,
+        implementation=implementation.name,
+        implementation_title=implementation_manifest(implementation).metadata.title or implementation.project,
+        project=implementation.project,
+        environment=environment.name,
+        environment_title=environment.title,
+        provider=environment_manifest(environment).spec.provider,
+        comparison_key=run.comparison_key,
+        observed_at=run.observed_at,
+        url=urls.run(run.name),
+    )

@@ -1,0 +1,147 @@
+"""A comparison group's sweep: per-case latencies against the workload's swept axis, one series
+per implementation, from the ``caseResults`` its runs carry (Liger-Kernel publishes a figure per
+case; most sources publish one suite figure, and their runs have no sweep).
+
+Each implementation is drawn by its fastest eligible run in the group (the run the
+leaderboard's implementations table names), with the spread the source measured and the peak
+memory it published beside the latency. Nothing here is ranked.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, joinedload
+
+from kernelindex.db.tables import Run, Workload
+from kernelindex.manifests.kinds import CaseResult, WorkloadCase
+from kernelindex.manifests.types import NativeValue
+from kernelindex.store.manifests import implementation_manifest, run_manifest, workload_manifest
+from kernelindex.store.reads import eligible
+
+# The per-case statistic drawn as the line, then the pair drawn as the spread around it, in the
+# order they are looked for: the first a run's case results all carry is used.
+CENTRES = ("median", "mean")
+SPREADS = (("p20", "p80"), ("min", "max"))
+PEAK_MEMORY = "peak_memory_mb"
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    latency_ns: int
+    low_ns: int | None
+    high_ns: int | None
+    peak_memory_mb: float | None
+
+
+@dataclass(frozen=True)
+class SweepSeries:
+    implementation: str  # the implementation's manifest name
+    implementation_title: str
+    run: str
+    statistic: str  # the per-case statistic of the line, e.g. "median"
+    spread: tuple[str, str] | None  # the pair drawn around it, e.g. ("p20", "p80")
+    cases_measured: int
+    points: list[SweepPoint | None]  # one per case of the workload; None where the run has no result
+
+    @property
+    def has_memory(self) -> bool:
+        return any(point is not None and point.peak_memory_mb is not None for point in self.points)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    axis: str  # what the cases vary: one axis's name, or "case" when several vary together
+    axis_description: str | None
+    values: list[NativeValue]  # the axis value of each case (its label when several axes vary)
+    numeric: bool  # every value a number: drawn on a numeric axis, else as categories
+    case_count: int
+    series: list[SweepSeries]
+
+
+def group_sweep(session: Session, workload: Workload, comparison_key: str) -> Sweep | None:
+    """The sweep of one comparison group of ``workload``; ``None`` unless the workload has two or
+    more cases and an eligible run of the group carries per-case results."""
+    suite = workload_manifest(workload).spec
+    cases = suite.cases
+    if len(cases) < 2:
+        return None
+    runs = session.scalars(
+        select(Run)
+        .options(joinedload(Run.implementation))
+        .where(Run.workload_id == workload.id, Run.comparison_key == comparison_key, eligible())
+        .order_by(Run.latency_ns, Run.name)
+    )
+    series: dict[str, SweepSeries] = {}
+    for run in runs:  # fastest first: the first run of an implementation is its best
+        implementation = run.implementation
+        results = run_manifest(run).spec.case_results
+        if implementation.name in series or not results:
+            continue
+        title = implementation_manifest(implementation).metadata.title or implementation.project
+        series[implementation.name] = _series(implementation.name, title, run.name, results, len(cases))
+    if not series:
+        return None
+    axis, values = _swept_axis(cases)
+    description = suite.definition.axes[axis].description if axis in suite.definition.axes else None
+    return Sweep(
+        axis=axis,
+        axis_description=description,
+        values=values,
+        numeric=all(_is_number(value) for value in values),
+        case_count=len(cases),
+        series=sorted(series.values(), key=lambda s: (s.implementation_title.casefold(), s.implementation)),
+    )
+
+
+def _series(name: str, title: str, run: str, results: Sequence[CaseResult], case_count: int) -> SweepSeries:
+    centre = next(
+        (stat for stat in CENTRES if all(stat in result.latency_ns for result in results)),
+        next(iter(results[0].latency_ns)),
+    )
+    spread = next(
+        (pair for pair in SPREADS if all(set(pair) <= result.latency_ns.keys() for result in results)),
+        None,
+    )
+    points: list[SweepPoint | None] = [None] * case_count
+    for result in results:
+        if result.case_index >= case_count or centre not in result.latency_ns:
+            continue  # a case the workload does not hold has no place on the axis
+        memory = (result.metrics or {}).get(PEAK_MEMORY)
+        points[result.case_index] = SweepPoint(
+            latency_ns=result.latency_ns[centre],
+            low_ns=result.latency_ns[spread[0]] if spread else None,
+            high_ns=result.latency_ns[spread[1]] if spread else None,
+            peak_memory_mb=float(memory) if isinstance(memory, int | float) and not isinstance(memory, bool) else None,
+        )
+    return SweepSeries(
+        implementation=name,
+        implementation_title=title,
+        run=run,
+        statistic=centre,
+        spread=spread,
+        cases_measured=sum(point is not None for point in points),
+        points=points,
+    )
+
+
+def _swept_axis(cases: Sequence[WorkloadCase]) -> tuple[str, list[NativeValue]]:
+    """The axis whose value changes from case to case, with each case's value; when several
+    change together, "case" with a label per case naming them all."""
+    names = list(dict.fromkeys(name for case in cases for name in case.axes))
+    varying = [name for name in names if len({json.dumps(case.axes.get(name)) for case in cases}) > 1]
+    if len(varying) == 1:
+        axis = varying[0]
+        return axis, [case.axes.get(axis, "–") for case in cases]
+    shown = varying or names
+    return "case", [
+        ", ".join(f"{name}={case.axes.get(name, '–')}" for name in shown) or str(position + 1)
+        for position, case in enumerate(cases)
+    ]
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
