@@ -23,7 +23,8 @@ from kernelindex.db.rerun_tables import RerunBundle
 from kernelindex.db.tables import Workload
 from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
-from tests.servers import free_port, serving, snapshot_api
+from tests import kernelbench_slice, liger_slice
+from tests.servers import free_port, github_serving_repos, serving, snapshot_api
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,6 +43,9 @@ def invoke(*args: str):  # type: ignore[no-untyped-def]
         ["db", "check"],
         ["ingest"],
         ["ingest", "sol-execbench"],
+        ["ingest", "kernelbench"],
+        ["ingest", "liger-kernel"],
+        ["ingest", "all"],
         ["verify"],
     ],
 )
@@ -115,6 +119,32 @@ def test_ingest_live_api_over_http(tmp_path):
     assert "succeeded" in result.output
     lines = {" ".join(line.replace("│", " ").split()) for line in result.output.splitlines()}
     assert {"added run 708", "added workload 235"} <= lines
+
+
+def test_ingest_all_reads_every_source_live_and_a_second_run_writes_nothing(tmp_path, monkeypatch):
+    """`ingest all` (the cron job) against local servers speaking the SOL-ExecBench API and
+    GitHub's two interfaces, holding real slices of the KernelBench and Liger-Kernel snapshots."""
+    kernelbench = kernelbench_slice.make_slice(tmp_path / "kernelbench")
+    liger = liger_slice.make_slice(tmp_path / "liger")
+    url = f"sqlite:///{tmp_path}/all.db"
+    repos = [(kernelbench, "ScalingIntelligence", "KernelBench"), (liger, "linkedin", "Liger-Kernel")]
+    with serving(snapshot_api(BUNDLED_SNAPSHOT)) as sol, github_serving_repos(repos) as (api_url, raw_url):
+        monkeypatch.setenv("KERNELINDEX_SOL_EXECBENCH_URL", f"{sol}/api")
+        monkeypatch.setenv("KERNELINDEX_GITHUB_API_URL", api_url)
+        monkeypatch.setenv("KERNELINDEX_GITHUB_RAW_URL", raw_url)
+        first = invoke("ingest", "all", "--database-url", url)
+        second = invoke("ingest", "all", "--database-url", url)
+    assert first.exit_code == 0, first.output
+    assert first.output.count("succeeded") == 3
+    for name in ("NVIDIA SOL-ExecBench", "KernelBench", "Liger-Kernel"):
+        assert name in first.output
+    assert second.exit_code == 0, second.output
+    assert " added " not in second.output.replace("│", " ") and " updated " not in second.output.replace("│", " ")
+    engine = make_engine(url)
+    with make_sessionmaker(engine)() as session:
+        sources = {workload.source.slug for workload in session.scalars(select(Workload))}
+    engine.dispose()
+    assert sources == {"sol-execbench", "kernelbench", "liger-kernel"}
 
 
 def test_ingest_unreachable_api_fails_clearly(tmp_path):
