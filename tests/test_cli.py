@@ -244,6 +244,8 @@ def test_serve_migrates_loads_the_bundled_snapshot_and_serves(tmp_path):
                 break
             except httpx.TransportError:
                 if process.poll() is not None or time.monotonic() > deadline:
+                    # A server still loading would keep communicate() waiting for ever.
+                    process.kill()
                     raise AssertionError(process.communicate()[0]) from None
                 time.sleep(0.2)
         assert response.status_code == 200

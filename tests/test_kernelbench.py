@@ -429,6 +429,14 @@ def test_unknown_gpu_names_are_skipped_and_named_once_per_file(db, snapshot):
     assert runs_by_file(db)[f"{H100}@{LATE[:7]}"] == 4  # the file's other entries are stored
 
 
+def test_unknown_entry_fields_are_kept_aside_and_reported_as_drift(db, snapshot):
+    edit_timing_file(snapshot, LATE, H100, lambda data: data["level1"]["19_ReLU.py"].update(median=0.0291))
+    summary = run_ingest(db, snapshot)
+    assert summary.status == "succeeded"
+    assert summary.drift == ["timing entry.median"]
+    assert runs_by_file(db)[f"{H100}@{LATE[:7]}"] == 6
+
+
 def test_zero_or_negative_times_are_skipped(db, snapshot):
     edit_timing_file(snapshot, LATE, H100, lambda data: data["level1"]["19_ReLU.py"].update(min=0.0))
     summary = run_ingest(db, snapshot)
