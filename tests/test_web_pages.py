@@ -256,12 +256,13 @@ def test_held_run_page_says_why_it_is_not_ranked(client):
 
 def test_home_groups_workloads_by_collection(client):
     page = html(client, "/")
-    headings = [text(h) for h in page.select("section.collection h2")]
+    headings = [text(h) for h in page.select("section.collection h3")]
     assert headings == ["L1 94 workloads", "L2 82 workloads", "Quant 33 workloads", "FlashInfer-Bench 26 workloads"]
     assert page.select_one('link[rel="alternate"][type="application/json"]')["href"] == "/index.json"
     data = client.get("/index.json").json()
     assert (data["workloadCount"], data["eligibleRunCount"]) == (235, 708 - 9)
-    assert [c["workloadCount"] for c in data["collections"]] == [94, 82, 33, 26]
+    [sol] = data["catalogue"]
+    assert [c["workloadCount"] for c in sol["collections"]] == [94, 82, 33, 26]
     newest = data["newestRecords"]
     assert len(newest) == 8
     assert [r["observedAt"] for r in newest] == sorted((r["observedAt"] for r in newest), reverse=True)

@@ -116,6 +116,7 @@ class FastestRun(GroupBest):
 class WorkloadItem(ApiModel):
     slug: str = Field(description="{collection}-{NNN}-{name}, e.g. l1-040-conv2d-residual-block")
     title: str
+    source_slug: str = Field(description="the slug of the source it comes from, for /api/v1/sources/{slug}")
     collection: str
     tags: list[str]
     origin_model: str | None

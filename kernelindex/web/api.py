@@ -42,6 +42,7 @@ from kernelindex.store.schemas import (
 )
 from kernelindex.store.search import search as search_catalogue
 from kernelindex.store.search import search_response
+from kernelindex.store.source_filter import UnknownSource
 from kernelindex.store.sources import list_sources, source_detail
 from kernelindex.store.workloads import WORKLOAD_SORTS, WorkloadFilters, find_workload, list_workloads
 from kernelindex.web.compare import CompareResult, RunsParam, compare_named
@@ -104,6 +105,10 @@ Cursor = Annotated[
     Query(max_length=MAX_CURSOR_LENGTH, description="the nextCursor of the previous page, exactly as served"),
 ]
 Slug = Annotated[str | None, Query(min_length=1, max_length=200)]
+SourceSlug = Annotated[
+    str | None,
+    Query(min_length=1, max_length=64, description="a source's slug, e.g. sol-execbench", examples=["sol-execbench"]),
+]
 WorkloadSort = Literal["name", "runs", "-runs", "best_sol", "last_record"]
 RunSort = Literal["latency", "-latency", "observed", "-observed"]
 Evidence = EvidenceLevelField
@@ -130,12 +135,13 @@ def _ref(ref: str, what: str) -> str:
     response_model=WorkloadPage,
     tags=["workloads"],
     summary="List workloads",
-    description="Filter by collection, tag, origin model, GPU measured on, or text; sort by name (A–Z), runs "
-    "(fewest first), -runs (most first), best_sol (highest SOL score first) or last_record (newest first).",
+    description="Filter by source, collection, tag, origin model, GPU measured on, or text; sort by name (A–Z), "
+    "runs (fewest first), -runs (most first), best_sol (highest SOL score first) or last_record (newest first).",
 )
 def workloads(
     request: Request,
     session: SessionDep,
+    source: SourceSlug = None,
     collection: Annotated[str | None, Query(max_length=64, examples=["L1"])] = None,
     tag: Annotated[str | None, Query(max_length=300, examples=["vision"])] = None,
     model: Annotated[str | None, Query(max_length=200, description="origin model, by name or slug")] = None,
@@ -145,9 +151,12 @@ def workloads(
     limit: Limit = 50,
     cursor: Cursor = None,
 ) -> Response:
-    filters = WorkloadFilters(collection=collection, tag=tag, model=model, gpu=gpu, q=q)
+    filters = WorkloadFilters(source=source, collection=collection, tag=tag, model=model, gpu=gpu, q=q)
     listing = Listing("workloads", sort, asdict(filters), WORKLOAD_SORTS[sort])
-    items, position = list_workloads(session, filters, sort, listing.after(cursor), limit)
+    try:
+        items, position = list_workloads(session, filters, sort, listing.after(cursor), limit)
+    except UnknownSource as exc:
+        raise BadRequest(str(exc)) from None
     return send(request, WorkloadPage(items=items, next_cursor=listing.next(position)))
 
 
