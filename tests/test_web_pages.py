@@ -8,6 +8,7 @@ import re
 import pytest
 from bs4 import BeautifulSoup
 
+from kernelindex.gpus import TRACKED_GPUS
 from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.verify import verify_document
 
@@ -64,7 +65,7 @@ def test_leaderboard_of_040_ranks_and_figures_follow_the_rules(client):
         ["3", "Geometric", "27.7 µs mean", "87%", "1.07×"],
     ]
     assert ranked[0][6] == "Reported license unknown · no source · no install recipe"
-    assert "Not measured on NVIDIA H200, NVIDIA H100, NVIDIA A100, AMD Instinct MI300X" in text(
+    assert "Not measured on NVIDIA H200, NVIDIA H100 SXM, NVIDIA H100 PCIe, NVIDIA A100 SXM4 80GB" in text(
         page.select_one("#records")
     )
     history = table_rows(page.select_one("#history table"))
@@ -100,7 +101,7 @@ def test_leaderboard_json_twin_has_exact_values(client):
     assert [h["run"] for h in data["history"]] == ["sol-submission-36270", "sol-submission-36257"]
     assert data["history"][0]["improvement"] == 27739 / 25913
     assert data["cases"][0]["solLatencyMs"] > 0
-    assert data["notMeasuredOn"] == ["NVIDIA H200", "NVIDIA H100", "NVIDIA A100", "AMD Instinct MI300X"]
+    assert data["notMeasuredOn"] == [gpu.product for gpu in TRACKED_GPUS if gpu.slug != "b200"]
 
 
 def test_leaderboard_of_039_never_ranks_across_stacks(client):
@@ -282,7 +283,7 @@ def test_workloads_list_filters_sorts_and_paginates(client):
     assert first["pageCount"] == 5 and len(first["workloads"]) == 50
     assert not {w["slug"] for w in first["workloads"]} & {w["slug"] for w in second["workloads"]}
     assert client.get("/workloads.json?q=conv2d residual").json()["workloads"][0]["slug"] == L040
-    assert client.get("/workloads.json?gpu=h100").json()["total"] == 0
+    assert client.get("/workloads.json?gpu=h200").json()["total"] == 0
     assert client.get("/workloads?sort=size").status_code == 400
     assert client.get("/workloads?page=6").status_code == 400
 
@@ -291,9 +292,11 @@ def test_gpu_pages_show_coverage_and_gaps(client):
     data = client.get("/gpus.json").json()
     by_slug = {g["slug"]: g for g in data["gpus"]}
     assert (by_slug["b200"]["measuredWorkloads"], by_slug["b200"]["runs"], by_slug["b200"]["gaps"]) == (235, 708, 0)
-    assert (by_slug["h100"]["measuredWorkloads"], by_slug["h100"]["gaps"]) == (0, 235)
-    h100 = client.get("/gpus/h100.json").json()
-    assert h100["gapTotal"] == 235 and h100["bestRuns"] == []
+    assert (by_slug["h200"]["measuredWorkloads"], by_slug["h200"]["gaps"]) == (0, 235)
+    h200 = client.get("/gpus/h200.json").json()
+    assert (h200["gpu"]["gaps"], h200["measured"], h200["total"]) == (235, False, 235)
+    assert all(w["best"] is None and w["runs"] == 0 for w in h200["workloads"])
+    assert [tab["count"] for tab in h200["tabs"]] == [0, 235]
     assert client.get("/gpus/nope").status_code == 404
 
 

@@ -263,6 +263,17 @@ class ImplementationDetail(ImplementationItem):
     first_places: int = Field(description="comparison groups in which one of its runs ranks #1")
 
 
+class GpuSourceCoverage(ApiModel):
+    """What was measured on one GPU of one source's workloads (by anyone: reruns count too)."""
+
+    source: str = Field(description="the source's slug")
+    source_name: str
+    runs: int
+    workloads: int = Field(description="the source's workloads with at least one run on this GPU")
+    gaps: int = Field(description="the source's workloads with no run on this GPU")
+    source_workloads: int = Field(description="all the source's workloads: workloads + gaps")
+
+
 class GpuItem(ApiModel):
     slug: str
     product: str
@@ -272,6 +283,9 @@ class GpuItem(ApiModel):
     runs: int
     workloads: int = Field(description="workloads with at least one run on this GPU")
     gaps: int = Field(description="workloads with no run on this GPU")
+    by_source: list[GpuSourceCoverage] = Field(
+        description="the same figures per source of workloads (every source that has workloads), by source name"
+    )
     url: str
     api_url: str
 
@@ -294,26 +308,23 @@ class BestOnGpu(FastestRun):
 
 
 class GpuWorkload(ApiModel):
-    workload: str
-    title: str
-    runs: int
-    best: BestOnGpu | None = Field(description="the fastest eligible run of the workload on this GPU, across stacks")
-    best_environment: str | None
+    """A workload as one GPU sees it: its runs there, or none (a gap)."""
 
-
-class GpuGap(ApiModel):
-    slug: str
+    workload: str = Field(description="the workload's slug")
     title: str
     collection: str
+    source: str = Field(description="the slug of the workload's source")
+    runs: int = Field(description="its runs on this GPU, eligible or not; 0 for a workload not measured on it")
+    best: BestOnGpu | None = Field(description="the fastest eligible run of the workload on this GPU, across stacks")
     url: str
     api_url: str
 
 
 class GpuDetail(GpuItem):
     environment_list: list[EnvironmentItem]
-    measured: list[GpuWorkload]
-    not_measured: list[str] = Field(description="slugs of workloads with no run on this GPU")
-    gap_list: list[GpuGap] = Field(description="the workloads of notMeasured, by slug, with title and collection")
+    workloads_url: str = Field(
+        description="its workloads, measured or not, page by page: filter by source and by measured=true|false"
+    )
 
 
 class ModelItem(ApiModel):
@@ -397,6 +408,10 @@ class ImplementationPage(_PageBase):
 
 class GpuPage(_PageBase):
     items: list[GpuItem]
+
+
+class GpuWorkloadPage(_PageBase):
+    items: list[GpuWorkload]
 
 
 class ModelPage(_PageBase):

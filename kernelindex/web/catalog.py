@@ -1,8 +1,9 @@
 """Pages of the things runs are grouped by: implementations, GPUs, origin models, sources.
 
-Each page asks the store the question its API endpoint asks (``gpu_catalogue`` and
-``gpu_detail``, ``implementation_detail``, ``model_detail``, ``source_detail``) and maps
-the typed answer to its view; it computes no figure of its own.
+Each page asks the store the question its API endpoint asks (``gpu_catalogue``,
+``gpu_detail`` and ``gpu_workloads_page``, ``implementation_detail``, ``model_detail``,
+``source_detail``) and maps the typed answer to its view; it computes no figure of its
+own, only writes shares as percentages.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ from fastapi.responses import Response
 
 from kernelindex import urls
 from kernelindex.manifests.types import EvidenceLevel
-from kernelindex.store.gpus import gpu_catalogue, gpu_detail
+from kernelindex.store.gpus import GpuWorkloadFilters, gpu_catalogue, gpu_detail, gpu_workloads_page
 from kernelindex.store.implementations import implementation_detail
 from kernelindex.store.models import model_detail
 from kernelindex.store.schemas import BestOnGpu, GpuItem, ImplementationRun, IngestionReportItem
+from kernelindex.store.source_filter import UnknownSource
 from kernelindex.store.sources import source_detail
+from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
-from kernelindex.web.errors import NotFound
+from kernelindex.web.errors import BadRequest, NotFound
 from kernelindex.web.format import latency
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.pages import PageContext, page_route, render_page
@@ -122,6 +125,32 @@ def implementation(request: Request, slug: str, session: SessionDep) -> Response
 
 # --- GPUs --------------------------------------------------------------------------
 
+GPU_PAGE_SIZE = 50
+
+
+def share(part: int, whole: int) -> str:
+    """``part`` of ``whole`` as a whole percentage; never "0%" for some, nor "100%" for not all."""
+    if whole == 0:
+        return "–"
+    percent = 100 * part / whole
+    if 0 < percent < 1:
+        return "<1%"
+    if 99 < percent < 100:
+        return ">99%"
+    return f"{percent:.0f}%"
+
+
+class SourceCoverageLine(Part):
+    """A source whose workloads have runs on the GPU."""
+
+    source: str
+    name: str
+    url: str  # the GPU page filtered to the source's workloads
+    runs: int
+    workloads: int
+    source_workloads: int
+    share: str
+
 
 class GpuLine(Part):
     slug: str
@@ -131,6 +160,8 @@ class GpuLine(Part):
     measured_workloads: int
     runs: int
     gaps: int
+    share: str  # of every workload in the catalogue
+    by_source: list[SourceCoverageLine]
 
 
 def _gpu_line(gpu: GpuItem) -> GpuLine:
@@ -142,6 +173,20 @@ def _gpu_line(gpu: GpuItem) -> GpuLine:
         measured_workloads=gpu.workloads,
         runs=gpu.runs,
         gaps=gpu.gaps,
+        share=share(gpu.workloads, gpu.workloads + gpu.gaps),
+        by_source=[
+            SourceCoverageLine(
+                source=entry.source,
+                name=entry.source_name,
+                url=urls.gpu(gpu.slug, source=entry.source),
+                runs=entry.runs,
+                workloads=entry.workloads,
+                source_workloads=entry.source_workloads,
+                share=share(entry.workloads, entry.source_workloads),
+            )
+            for entry in gpu.by_source
+            if entry.runs
+        ],
     )
 
 
@@ -149,7 +194,7 @@ class GpusPage(PageContext):
     template: ClassVar[str] = "gpus.html"
 
     workload_count: int
-    gpus: list[GpuLine]
+    gpus: list[GpuLine]  # those measured on first, most runs first; then those tracked, not measured yet
 
 
 @page_route(router, "/gpus")
@@ -160,34 +205,134 @@ def gpus(request: Request, session: SessionDep) -> Response:
     return render_page(request, GpusPage(workload_count=catalogue.workload_count, gpus=lines))
 
 
-class GapLine(Part):
+class GpuWorkloadLine(Part):
     slug: str
     url: str
     title: str
     collection: str
+    source: str
+    source_name: str
+    runs: int  # on this GPU; 0 for a gap
+    best: RunLine | None
+
+
+class SourceChoice(Part):
+    """One choice of the source filter: every source of workloads, or one (``source`` None: all)."""
+
+    source: str | None
+    name: str
+    url: str
+    selected: bool
+
+
+class CoverageTab(Part):
+    """The measured workloads or the gaps, under the chosen source."""
+
+    measured: bool
+    label: str
+    count: int
+    url: str
+    selected: bool
 
 
 class GpuPage(PageContext):
     template: ClassVar[str] = "gpu.html"
 
     gpu: GpuLine
-    best_runs: list[RunLine]
-    gaps: list[GapLine]
-    gap_total: int
+    source: str | None
+    measured: bool
+    sources: list[SourceChoice]
+    tabs: list[CoverageTab]
+    workloads: list[GpuWorkloadLine]  # page ``page`` of the chosen tab, by slug
+    total: int
+    page: int
+    page_count: int
+    previous_url: str | None
+    next_url: str | None
 
 
 @page_route(router, "/gpus/{slug}")
-def gpu(request: Request, slug: str, session: SessionDep) -> Response:
+def gpu(
+    request: Request,
+    slug: str,
+    session: SessionDep,
+    source: str | None = None,
+    measured: str | None = None,
+    page: str | None = None,
+) -> Response:
     detail = gpu_detail(session, slug)
     if detail is None:
         raise NotFound(f"No GPU has the slug {slug!r}.")
-    best = [_best_line(w.workload, w.title, w.best) for w in detail.measured if w.best is not None]
+    chosen = params.text("source", source, max_length=64)
+    source_slug = chosen.lower() if chosen else None
+    coverage = next((entry for entry in detail.by_source if entry.source == source_slug), None)
+    if coverage is not None:
+        counts = {True: coverage.workloads, False: coverage.gaps}
+    elif source_slug is None:
+        counts = {True: detail.workloads, False: detail.gaps}
+    else:  # a source with no workloads of its own, or none at all (the store says which)
+        counts = {True: 0, False: 0}
+    default = "true" if counts[True] else "false"
+    show_measured = params.choice("measured", measured, ("true", "false"), default) == "true"
+    number = params.page_number(page)
+    try:
+        rows, total = gpu_workloads_page(
+            session, detail.slug, GpuWorkloadFilters(source=source_slug, measured=show_measured), number, GPU_PAGE_SIZE
+        )
+    except UnknownSource as exc:
+        raise BadRequest(str(exc)) from None
+    page_count = max(1, -(-total // GPU_PAGE_SIZE))
+    if number > page_count:
+        raise BadRequest(f"page {number} is past the last page ({page_count}).")
+
+    def url(source: str | None, measured: bool, number: int = 1) -> str:
+        return urls.gpu(detail.slug, source=source, measured="true" if measured else "false", page=number)
+
+    names = {entry.source: entry.source_name for entry in detail.by_source}
     context = GpuPage(
         gpu=_gpu_line(detail),
-        # Shown by workload title; the store lists them by slug.
-        best_runs=sorted(best, key=lambda run: (run.workload, run.environment)),
-        gaps=[GapLine(slug=g.slug, url=g.url, title=g.title, collection=g.collection) for g in detail.gap_list],
-        gap_total=detail.gaps,
+        source=source_slug,
+        measured=show_measured,
+        sources=[
+            SourceChoice(source=None, name="Every source", url=urls.gpu(detail.slug), selected=source_slug is None),
+            *(
+                SourceChoice(
+                    source=entry.source,
+                    name=entry.source_name,
+                    url=urls.gpu(detail.slug, source=entry.source),
+                    selected=entry.source == source_slug,
+                )
+                for entry in detail.by_source
+            ),
+        ],
+        tabs=[
+            CoverageTab(
+                measured=kind,
+                label="Measured" if kind else "Not measured",
+                count=counts[kind],
+                url=url(source_slug, kind),
+                selected=kind == show_measured,
+            )
+            for kind in (True, False)
+        ],
+        workloads=[
+            GpuWorkloadLine(
+                slug=row.workload,
+                url=row.url,
+                title=row.title,
+                collection=row.collection,
+                source=row.source,
+                source_name=names.get(row.source, row.source),
+                runs=row.runs,
+                best=_best_line(row.workload, row.title, row.best) if row.best else None,
+            )
+            for row in rows
+        ],
+        total=total,
+        page=number,
+        page_count=page_count,
+        previous_url=url(source_slug, show_measured, number - 1) if number > 1 else None,
+        next_url=url(source_slug, show_measured, number + 1) if number < page_count else None,
     )
     return render_page(request, context)
 
@@ -195,12 +340,19 @@ def gpu(request: Request, slug: str, session: SessionDep) -> Response:
 # --- Origin models -----------------------------------------------------------------
 
 
+class WorkloadLine(Part):
+    slug: str
+    url: str
+    title: str
+    collection: str
+
+
 class ModelPage(PageContext):
     template: ClassVar[str] = "model.html"
 
     slug: str
     name: str
-    workloads: list[GapLine]
+    workloads: list[WorkloadLine]
     best_runs: list[RunLine]
 
 
@@ -214,7 +366,7 @@ def model(request: Request, slug: str, session: SessionDep) -> Response:
         slug=detail.slug,
         name=detail.name,
         workloads=[
-            GapLine(slug=w.slug, url=urls.workload(w.slug), title=w.title, collection=w.collection)
+            WorkloadLine(slug=w.slug, url=urls.workload(w.slug), title=w.title, collection=w.collection)
             for w in detail.workload_list
         ],
         # Shown by workload title; the store lists them by slug.
