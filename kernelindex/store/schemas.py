@@ -380,6 +380,10 @@ class SearchHitItem(ApiModel):
     slug: str
     title: str
     subtitle: str
+    sources: list[SourceRefItem] = Field(
+        description="where its records come from: a workload's source, the sources of an implementation's runs "
+        "or of a model's workloads; empty for a GPU, which any source may measure on"
+    )
     url: str
     api_url: str
 
