@@ -99,6 +99,10 @@ def source(slug: str) -> str:
     return f"/sources/{_segment(slug)}"
 
 
+def sources() -> str:
+    return "/sources"
+
+
 def protocol(name: str) -> str:
     return f"/protocols/{_segment(name)}"
 

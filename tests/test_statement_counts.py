@@ -77,6 +77,8 @@ PAIRS = [
     ("/api/v1/implementations?limit=100", "/api/v1/implementations?limit=3", "items"),
     ("/api/v1/gpus/b200", "/api/v1/gpus/h200", None),
     ("/api/v1/gpus/b200/workloads?limit=100", "/api/v1/gpus/b200/workloads?limit=3", "items"),
+    ("/sources.json", None, None),
+    ("/api/v1/sources", None, None),
     ("/api/v1/models/nafnet", None, None),
     ("/api/v1/sources/sol-execbench", None, None),
 ]

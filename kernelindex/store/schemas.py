@@ -346,31 +346,47 @@ class ModelDetail(ModelItem):
     workload_list: list[ModelWorkload]
 
 
+class IngestionItem(ApiModel):
+    """One ingest of a source: where it read from, how it ended, when."""
+
+    id: int
+    origin: str
+    status: str = Field(examples=["succeeded", "partial", "failed", "running", "interrupted"])
+    started_at: datetime
+    finished_at: datetime | None
+
+
+class IngestionReportItem(IngestionItem):
+    counts: dict[str, Any]
+    errors: list[Any] = Field(description="errors, and warnings as lines starting with 'warning: '")
+    drift: list[Any] = Field(description="upstream fields the mapping does not know")
+
+
 class SourceItem(ApiModel):
     slug: str
     name: str
     website: str
+    licence: str
+    attribution: str = Field(description="the credit its figures are shown with")
     last_observed_at: datetime | None
     workloads: int
-    runs: int
+    runs: int = Field(description="runs from this source")
+    gpus: int = Field(description="GPUs its runs were measured on")
+    implementations: int = Field(description="implementation projects its runs measured")
+    last_ingest: IngestionItem | None
     url: str
     api_url: str
 
 
-class IngestionReportItem(ApiModel):
-    id: int
-    origin: str
-    status: str
-    started_at: datetime
-    finished_at: datetime | None
-    counts: dict[str, Any]
-    errors: list[Any]
-    drift: list[Any]
+class CollectionCount(ApiModel):
+    name: str
+    workloads: int
+    url: str = Field(description="the workloads list filtered to this source and collection")
 
 
 class SourceDetail(SourceItem):
     description: str
-    licence: str
+    collections: list[CollectionCount]
     report_count: int
     reports: list[IngestionReportItem] = Field(description=f"ingestion reports, newest first (at most {REPORTS_SHOWN})")
 

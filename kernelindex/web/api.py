@@ -358,6 +358,8 @@ def model(request: Request, session: SessionDep, slug: str) -> Response:
     response_model=SourcePage,
     tags=["sources"],
     summary="List sources, by slug",
+    description="Each with its licence, attribution, figures (workloads, runs, GPUs, implementation projects) and "
+    "its last ingest.",
 )
 def sources(request: Request, session: SessionDep, limit: Limit = 50, cursor: Cursor = None) -> Response:
     listing = Listing("sources", "slug", {}, SLUG_ORDER)
@@ -370,7 +372,7 @@ def sources(request: Request, session: SessionDep, limit: Limit = 50, cursor: Cu
     operation_id="getSource",
     response_model=SourceDetail,
     tags=["sources"],
-    summary="One source, with its ingestion reports",
+    summary="One source, with its collections and its ingestion reports",
 )
 def source(request: Request, session: SessionDep, slug: str) -> Response:
     detail = source_detail(session, slug)

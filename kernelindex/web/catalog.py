@@ -2,8 +2,8 @@
 
 Each page asks the store the question its API endpoint asks (``gpu_catalogue``,
 ``gpu_detail`` and ``gpu_workloads_page``, ``implementation_detail``, ``model_detail``,
-``source_detail``) and maps the typed answer to its view; it computes no figure of its
-own, only writes shares as percentages.
+``every_source`` and ``source_detail``) and maps the typed answer to its view; it
+computes no figure of its own, only writes shares as percentages.
 """
 
 from __future__ import annotations
@@ -19,9 +19,16 @@ from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.store.gpus import GpuWorkloadFilters, gpu_catalogue, gpu_detail, gpu_workloads_page
 from kernelindex.store.implementations import implementation_detail
 from kernelindex.store.models import model_detail
-from kernelindex.store.schemas import BestOnGpu, GpuItem, ImplementationRun, IngestionReportItem
+from kernelindex.store.schemas import (
+    BestOnGpu,
+    CollectionCount,
+    GpuItem,
+    ImplementationRun,
+    IngestionReportItem,
+    SourceItem,
+)
 from kernelindex.store.source_filter import UnknownSource
-from kernelindex.store.sources import source_detail
+from kernelindex.store.sources import errors_and_warnings, every_source, source_detail
 from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
@@ -378,6 +385,117 @@ def model(request: Request, slug: str, session: SessionDep) -> Response:
 # --- Sources -----------------------------------------------------------------------
 
 
+class IngestLine(Part):
+    id: int
+    origin: str
+    status: str
+    started_at: datetime
+    finished_at: datetime | None
+
+
+class SourceLine(Part):
+    slug: str
+    name: str
+    url: str
+    website: str
+    licence: str
+    attribution: str
+    last_observed_at: datetime | None
+    workload_count: int
+    run_count: int
+    gpu_count: int
+    implementation_count: int
+    workloads_url: str
+    last_ingest: IngestLine | None
+
+
+def _source_line(source: SourceItem) -> SourceLine:
+    return SourceLine(
+        slug=source.slug,
+        name=source.name,
+        url=source.url,
+        website=source.website,
+        licence=source.licence,
+        attribution=source.attribution,
+        last_observed_at=source.last_observed_at,
+        workload_count=source.workloads,
+        run_count=source.runs,
+        gpu_count=source.gpus,
+        implementation_count=source.implementations,
+        workloads_url=urls.workloads(source=source.slug),
+        last_ingest=IngestLine(**source.last_ingest.model_dump()) if source.last_ingest else None,
+    )
+
+
+class SourcesPage(PageContext):
+    template: ClassVar[str] = "sources.html"
+
+    sources: list[SourceLine]  # by name
+
+
+@page_route(router, "/sources")
+def sources(request: Request, session: SessionDep) -> Response:
+    lines = sorted(
+        (_source_line(source) for source in every_source(session)), key=lambda s: (s.name.casefold(), s.slug)
+    )
+    return render_page(request, SourcesPage(sources=lines))
+
+
+# The tables an ingest writes, in the order a batch writes them; a count of another table follows them.
+WRITTEN_TABLES = ("protocol", "environment", "workload", "implementation", "run")
+OUTCOMES = ("added", "updated", "unchanged")
+
+
+class OutcomeRow(Part):
+    """How many records of one table an ingest added, updated and found unchanged."""
+
+    table: str
+    added: int
+    updated: int
+    unchanged: int
+
+
+class CountRow(Part):
+    group: str  # skipped, flags, units, ...
+    name: str
+    count: int
+
+
+class ReportView(IngestLine):
+    outcomes: list[OutcomeRow]
+    other_counts: list[CountRow]
+    errors: list[str]
+    warnings: list[str]
+    drift: list[str]
+
+
+def _report_view(report: IngestionReportItem) -> ReportView:
+    counts = {group: values for group, values in report.counts.items() if isinstance(values, dict)}
+    tables = {table for outcome in OUTCOMES for table in counts.get(outcome, {})}
+    ordered = [t for t in WRITTEN_TABLES if t in tables] + sorted(tables - set(WRITTEN_TABLES))
+    errors, warnings = errors_and_warnings(report.errors)
+    return ReportView(
+        id=report.id,
+        origin=report.origin,
+        status=report.status,
+        started_at=report.started_at,
+        finished_at=report.finished_at,
+        outcomes=[
+            OutcomeRow(table=table, **{outcome: int(counts.get(outcome, {}).get(table, 0)) for outcome in OUTCOMES})
+            for table in ordered
+        ],
+        other_counts=[
+            CountRow(group=group, name=name, count=int(count))
+            for group, values in sorted(counts.items())
+            if group not in OUTCOMES
+            for name, count in sorted(values.items())
+        ],
+        errors=errors,
+        warnings=warnings,
+        drift=[str(field) for field in report.drift],
+    )
+
+
 class SourcePage(PageContext):
     template: ClassVar[str] = "source.html"
 
@@ -386,10 +504,17 @@ class SourcePage(PageContext):
     url: str
     description: str
     licence: str
+    attribution: str
     last_observed_at: datetime | None
     workload_count: int
     run_count: int
-    reports: list[IngestionReportItem]  # as the API serves them
+    gpu_count: int
+    implementation_count: int
+    workloads_url: str
+    collections: list[CollectionCount]
+    last_report: ReportView | None
+    report_count: int
+    reports: list[IngestionReportItem]  # newest first, as the API serves them
 
 
 @page_route(router, "/sources/{slug}")
@@ -403,9 +528,16 @@ def source(request: Request, slug: str, session: SessionDep) -> Response:
         url=detail.website,
         description=detail.description,
         licence=detail.licence,
+        attribution=detail.attribution,
         last_observed_at=detail.last_observed_at,
         workload_count=detail.workloads,
         run_count=detail.runs,
+        gpu_count=detail.gpus,
+        implementation_count=detail.implementations,
+        workloads_url=urls.workloads(source=detail.slug),
+        collections=detail.collections,
+        last_report=_report_view(detail.reports[0]) if detail.reports else None,
+        report_count=detail.report_count,
         reports=detail.reports,
     )
     return render_page(request, context)
