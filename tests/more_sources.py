@@ -84,7 +84,7 @@ KERNELBENCH = MoreSource(
     harness="KernelBench timing",
     implementations=(
         ("kernelbench-pytorch-eager", "PyTorch eager", "torch 2.5.0"),
-        ("kernelbench-torch-compile-max-autotune", "torch.compile", "max-autotune, torch 2.5.0"),
+        ("kernelbench-torch-compile-max-autotune", "torch.compile", "inductor max-autotune, torch 2.5.0"),
     ),
     problems=(
         Problem("kb-l1-019-relu", "ReLU", "19_ReLU", "KernelBench level 1", ("level 1",), ("h100-sxm", "l40s", "t4")),

@@ -369,6 +369,20 @@ def test_a_new_revision_of_a_project_leaves_its_search_terms_alone(sources_db):
     assert get_hits(sources_db, "99999") == []  # numbers of revisions are not searched
 
 
+def test_a_changed_implementation_is_read_again_from_every_revision(sources_db):
+    eager, compiled = KERNELBENCH.implementations
+    assert ("implementation", "torch-compile", ("KernelBench",)) in get_hits(sources_db, "inductor")
+    changed = replace(KERNELBENCH, implementations=(eager, (compiled[0], compiled[1], "cudagraphs, torch 2.5.0")))
+    assert run_ingest(ListedSource(changed), sources_db.sessions, origin="again").status == "succeeded"
+    assert ("implementation", "torch-compile", ("KernelBench",)) in get_hits(sources_db, "cudagraphs")
+    assert get_hits(sources_db, "inductor") == []  # the word of its old revision is gone
+    entries, terms, _ = index_state(sources_db)
+    with sources_db.sessions.begin() as session:
+        store_search.rebuild_index(session)
+    # The same entries and terms; only the vocabulary, which keeps words no longer used, may shrink.
+    assert index_state(sources_db)[:2] == (entries, terms)
+
+
 def get_hits(db, query: str) -> list[tuple[str, str, tuple[str, ...]]]:  # type: ignore[no-untyped-def]
     with db.sessions() as session:
         results = store_search.search(session, query)

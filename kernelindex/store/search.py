@@ -7,8 +7,9 @@ What is indexed, one entry each (``kernelindex.db.search_tables``):
 - an implementation project (one entry per project, not per revision), a GPU and an
   origin model: their names and slugs (``NAME``), a GPU's architecture (``ALIAS``), a
   project's runtimes (``ALIAS``) and its revisions and implementations' names (``TEXT``),
-  their numbers left out ("submission-16893" gives "submission"; "torch-compile-max-autotune"
-  gives "torch", "compile", "max", "autotune"), so a new revision seldom changes the entry.
+  their trailing digits and number-only words left out ("submission-16893" gives
+  "submission"; "max-autotune, torch 2.5.0" gives "max", "autotune", "torch"), so a new
+  revision seldom changes the entry and the revisions are read grouped, not one by one.
 
 Each result names the sources its records come from (``SearchHit.sources``), read when
 it is shown, so the index holds nothing that another source's ingest could leave stale.
@@ -34,10 +35,11 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from itertools import pairwise
+from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
@@ -61,6 +63,7 @@ from sqlalchemy.orm import Session
 from kernelindex import urls
 from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord
 from kernelindex.db.tables import Environment, Implementation, Run, Source, Workload
+from kernelindex.manifests import Implementation as ImplementationManifest
 from kernelindex.slugs import slugify
 from kernelindex.store.batch import Batch
 from kernelindex.store.manifests import workload_manifest
@@ -211,7 +214,7 @@ def _name_entry(
 
 
 def _without_numbers(text: str) -> str:
-    """The words of ``text`` that are not all digits, as a name: "submission-16893" → "submission"."""
+    """The words of ``text`` that are not all digits, as a name: "torch 2.5." → "torch"."""
     return " ".join(word for word in _WORD.findall(text) if not word.isdigit())
 
 
@@ -232,10 +235,28 @@ _GPUS = select(Environment.gpu_slug, Environment.gpu_product, Environment.archit
 _PROJECT_SPELLINGS = select(Implementation.project_slug, func.min(Implementation.project)).group_by(
     Implementation.project_slug
 )
-_ALL_REVISIONS = select(
-    Implementation.project_slug, Implementation.name, Implementation.revision, Implementation.runtime
+# A project's revisions grouped by their texts without trailing digits ("submission-16893" and
+# "submission-16894" are one row), the same on SQLite and PostgreSQL.
+_DIGITS = "0123456789"
+_REVISION_TEXTS = (
+    Implementation.project_slug,
+    func.rtrim(Implementation.name, _DIGITS),
+    func.rtrim(Implementation.revision, _DIGITS),
+    Implementation.runtime,
 )
+_ALL_REVISIONS = select(*_REVISION_TEXTS, func.count()).group_by(*_REVISION_TEXTS)
 _REVISIONS = _ALL_REVISIONS.where(Implementation.project_slug.in_(bindparam("slugs", expanding=True)))
+# Counted from the index on project_slug alone: the rows themselves (manifests) are not read.
+_REVISION_COUNTS = (
+    select(Implementation.project_slug, func.count())
+    .where(Implementation.project_slug.in_(bindparam("slugs", expanding=True)))
+    .group_by(Implementation.project_slug)
+)
+_STORED_PROJECT_TERMS = (
+    select(SearchEntry.slug, SearchTerm.term, SearchTerm.weight)
+    .join(SearchTerm, SearchTerm.entry_id == SearchEntry.id)
+    .where(SearchEntry.kind == "implementation", SearchEntry.slug.in_(bindparam("slugs", expanding=True)))
+)
 _STORED_TITLES = select(SearchEntry.slug, SearchEntry.title).where(
     SearchEntry.kind == bindparam("kind"), SearchEntry.slug.in_(bindparam("slugs", expanding=True))
 )
@@ -297,41 +318,82 @@ class _Revisions:
     runtimes: set[str] = field(default_factory=set)
     names: set[str] = field(default_factory=set)  # the revisions and the implementations' manifest names
 
+    def add_texts(self, implementation: str, revision: str, runtime: str | None) -> None:
+        self.runtimes.add(_without_numbers(runtime or ""))
+        self.names.update(_without_numbers(text.rstrip(_DIGITS)) for text in (revision, implementation))
 
-def project_entries(session: Session, names: Iterable[str] | None = None) -> list[Entry]:
+
+def _read_revisions(rows: Iterable[Any]) -> dict[str, _Revisions]:
+    revisions: dict[str, _Revisions] = {}
+    for slug, implementation, revision, runtime, count in rows:
+        found = revisions.setdefault(slug, _Revisions())
+        found.count += count
+        found.add_texts(implementation, revision, runtime)
+    return revisions
+
+
+def _project_entry(slug: str, title: str, revisions: _Revisions, stored: Mapping[str, int] | None = None) -> Entry:
+    entry = _name_entry(
+        "implementation",
+        slug,
+        title,
+        _plural(revisions.count, "revision"),
+        sorted(revisions.runtimes),
+        sorted(revisions.names),
+    )
+    if not stored:
+        return entry
+    terms = dict(stored)
+    for term, weight in entry.terms.items():
+        terms[term] = max(weight, terms.get(term, 0))
+    return replace(entry, terms=terms)
+
+
+def project_entries(
+    session: Session, implementations: Sequence[ImplementationManifest] | None = None, revised: bool = False
+) -> list[Entry]:
     """One entry per implementation project (by slug), with its number of revisions.
 
-    A project is spelled as the first of its spellings in sort order. ``names`` (project
-    names just stored) limits it to their projects, whose spelling so far is the entry's.
+    A project is spelled as the first of its spellings in sort order. ``implementations``
+    (manifests just stored) limits it to their projects, whose spelling so far is the
+    entry's. A stored entry whose spelling stands gets the words of these implementations
+    added to its terms, which hold those of every earlier one; any other (a new project, a
+    new spelling, or every one when ``revised``: an implementation changed) is read again
+    from all its revisions. Either way the terms are those ``rebuild_index`` gives.
     """
     connection = session.connection()
-    if names is None:
-        spellings = dict(connection.execute(_PROJECT_SPELLINGS).all())
-        rows = connection.execute(_ALL_REVISIONS)
-    else:
-        spellings = {}
-        for name in names:
-            slug = slugify(name)
-            spellings[slug] = min(spellings.get(slug, name), name)
-        slugs = sorted(spellings)
-        for slug, title in connection.execute(_STORED_TITLES, {"kind": "implementation", "slugs": slugs}):
-            spellings[slug] = min(spellings[slug], title)
-        rows = connection.execute(_REVISIONS, {"slugs": slugs})
+    if implementations is None:
+        every = _read_revisions(connection.execute(_ALL_REVISIONS))
+        return [
+            _project_entry(slug, name, every[slug])
+            for slug, name in connection.execute(_PROJECT_SPELLINGS)
+            if slug in every
+        ]
+    spellings: dict[str, str] = {}
+    for manifest in implementations:
+        name = manifest.spec.project.name
+        slug = slugify(name)
+        spellings[slug] = min(spellings.get(slug, name), name)
+    slugs = sorted(spellings)
+    stored_titles = dict(connection.execute(_STORED_TITLES, {"kind": "implementation", "slugs": slugs}).all())
+    for slug, title in stored_titles.items():
+        spellings[slug] = min(spellings[slug], title)
+    kept = [] if revised else [slug for slug in slugs if stored_titles.get(slug) == spellings[slug]]
+    stored: dict[str, dict[str, int]] = {}
     revisions: dict[str, _Revisions] = {}
-    for slug, implementation, revision, runtime in rows:
-        found = revisions.setdefault(slug, _Revisions())
-        found.count += 1
-        found.runtimes.add(_without_numbers(runtime or ""))
-        found.names.update((_without_numbers(revision), _without_numbers(implementation)))
+    if kept:
+        for slug, term, weight in connection.execute(_STORED_PROJECT_TERMS, {"slugs": kept}):
+            stored.setdefault(slug, {})[term] = weight
+        for slug, count in connection.execute(_REVISION_COUNTS, {"slugs": kept}):
+            revisions[slug] = _Revisions(count=count)
+        for manifest in implementations:
+            if (found := revisions.get(slugify(manifest.spec.project.name))) is not None:
+                found.add_texts(manifest.metadata.name, manifest.spec.revision, manifest.spec.runtime)
+    reread = [slug for slug in slugs if slug not in revisions]
+    if reread:
+        revisions.update(_read_revisions(connection.execute(_REVISIONS, {"slugs": reread})))
     return [
-        _name_entry(
-            "implementation",
-            slug,
-            name,
-            _plural(revisions[slug].count, "revision"),
-            sorted(revisions[slug].runtimes),
-            sorted(revisions[slug].names),
-        )
+        _project_entry(slug, name, revisions[slug], stored.get(slug))
         for slug, name in spellings.items()
         if slug in revisions
     ]
@@ -431,7 +493,7 @@ def index_batch(session: Session, batch: Batch, workload: Workload, counts: Mapp
         elif spec.origin_model:
             entries += model_entries(session, only=_model_slug(spec.origin_model))
     if "implementation" in added | updated:
-        entries += project_entries(session, (manifest.spec.project.name for manifest in batch.implementations))
+        entries += project_entries(session, batch.implementations, revised="implementation" in updated)
     if "environment" in added | updated:
         entries += gpu_entries(session)
         prune.add("gpu")
