@@ -83,8 +83,8 @@ def implementation(slug: str) -> str:
     return f"/implementations/{_segment(slug)}"
 
 
-def gpu(slug: str) -> str:
-    return f"/gpus/{_segment(slug)}"
+def gpu(slug: str, **query: Any) -> str:
+    return with_query(f"/gpus/{_segment(slug)}", **query)
 
 
 def gpus() -> str:
@@ -97,6 +97,10 @@ def model(slug: str) -> str:
 
 def source(slug: str) -> str:
     return f"/sources/{_segment(slug)}"
+
+
+def sources() -> str:
+    return "/sources"
 
 
 def protocol(name: str) -> str:
@@ -184,6 +188,10 @@ def api_implementation(slug: str) -> str:
 
 def api_gpu(slug: str) -> str:
     return f"{API}/gpus/{_segment(slug)}"
+
+
+def api_gpu_workloads(slug: str, **query: Any) -> str:
+    return with_query(f"{API}/gpus/{_segment(slug)}/workloads", **query)
 
 
 def api_model(slug: str) -> str:

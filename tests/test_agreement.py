@@ -58,7 +58,7 @@ WORKLOAD_QUERIES = [
     {"model": "NAFNet"},
     {"model": "nafnet", "sort": "-runs"},
     {"gpu": "b200", "sort": "best_sol"},
-    {"gpu": "h100"},
+    {"gpu": "h200"},
     {"sort": "last_record"},
     {"sort": "runs"},
     {"q": "norm", "collection": "L1", "sort": "last_record"},

@@ -198,7 +198,7 @@ def test_workloads_without_eligible_runs_sort_last_and_page_once(client, loaded_
         ({"model": "NAFNet"}, 4),
         ({"model": "nafnet"}, 4),
         ({"gpu": "b200"}, 235),
-        ({"gpu": "h100"}, 0),
+        ({"gpu": "h200"}, 0),
         ({"q": "conv2d residual"}, 1),
         ({"collection": "L1", "model": "NAFNet"}, 3),
         ({"collection": "L2", "q": "nafnet"}, 1),
@@ -276,7 +276,7 @@ def test_run_pages_cover_the_unpaginated_listing_exactly(client, loaded_db, sort
         ({"workload": L040}, 3),
         ({"workload": L039}, 4),
         ({"gpu": "b200"}, 708),
-        ({"gpu": "h100"}, 0),
+        ({"gpu": "h200"}, 0),
         ({"implementation": "geometric"}, 91),
         ({"evidence": "reported"}, 708),
         ({"evidence": "verified"}, 0),
@@ -427,12 +427,20 @@ def test_implementation_and_gpu_details_accept_a_manifest_digest(client):
 def test_gpu_detail_shows_measured_workloads_and_gaps(client):
     gpus = {gpu["slug"]: gpu for gpu in get_json(client, "/api/v1/gpus")["items"]}
     assert gpus["b200"]["runs"] == 708 and gpus["b200"]["environments"] == 2
-    assert gpus["h100"]["runs"] == 0  # tracked, not measured yet
+    assert gpus["h200"]["runs"] == 0  # tracked, not measured yet
     b200 = get_json(client, "/api/v1/gpus/b200")
-    assert len(b200["measured"]) == 235 and b200["notMeasured"] == []
     assert sorted(e["stack"] for e in b200["environmentList"]) == ["v1.0", "v1.1"]
-    h100 = get_json(client, "/api/v1/gpus/h100")
-    assert h100["measured"] == [] and len(h100["notMeasured"]) == 235
+    assert b200["workloadsUrl"] == "/api/v1/gpus/b200/workloads"
+    measured, _ = walk(client, b200["workloadsUrl"], measured="true", limit=100)
+    gaps, _ = walk(client, b200["workloadsUrl"], measured="false", limit=100)
+    assert (len(measured), gaps) == (235, [])
+    assert sum(w["runs"] for w in measured) == 708
+    h200 = get_json(client, "/api/v1/gpus/h200")
+    assert (h200["workloads"], h200["gaps"], h200["environmentList"]) == (0, 235, [])
+    measured, _ = walk(client, h200["workloadsUrl"], measured="true", limit=100)
+    everything, _ = walk(client, h200["workloadsUrl"], limit=100)
+    assert measured == [] and len(everything) == 235 and {w["runs"] for w in everything} == {0}
+    assert all(w["best"] is None for w in everything)
 
 
 def test_model_detail_has_best_run_per_gpu(client):

@@ -28,30 +28,64 @@ def test_gpus_page_and_api_list_the_same_gpus_with_the_same_counts(client):
     assert {measured + gaps for measured, _, gaps in in_api.values()} == {page["workloadCount"]}
 
 
-@pytest.mark.parametrize("slug", ["b200", "h100"])
+def page_rows(client: TestClient, path: str) -> list[dict]:
+    """Every workload row of a GPU page for ``path``'s filters, page after page, from its JSON twin."""
+    rows, number = [], 1
+    while True:
+        data = get_json(client, f"{path}{'&' if '?' in path else '?'}page={number}")
+        rows += data["workloads"]
+        if number >= data["pageCount"]:
+            return rows
+        number += 1
+
+
+def api_rows(client: TestClient, path: str) -> list[dict]:
+    items, cursor = [], None
+    while True:
+        data = get_json(
+            client, f"{path}{'&' if '?' in path else '?'}limit=40" + (f"&cursor={cursor}" if cursor else "")
+        )
+        items += data["items"]
+        cursor = data["nextCursor"]
+        if cursor is None:
+            return items
+
+
+@pytest.mark.parametrize("slug", ["b200", "h200"])
 def test_gpu_page_and_api_show_the_same_best_runs_and_gaps(client, slug):
     page = get_json(client, f"/gpus/{slug}.json")
     api = get_json(client, f"/api/v1/gpus/{slug}")
-    assert (page["gpu"]["runs"], page["gpu"]["measuredWorkloads"], page["gapTotal"]) == (
+    assert (page["gpu"]["runs"], page["gpu"]["measuredWorkloads"], page["gpu"]["gaps"]) == (
         api["runs"],
         api["workloads"],
         api["gaps"],
     )
+    tabs = {tab["measured"]: tab["count"] for tab in page["tabs"]}
+    assert tabs == {True: api["workloads"], False: api["gaps"]}
+    measured = page_rows(client, f"/gpus/{slug}.json?measured=true")
     on_page = sorted(
-        (workload_slug(r["workloadUrl"]), r["run"], r["latencyNs"], r["rank"], r["groupSize"]) for r in page["bestRuns"]
+        (w["slug"], w["best"]["run"], w["best"]["latencyNs"], w["best"]["rank"], w["best"]["groupSize"])
+        for w in measured
+        if w["best"] is not None
     )
+    served = api_rows(client, f"/api/v1/gpus/{slug}/workloads?measured=true")
     in_api = sorted(
         (w["workload"], w["best"]["run"], w["best"]["latencyNs"], 1, w["best"]["groupEligibleRuns"])
-        for w in api["measured"]
+        for w in served
         if w["best"] is not None
     )
     assert on_page == in_api
-    assert [g["slug"] for g in page["gaps"]] == api["notMeasured"] == [g["slug"] for g in api["gapList"]]
+    assert [w["slug"] for w in measured] == [w["workload"] for w in served]
+    gaps = page_rows(client, f"/gpus/{slug}.json?measured=false")
+    assert [w["slug"] for w in gaps] == [
+        w["workload"] for w in api_rows(client, f"/api/v1/gpus/{slug}/workloads?measured=false")
+    ]
     if slug == "b200":
-        assert len(api["measured"]) == 235 and api["notMeasured"] == []
+        assert len(served) == 235 and gaps == []
         assert len(on_page) == 233  # two workloads have runs on it, none of them eligible
     else:
-        assert on_page == [] and len(api["notMeasured"]) == 235
+        assert on_page == [] and len(gaps) == 235
+        assert page["measured"] is False  # a GPU nobody measured opens on its gaps
 
 
 @pytest.mark.parametrize("slug", ["geometric", "ac4k"])

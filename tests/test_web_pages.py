@@ -257,12 +257,13 @@ def test_held_run_page_says_why_it_is_not_ranked(client):
 
 def test_home_groups_workloads_by_collection(client):
     page = html(client, "/")
-    headings = [text(h) for h in page.select("section.collection h2")]
+    headings = [text(h) for h in page.select("section.collection h3")]
     assert headings == ["L1 94 workloads", "L2 82 workloads", "Quant 33 workloads", "FlashInfer-Bench 26 workloads"]
     assert page.select_one('link[rel="alternate"][type="application/json"]')["href"] == "/index.json"
     data = client.get("/index.json").json()
     assert (data["workloadCount"], data["eligibleRunCount"]) == (235, 708 - 9)
-    assert [c["workloadCount"] for c in data["collections"]] == [94, 82, 33, 26]
+    [sol] = data["catalogue"]
+    assert [c["workloadCount"] for c in sol["collections"]] == [94, 82, 33, 26]
     newest = data["newestRecords"]
     assert len(newest) == 8
     assert [r["observedAt"] for r in newest] == sorted((r["observedAt"] for r in newest), reverse=True)
@@ -282,7 +283,7 @@ def test_workloads_list_filters_sorts_and_paginates(client):
     assert first["pageCount"] == 5 and len(first["workloads"]) == 50
     assert not {w["slug"] for w in first["workloads"]} & {w["slug"] for w in second["workloads"]}
     assert client.get("/workloads.json?q=conv2d residual").json()["workloads"][0]["slug"] == L040
-    assert client.get("/workloads.json?gpu=h100").json()["total"] == 0
+    assert client.get("/workloads.json?gpu=h200").json()["total"] == 0
     assert client.get("/workloads?sort=size").status_code == 400
     assert client.get("/workloads?page=6").status_code == 400
 
@@ -291,9 +292,11 @@ def test_gpu_pages_show_coverage_and_gaps(client):
     data = client.get("/gpus.json").json()
     by_slug = {g["slug"]: g for g in data["gpus"]}
     assert (by_slug["b200"]["measuredWorkloads"], by_slug["b200"]["runs"], by_slug["b200"]["gaps"]) == (235, 708, 0)
-    assert (by_slug["h100"]["measuredWorkloads"], by_slug["h100"]["gaps"]) == (0, 235)
-    h100 = client.get("/gpus/h100.json").json()
-    assert h100["gapTotal"] == 235 and h100["bestRuns"] == []
+    assert (by_slug["h200"]["measuredWorkloads"], by_slug["h200"]["gaps"]) == (0, 235)
+    h200 = client.get("/gpus/h200.json").json()
+    assert (h200["gpu"]["gaps"], h200["measured"], h200["total"]) == (235, False, 235)
+    assert all(w["best"] is None and w["runs"] == 0 for w in h200["workloads"])
+    assert [tab["count"] for tab in h200["tabs"]] == [0, 235]
     assert client.get("/gpus/nope").status_code == 404
 
 

@@ -1,26 +1,39 @@
 """GPUs: those measured on and those tracked, and one with its workloads measured or not.
 
-``/gpus``, ``/gpus/{slug}``, their JSON twins and ``/api/v1/gpus[/{slug}]`` all read this
-module: ``gpu_catalogue`` answers "which GPUs, with how much coverage" and ``gpu_detail``
-"what was measured on this GPU, and what was not".
+``/gpus``, ``/gpus/{slug}``, their JSON twins and ``/api/v1/gpus[/{slug}[/workloads]]`` all
+read this module: ``gpu_catalogue`` answers "which GPUs, with how much coverage, of which
+source's workloads", ``gpu_detail`` "this GPU's figures and environments", and
+``gpu_workloads_page`` / ``list_gpu_workloads`` "its workloads, measured or not", one page
+at a time. A source's coverage on a GPU is of that source's own workloads, whoever ran them
+(a controlled rerun of a SOL-ExecBench workload counts for SOL-ExecBench).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import ColumnElement, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, Select, func, select
+from sqlalchemy.orm import Session, load_only
 
 from kernelindex import urls
-from kernelindex.db.tables import Environment, Run, Workload
+from kernelindex.db.tables import Environment, Run, Source, Workload
 from kernelindex.gpus import TRACKED_GPUS
 from kernelindex.store.common import best_per_gpu, group_sizes, name_by_ref
-from kernelindex.store.keyset import Position, page_of
+from kernelindex.store.keyset import SLUG_ORDER, Expr, Position, keyset_page, numbered_page, page_of
 from kernelindex.store.manifests import environment_manifest
 from kernelindex.store.runs import availability_text, stack_text
-from kernelindex.store.schemas import BestOnGpu, EnvironmentItem, GpuDetail, GpuGap, GpuItem, GpuWorkload
+from kernelindex.store.schemas import (
+    BestOnGpu,
+    EnvironmentItem,
+    GpuDetail,
+    GpuItem,
+    GpuSourceCoverage,
+    GpuWorkload,
+)
+from kernelindex.store.source_filter import source_named
 from kernelindex.store.workloads import fastest_run
 
 
@@ -30,27 +43,61 @@ class GpuCatalogue:
     workload_count: int  # workloads in the catalogue: measured + gaps, for any GPU
 
 
+def _coverage(session: Session, slug: str | None) -> tuple[dict[str, list[GpuSourceCoverage]], list[GpuSourceCoverage]]:
+    """GPU slug → its runs and workloads measured per source of workloads, by source name
+    (every source that has workloads, measured there or not); and the same for a GPU
+    nobody measured on."""
+    measured = (
+        select(
+            Environment.gpu_slug,
+            Workload.source_id,
+            func.count(Run.id).label("runs"),
+            func.count(func.distinct(Run.workload_id)).label("workloads"),
+        )
+        .select_from(Run)
+        .join(Environment, Run.environment_id == Environment.id)
+        .join(Workload, Run.workload_id == Workload.id)
+        .group_by(Environment.gpu_slug, Workload.source_id)
+    )
+    if slug:
+        measured = measured.where(Environment.gpu_slug == slug)
+    totals = dict(session.execute(select(Workload.source_id, func.count()).group_by(Workload.source_id)).all())
+    sources = sorted(
+        session.scalars(select(Source).where(Source.id.in_(list(totals)))), key=lambda s: (s.name.casefold(), s.slug)
+    )
+    figures: dict[str, dict[int, tuple[int, int]]] = defaultdict(dict)
+    for row in session.execute(measured):
+        figures[row.gpu_slug][row.source_id] = (row.runs, row.workloads)
+
+    def per_source(on_gpu: dict[int, tuple[int, int]]) -> list[GpuSourceCoverage]:
+        entries = []
+        for source in sources:
+            runs, workloads = on_gpu.get(source.id, (0, 0))
+            entries.append(
+                GpuSourceCoverage(
+                    source=source.slug,
+                    source_name=source.name,
+                    runs=runs,
+                    workloads=workloads,
+                    gaps=totals[source.id] - workloads,
+                    source_workloads=totals[source.id],
+                )
+            )
+        return entries
+
+    return {gpu: per_source(on_gpu) for gpu, on_gpu in figures.items()}, per_source({})
+
+
 def gpu_catalogue(session: Session, slug: str | None = None) -> GpuCatalogue:
     """Every GPU by slug (only ``slug``'s, given one): those measured on, from environments,
     and those tracked but not measured yet; each with its runs, workloads measured and gaps
-    (workloads not measured on it), all stacks together. And the catalogue's workload count.
+    (workloads not measured on it), all stacks together, and the same per source. And the
+    catalogue's workload count.
     """
     environments = session.scalars(
         select(Environment).where(Environment.gpu_slug == slug) if slug else select(Environment)
     ).all()
-    run_stats = {
-        row.slug: row
-        for row in session.execute(
-            select(
-                Environment.gpu_slug.label("slug"),
-                func.count(Run.id).label("runs"),
-                func.count(func.distinct(Run.workload_id)).label("workloads"),
-            )
-            .join(Run, Run.environment_id == Environment.id)
-            .where(*([Environment.gpu_slug == slug] if slug else []))
-            .group_by(Environment.gpu_slug)
-        )
-    }
+    coverage, unmeasured = _coverage(session, slug)
     total = session.scalar(select(func.count()).select_from(Workload)) or 0
     by_slug: dict[str, list[Environment]] = defaultdict(list)
     for environment in environments:
@@ -58,17 +105,19 @@ def gpu_catalogue(session: Session, slug: str | None = None) -> GpuCatalogue:
     gpus = {}
     for gpu_slug, members in by_slug.items():
         first = min(members, key=lambda e: e.name)
-        stats = run_stats.get(gpu_slug)
-        measured = stats.workloads if stats else 0
+        per_source = coverage.get(gpu_slug, unmeasured)
+        # Each workload has one source, so the per-source counts of distinct workloads add up.
+        measured = sum(entry.workloads for entry in per_source)
         gpus[gpu_slug] = GpuItem(
             slug=gpu_slug,
             product=first.gpu_product,
             vendor=environment_manifest(first).spec.hardware.vendor,
             architecture=first.architecture,
             environments=len(members),
-            runs=stats.runs if stats else 0,
+            runs=sum(entry.runs for entry in per_source),
             workloads=measured,
             gaps=total - measured,
+            by_source=per_source,
             url=urls.gpu(gpu_slug),
             api_url=urls.api_gpu(gpu_slug),
         )
@@ -84,6 +133,7 @@ def gpu_catalogue(session: Session, slug: str | None = None) -> GpuCatalogue:
                 runs=0,
                 workloads=0,
                 gaps=total,
+                by_source=unmeasured,
                 url=urls.gpu(tracked.slug),
                 api_url=urls.api_gpu(tracked.slug),
             )
@@ -113,19 +163,23 @@ def best_on_gpus(session: Session, *conditions: ColumnElement[bool]) -> dict[tup
     }
 
 
-def gpu_detail(session: Session, ref: str) -> GpuDetail | None:
-    """By GPU slug, or by the digest of the manifest of an environment on it.
-
-    What was measured on the GPU is one entry per workload with a run on it: its number
-    of runs there and its best run there, the fastest eligible one across the GPU's
-    stacks and protocols (as ``fastest_reported`` is a workload's headline across
-    groups). That run leads its own comparison group; runs are still ranked only inside
-    a group. The gaps are the workloads with no run on the GPU, by slug.
-    """
-    slug: str | None = ref.lower()
+def find_gpu(session: Session, ref: str) -> str | None:
+    """The slug of the GPU ``ref`` names: a GPU slug (measured on or tracked), or the digest
+    of the manifest of an environment on it."""
     if ref.startswith("sha256:"):
         name = name_by_ref(session, Environment, "ExecutionEnvironment", ref)
-        slug = session.scalar(select(Environment.gpu_slug).where(Environment.name == name))
+        return session.scalar(select(Environment.gpu_slug).where(Environment.name == name).limit(1))
+    slug = ref.lower()
+    if any(tracked.slug == slug for tracked in TRACKED_GPUS):
+        return slug
+    return session.scalar(select(Environment.gpu_slug).where(Environment.gpu_slug == slug).limit(1))
+
+
+def gpu_detail(session: Session, ref: str) -> GpuDetail | None:
+    """By GPU slug, or by the digest of the manifest of an environment on it: its figures
+    (``gpu_catalogue``'s) and its environments. Its workloads are listed page by page
+    (``gpu_workloads_page``, ``list_gpu_workloads``)."""
+    slug = find_gpu(session, ref)
     item = next(iter(gpu_catalogue(session, slug).gpus), None) if slug else None
     if item is None:
         return None
@@ -139,41 +193,6 @@ def gpu_detail(session: Session, ref: str) -> GpuDetail | None:
             .group_by(Run.environment_id)
         ).all()
     )
-    counts = dict(
-        session.execute(
-            select(Run.workload_id, func.count())
-            .where(Run.environment_id.in_([e.id for e in environments]))
-            .group_by(Run.workload_id)
-        ).all()
-    )
-    on_gpu = best_on_gpus(session, Environment.gpu_slug == item.slug)
-    best = {workload_id: run for (workload_id, _), run in on_gpu.items()}
-    measured, gaps = [], []
-    workloads = session.execute(
-        select(Workload.id, Workload.name, Workload.title, Workload.collection).order_by(Workload.name)
-    )
-    for workload in workloads:
-        if workload.id not in counts:
-            gaps.append(
-                GpuGap(
-                    slug=workload.name,
-                    title=workload.title,
-                    collection=workload.collection,
-                    url=urls.workload(workload.name),
-                    api_url=urls.api_workload(workload.name),
-                )
-            )
-            continue
-        top = best.get(workload.id)
-        measured.append(
-            GpuWorkload(
-                workload=workload.name,
-                title=workload.title,
-                runs=counts[workload.id],
-                best=top,
-                best_environment=top.environment if top else None,
-            )
-        )
     return GpuDetail(
         **item.model_dump(),
         environment_list=[
@@ -186,7 +205,81 @@ def gpu_detail(session: Session, ref: str) -> GpuDetail | None:
             )
             for e in environments
         ],
-        measured=measured,
-        not_measured=[gap.slug for gap in gaps],
-        gap_list=gaps,
+        workloads_url=urls.api_gpu_workloads(item.slug),
     )
+
+
+# --- A GPU's workloads, measured or not --------------------------------------------
+
+
+@dataclass(frozen=True)
+class GpuWorkloadFilters:
+    source: str | None = None  # a source's slug: only its workloads (``UnknownSource`` if there is none)
+    measured: bool | None = None  # True: measured on the GPU; False: not (its gaps); None: both
+
+
+def _runs_on_gpu(gpu_slug: str) -> Any:
+    """Per workload measured on the GPU, its number of runs there."""
+    return (
+        select(Run.workload_id, func.count().label("runs"))
+        .join(Environment, Run.environment_id == Environment.id)
+        .where(Environment.gpu_slug == gpu_slug)
+        .group_by(Run.workload_id)
+    )
+
+
+def _gpu_workload_listing(
+    session: Session, gpu_slug: str, filters: GpuWorkloadFilters
+) -> tuple[Select[Any], dict[str, Expr]]:
+    """The SELECT of the workloads matching ``filters``, by slug (their manifests left unread)."""
+    stmt = select(Workload).options(
+        load_only(Workload.id, Workload.name, Workload.title, Workload.collection, Workload.source_id)
+    )
+    if filters.source:
+        stmt = stmt.where(Workload.source_id == source_named(session, filters.source).id)
+    if filters.measured is not None:
+        on_gpu = _runs_on_gpu(gpu_slug).subquery()
+        measured = Workload.id.in_(select(on_gpu.c.workload_id))
+        stmt = stmt.where(measured if filters.measured else ~measured)
+    return stmt, {"slug": Workload.name}
+
+
+def _gpu_workloads(session: Session, gpu_slug: str, workloads: Sequence[Workload]) -> list[GpuWorkload]:
+    """The listing's workloads as items: their runs on the GPU and, if any is eligible, the best."""
+    ids = [workload.id for workload in workloads]
+    runs = dict(session.execute(_runs_on_gpu(gpu_slug).where(Run.workload_id.in_(ids))).all())
+    measured = [workload_id for workload_id in ids if workload_id in runs]
+    best = best_on_gpus(session, Environment.gpu_slug == gpu_slug, Run.workload_id.in_(measured)) if measured else {}
+    source_slugs = dict(session.execute(select(Source.id, Source.slug)).all())
+    return [
+        GpuWorkload(
+            workload=workload.name,
+            title=workload.title,
+            collection=workload.collection,
+            source=source_slugs[workload.source_id],
+            runs=runs.get(workload.id, 0),
+            best=best.get((workload.id, gpu_slug)),
+            url=urls.workload(workload.name),
+            api_url=urls.api_workload(workload.name),
+        )
+        for workload in workloads
+    ]
+
+
+def list_gpu_workloads(
+    session: Session, gpu_slug: str, filters: GpuWorkloadFilters, after: Position | None, limit: int
+) -> tuple[list[GpuWorkload], Position | None]:
+    """One page of the GPU's workloads after a position (the API's cursor), and the next page's position."""
+    stmt, exprs = _gpu_workload_listing(session, gpu_slug, filters)
+    rows, position = keyset_page(session, stmt, SLUG_ORDER, exprs, after, limit)
+    return _gpu_workloads(session, gpu_slug, [row[0] for row in rows]), position
+
+
+def gpu_workloads_page(
+    session: Session, gpu_slug: str, filters: GpuWorkloadFilters, number: int, size: int
+) -> tuple[list[GpuWorkload], int]:
+    """Page ``number`` (from 1) of ``size`` of the same listing, for the HTML page and its twin,
+    and how many match in all."""
+    stmt, exprs = _gpu_workload_listing(session, gpu_slug, filters)
+    rows, total = numbered_page(session, stmt, SLUG_ORDER, exprs, (number - 1) * size, size)
+    return _gpu_workloads(session, gpu_slug, [row[0] for row in rows]), total

@@ -116,6 +116,7 @@ class FastestRun(GroupBest):
 class WorkloadItem(ApiModel):
     slug: str = Field(description="{collection}-{NNN}-{name}, e.g. l1-040-conv2d-residual-block")
     title: str
+    source_slug: str = Field(description="the slug of the source it comes from, for /api/v1/sources/{slug}")
     collection: str
     tags: list[str]
     origin_model: str | None
@@ -323,6 +324,17 @@ class ImplementationDetail(ImplementationItem):
     first_places: int = Field(description="comparison groups in which one of its runs ranks #1")
 
 
+class GpuSourceCoverage(ApiModel):
+    """What was measured on one GPU of one source's workloads (by anyone: reruns count too)."""
+
+    source: str = Field(description="the source's slug")
+    source_name: str
+    runs: int
+    workloads: int = Field(description="the source's workloads with at least one run on this GPU")
+    gaps: int = Field(description="the source's workloads with no run on this GPU")
+    source_workloads: int = Field(description="all the source's workloads: workloads + gaps")
+
+
 class GpuItem(ApiModel):
     slug: str
     product: str
@@ -332,6 +344,9 @@ class GpuItem(ApiModel):
     runs: int
     workloads: int = Field(description="workloads with at least one run on this GPU")
     gaps: int = Field(description="workloads with no run on this GPU")
+    by_source: list[GpuSourceCoverage] = Field(
+        description="the same figures per source of workloads (every source that has workloads), by source name"
+    )
     url: str
     api_url: str
 
@@ -354,26 +369,23 @@ class BestOnGpu(FastestRun):
 
 
 class GpuWorkload(ApiModel):
-    workload: str
-    title: str
-    runs: int
-    best: BestOnGpu | None = Field(description="the fastest eligible run of the workload on this GPU, across stacks")
-    best_environment: str | None
+    """A workload as one GPU sees it: its runs there, or none (a gap)."""
 
-
-class GpuGap(ApiModel):
-    slug: str
+    workload: str = Field(description="the workload's slug")
     title: str
     collection: str
+    source: str = Field(description="the slug of the workload's source")
+    runs: int = Field(description="its runs on this GPU, eligible or not; 0 for a workload not measured on it")
+    best: BestOnGpu | None = Field(description="the fastest eligible run of the workload on this GPU, across stacks")
     url: str
     api_url: str
 
 
 class GpuDetail(GpuItem):
     environment_list: list[EnvironmentItem]
-    measured: list[GpuWorkload]
-    not_measured: list[str] = Field(description="slugs of workloads with no run on this GPU")
-    gap_list: list[GpuGap] = Field(description="the workloads of notMeasured, by slug, with title and collection")
+    workloads_url: str = Field(
+        description="its workloads, measured or not, page by page: filter by source and by measured=true|false"
+    )
 
 
 class ModelItem(ApiModel):
@@ -395,31 +407,47 @@ class ModelDetail(ModelItem):
     workload_list: list[ModelWorkload]
 
 
+class IngestionItem(ApiModel):
+    """One ingest of a source: where it read from, how it ended, when."""
+
+    id: int
+    origin: str
+    status: str = Field(examples=["succeeded", "partial", "failed", "running", "interrupted"])
+    started_at: datetime
+    finished_at: datetime | None
+
+
+class IngestionReportItem(IngestionItem):
+    counts: dict[str, Any]
+    errors: list[Any] = Field(description="errors, and warnings as lines starting with 'warning: '")
+    drift: list[Any] = Field(description="upstream fields the mapping does not know")
+
+
 class SourceItem(ApiModel):
     slug: str
     name: str
     website: str
+    licence: str
+    attribution: str = Field(description="the credit its figures are shown with")
     last_observed_at: datetime | None
     workloads: int
-    runs: int
+    runs: int = Field(description="runs from this source")
+    gpus: int = Field(description="GPUs its runs were measured on")
+    implementations: int = Field(description="implementation projects its runs measured")
+    last_ingest: IngestionItem | None
     url: str
     api_url: str
 
 
-class IngestionReportItem(ApiModel):
-    id: int
-    origin: str
-    status: str
-    started_at: datetime
-    finished_at: datetime | None
-    counts: dict[str, Any]
-    errors: list[Any]
-    drift: list[Any]
+class CollectionCount(ApiModel):
+    name: str
+    workloads: int
+    url: str = Field(description="the workloads list filtered to this source and collection")
 
 
 class SourceDetail(SourceItem):
     description: str
-    licence: str
+    collections: list[CollectionCount]
     report_count: int
     reports: list[IngestionReportItem] = Field(description=f"ingestion reports, newest first (at most {REPORTS_SHOWN})")
 
@@ -429,6 +457,10 @@ class SearchHitItem(ApiModel):
     slug: str
     title: str
     subtitle: str
+    sources: list[SourceRefItem] = Field(
+        description="where its records come from: a workload's source, the sources of an implementation's runs "
+        "or of a model's workloads; empty for a GPU, which any source may measure on"
+    )
     url: str
     api_url: str
 
@@ -457,6 +489,10 @@ class ImplementationPage(_PageBase):
 
 class GpuPage(_PageBase):
     items: list[GpuItem]
+
+
+class GpuWorkloadPage(_PageBase):
+    items: list[GpuWorkload]
 
 
 class ModelPage(_PageBase):

@@ -2,10 +2,17 @@
 
 What is indexed, one entry each (``kernelindex.db.search_tables``):
 
-- a workload: its slug, title and upstream name (weight ``NAME``); collection, tags and
-  origin model (``ALIAS``); description (``TEXT``);
+- a workload, of any source: its slug, title and upstream (definition) name (weight
+  ``NAME``); collection, tags and origin model (``ALIAS``); description (``TEXT``);
 - an implementation project (one entry per project, not per revision), a GPU and an
-  origin model: their names and slugs (``NAME``), a GPU's architecture (``ALIAS``).
+  origin model: their names and slugs (``NAME``), a GPU's architecture (``ALIAS``), a
+  project's runtimes (``ALIAS``) and its revisions and implementations' names (``TEXT``),
+  their trailing digits and number-only words left out ("submission-16893" gives
+  "submission"; "max-autotune, torch 2.5.0" gives "max", "autotune", "torch"), so a new
+  revision seldom changes the entry and the revisions are read grouped, not one by one.
+
+Each result names the sources its records come from (``SearchHit.sources``), read when
+it is shown, so the index holds nothing that another source's ingest could leave stale.
 
 Text becomes terms by one rule for documents and queries alike: Unicode-folded (accents
 dropped, case folded) runs of letters and digits. Names also give their camel-case parts
@@ -28,10 +35,11 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from itertools import pairwise
+from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
@@ -54,11 +62,12 @@ from sqlalchemy.orm import Session
 
 from kernelindex import urls
 from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord
-from kernelindex.db.tables import Environment, Implementation, Workload
+from kernelindex.db.tables import Environment, Implementation, Run, Source, Workload
+from kernelindex.manifests import Implementation as ImplementationManifest
 from kernelindex.slugs import slugify
 from kernelindex.store.batch import Batch
 from kernelindex.store.manifests import workload_manifest
-from kernelindex.store.schemas import SearchHitItem, SearchResponse
+from kernelindex.store.schemas import SearchHitItem, SearchResponse, SourceRefItem
 from kernelindex.store.version import mark_changed
 
 KINDS = ("workload", "implementation", "gpu", "model")
@@ -87,12 +96,19 @@ STOP_WORDS = frozenset({"a", "an", "and", "by", "for", "of", "or", "the", "to", 
 
 
 @dataclass(frozen=True)
+class HitSource:
+    slug: str
+    name: str
+
+
+@dataclass(frozen=True)
 class SearchHit:
     kind: str  # "workload" | "implementation" | "gpu" | "model"
     slug: str
     title: str
     subtitle: str
     url: str  # "/workloads/{slug}", "/implementations/{slug}", "/gpus/{slug}", "/models/{slug}"
+    sources: tuple[HitSource, ...] = ()  # by name; given by ``search``, not by ``suggest``
 
 
 @dataclass(frozen=True)
@@ -176,7 +192,7 @@ def workload_entry(workload: Workload, upstream_name: str | None = None) -> Entr
     """A workload's entry; ``upstream_name`` (the definition's name) is read from its manifest if not given."""
     if upstream_name is None:
         upstream_name = workload_manifest(workload).spec.definition.name
-    terms = Terms().add(workload.title, NAME, name=True).add(workload.name, NAME).add(upstream_name, NAME)
+    terms = Terms().add(workload.title, NAME, name=True).add(workload.name, NAME).add(upstream_name, NAME, name=True)
     terms.add(workload.collection, ALIAS, name=True).add(workload.origin_model, ALIAS, name=True)
     for tag in workload.tags:
         terms.add(str(tag), ALIAS, name=True)
@@ -186,11 +202,20 @@ def workload_entry(workload: Workload, upstream_name: str | None = None) -> Entr
     return Entry("workload", workload.name, workload.title, subtitle[:300], terms.weights)
 
 
-def _name_entry(kind: str, slug: str, title: str, subtitle: str, extra: Iterable[str] = ()) -> Entry:
+def _name_entry(
+    kind: str, slug: str, title: str, subtitle: str, extra: Iterable[str] = (), text: Iterable[str] = ()
+) -> Entry:
     terms = Terms().add(title, NAME, name=True).add(slug, NAME)
-    for text in extra:
-        terms.add(text, ALIAS, name=True)
+    for alias in extra:
+        terms.add(alias, ALIAS, name=True)
+    for words_of_text in text:
+        terms.add(words_of_text, TEXT, name=True)
     return Entry(kind, slug, title[:300], subtitle[:300], terms.weights)
+
+
+def _without_numbers(text: str) -> str:
+    """The words of ``text`` that are not all digits, as a name: "torch 2.5." → "torch"."""
+    return " ".join(word for word in _WORD.findall(text) if not word.isdigit())
 
 
 @lru_cache(maxsize=4096)
@@ -210,8 +235,28 @@ _GPUS = select(Environment.gpu_slug, Environment.gpu_product, Environment.archit
 _PROJECT_SPELLINGS = select(Implementation.project_slug, func.min(Implementation.project)).group_by(
     Implementation.project_slug
 )
-_ALL_REVISIONS = select(Implementation.project_slug, func.count()).group_by(Implementation.project_slug)
+# A project's revisions grouped by their texts without trailing digits ("submission-16893" and
+# "submission-16894" are one row), the same on SQLite and PostgreSQL.
+_DIGITS = "0123456789"
+_REVISION_TEXTS = (
+    Implementation.project_slug,
+    func.rtrim(Implementation.name, _DIGITS),
+    func.rtrim(Implementation.revision, _DIGITS),
+    Implementation.runtime,
+)
+_ALL_REVISIONS = select(*_REVISION_TEXTS, func.count()).group_by(*_REVISION_TEXTS)
 _REVISIONS = _ALL_REVISIONS.where(Implementation.project_slug.in_(bindparam("slugs", expanding=True)))
+# Counted from the index on project_slug alone: the rows themselves (manifests) are not read.
+_REVISION_COUNTS = (
+    select(Implementation.project_slug, func.count())
+    .where(Implementation.project_slug.in_(bindparam("slugs", expanding=True)))
+    .group_by(Implementation.project_slug)
+)
+_STORED_PROJECT_TERMS = (
+    select(SearchEntry.slug, SearchTerm.term, SearchTerm.weight)
+    .join(SearchTerm, SearchTerm.entry_id == SearchEntry.id)
+    .where(SearchEntry.kind == "implementation", SearchEntry.slug.in_(bindparam("slugs", expanding=True)))
+)
 _STORED_TITLES = select(SearchEntry.slug, SearchEntry.title).where(
     SearchEntry.kind == bindparam("kind"), SearchEntry.slug.in_(bindparam("slugs", expanding=True))
 )
@@ -265,29 +310,92 @@ def gpu_entries(session: Session) -> list[Entry]:
     return entries
 
 
-def project_entries(session: Session, names: Iterable[str] | None = None) -> list[Entry]:
+@dataclass
+class _Revisions:
+    """What a project's revisions add to its entry: their count and their words but numbers."""
+
+    count: int = 0
+    runtimes: set[str] = field(default_factory=set)
+    names: set[str] = field(default_factory=set)  # the revisions and the implementations' manifest names
+
+    def add_texts(self, implementation: str, revision: str, runtime: str | None) -> None:
+        self.runtimes.add(_without_numbers(runtime or ""))
+        self.names.update(_without_numbers(text.rstrip(_DIGITS)) for text in (revision, implementation))
+
+
+def _read_revisions(rows: Iterable[Any]) -> dict[str, _Revisions]:
+    revisions: dict[str, _Revisions] = {}
+    for slug, implementation, revision, runtime, count in rows:
+        found = revisions.setdefault(slug, _Revisions())
+        found.count += count
+        found.add_texts(implementation, revision, runtime)
+    return revisions
+
+
+def _project_entry(slug: str, title: str, revisions: _Revisions, stored: Mapping[str, int] | None = None) -> Entry:
+    entry = _name_entry(
+        "implementation",
+        slug,
+        title,
+        _plural(revisions.count, "revision"),
+        sorted(revisions.runtimes),
+        sorted(revisions.names),
+    )
+    if not stored:
+        return entry
+    terms = dict(stored)
+    for term, weight in entry.terms.items():
+        terms[term] = max(weight, terms.get(term, 0))
+    return replace(entry, terms=terms)
+
+
+def project_entries(
+    session: Session, implementations: Sequence[ImplementationManifest] | None = None, revised: bool = False
+) -> list[Entry]:
     """One entry per implementation project (by slug), with its number of revisions.
 
-    A project is spelled as the first of its spellings in sort order. ``names`` (project
-    names just stored) limits it to their projects, whose spelling so far is the entry's.
+    A project is spelled as the first of its spellings in sort order. ``implementations``
+    (manifests just stored) limits it to their projects, whose spelling so far is the
+    entry's. A stored entry whose spelling stands gets the words of these implementations
+    added to its terms, which hold those of every earlier one; any other (a new project, a
+    new spelling, or every one when ``revised``: an implementation changed) is read again
+    from all its revisions. Either way the terms are those ``rebuild_index`` gives.
     """
     connection = session.connection()
-    if names is None:
-        spellings = dict(connection.execute(_PROJECT_SPELLINGS).all())
-        counts = dict(connection.execute(_ALL_REVISIONS).all())
-    else:
-        spellings = {}
-        for name in names:
-            slug = slugify(name)
-            spellings[slug] = min(spellings.get(slug, name), name)
-        slugs = sorted(spellings)
-        for slug, title in connection.execute(_STORED_TITLES, {"kind": "implementation", "slugs": slugs}):
-            spellings[slug] = min(spellings[slug], title)
-        counts = dict(connection.execute(_REVISIONS, {"slugs": slugs}).all())
+    if implementations is None:
+        every = _read_revisions(connection.execute(_ALL_REVISIONS))
+        return [
+            _project_entry(slug, name, every[slug])
+            for slug, name in connection.execute(_PROJECT_SPELLINGS)
+            if slug in every
+        ]
+    spellings: dict[str, str] = {}
+    for manifest in implementations:
+        name = manifest.spec.project.name
+        slug = slugify(name)
+        spellings[slug] = min(spellings.get(slug, name), name)
+    slugs = sorted(spellings)
+    stored_titles = dict(connection.execute(_STORED_TITLES, {"kind": "implementation", "slugs": slugs}).all())
+    for slug, title in stored_titles.items():
+        spellings[slug] = min(spellings[slug], title)
+    kept = [] if revised else [slug for slug in slugs if stored_titles.get(slug) == spellings[slug]]
+    stored: dict[str, dict[str, int]] = {}
+    revisions: dict[str, _Revisions] = {}
+    if kept:
+        for slug, term, weight in connection.execute(_STORED_PROJECT_TERMS, {"slugs": kept}):
+            stored.setdefault(slug, {})[term] = weight
+        for slug, count in connection.execute(_REVISION_COUNTS, {"slugs": kept}):
+            revisions[slug] = _Revisions(count=count)
+        for manifest in implementations:
+            if (found := revisions.get(slugify(manifest.spec.project.name))) is not None:
+                found.add_texts(manifest.metadata.name, manifest.spec.revision, manifest.spec.runtime)
+    reread = [slug for slug in slugs if slug not in revisions]
+    if reread:
+        revisions.update(_read_revisions(connection.execute(_REVISIONS, {"slugs": reread})))
     return [
-        _name_entry("implementation", slug, name, _plural(counts[slug], "revision"))
+        _project_entry(slug, name, revisions[slug], stored.get(slug))
         for slug, name in spellings.items()
-        if counts.get(slug)
+        if slug in revisions
     ]
 
 
@@ -385,7 +493,7 @@ def index_batch(session: Session, batch: Batch, workload: Workload, counts: Mapp
         elif spec.origin_model:
             entries += model_entries(session, only=_model_slug(spec.origin_model))
     if "implementation" in added | updated:
-        entries += project_entries(session, (manifest.spec.project.name for manifest in batch.implementations))
+        entries += project_entries(session, batch.implementations, revised="implementation" in updated)
     if "environment" in added | updated:
         entries += gpu_entries(session)
         prune.add("gpu")
@@ -488,8 +596,53 @@ def _ranked(
     ]
 
 
+_SOURCES_OF = {
+    "workload": select(Workload.name, Source.slug, Source.name)
+    .join(Source, Workload.source_id == Source.id)
+    .where(Workload.name.in_(bindparam("slugs", expanding=True))),
+    "implementation": select(Implementation.project_slug, Source.slug, Source.name)
+    .select_from(Run)
+    .join(Implementation, Run.implementation_id == Implementation.id)
+    .join(Source, Run.source_id == Source.id)
+    .where(Implementation.project_slug.in_(bindparam("slugs", expanding=True)))
+    .distinct(),
+}
+# Models are named by slug, their workloads by spelling: every (spelling, source), a short list.
+_MODEL_SOURCES = (
+    select(Workload.origin_model, Source.slug, Source.name)
+    .join(Source, Workload.source_id == Source.id)
+    .where(Workload.origin_model.is_not(None))
+    .distinct()
+)
+
+
+def with_sources(session: Session, hits: list[SearchHit]) -> list[SearchHit]:
+    """``hits`` with the sources their records come from, by name: a workload's own source,
+    the sources of an implementation's runs, those of a model's workloads. A GPU is measured
+    on by any source; it names none."""
+    wanted: dict[str, list[str]] = {}
+    for hit in hits:
+        wanted.setdefault(hit.kind, []).append(hit.slug)
+    found: dict[tuple[str, str], set[HitSource]] = {}
+    connection = session.connection()
+    for kind, statement in _SOURCES_OF.items():
+        if kind in wanted:
+            for slug, source, name in connection.execute(statement, {"slugs": wanted[kind]}):
+                found.setdefault((kind, slug), set()).add(HitSource(source, name))
+    if "model" in wanted:
+        models = set(wanted["model"])
+        for model, source, name in connection.execute(_MODEL_SOURCES):
+            if (slug := _model_slug(model)) in models:
+                found.setdefault(("model", slug), set()).add(HitSource(source, name))
+    return [
+        replace(hit, sources=tuple(sorted(found.get((hit.kind, hit.slug), ()), key=lambda s: (s.name, s.slug))))
+        for hit in hits
+    ]
+
+
 def search(session: Session, q: str, limit: int = 20, kinds: set[str] | None = None) -> SearchResults:
-    """Ranked results for ``q``: entries matching every term, or if none, those matching the most.
+    """Ranked results for ``q``: entries matching every term, or if none, those matching the most,
+    each with its sources (``with_sources``).
 
     ``q`` is data, never syntax: any text is accepted, and a text without letters or digits
     finds nothing. ``did_you_mean`` is a corrected query when fewer than ``FEW_HITS``
@@ -507,7 +660,7 @@ def search(session: Session, q: str, limit: int = 20, kinds: set[str] | None = N
     if not hits and len(terms) > 1:
         hits = _ranked(session, terms, limit, wanted, TEXT, require_all=False)
     did_you_mean = _did_you_mean(session, terms) if complete < FEW_HITS else None
-    return SearchResults(query=q, hits=hits, did_you_mean=did_you_mean)
+    return SearchResults(query=q, hits=with_sources(session, hits), did_you_mean=did_you_mean)
 
 
 def suggest(session: Session, prefix: str, limit: int = 8) -> list[SearchHit]:
@@ -610,6 +763,10 @@ def search_response(results: SearchResults) -> SearchResponse:
                     "slug": hit.slug,
                     "title": hit.title,
                     "subtitle": hit.subtitle,
+                    "sources": [
+                        SourceRefItem(slug=source.slug, name=source.name, api_url=urls.api_source(source.slug))
+                        for source in hit.sources
+                    ],
                     "url": hit.url,
                     "api_url": API_URLS[hit.kind](hit.slug),
                 }

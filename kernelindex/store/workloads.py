@@ -1,7 +1,9 @@
 """Workloads as every list shows them: filtered, sorted, with their figures (PRODUCT.md §6).
 
 ``/workloads``, its JSON twin, home and ``/api/v1/workloads`` all read this module, so a
-filter, a sort and a figure mean the same wherever they are shown. The figures of a
+filter, a sort and a figure mean the same wherever they are shown. Workloads come from
+sources, each with its own collections (SOL-ExecBench's L1 … FlashInfer-Bench,
+KernelBench's levels, Liger-Kernel's one): lists filter by either, home groups by both. The figures of a
 workload (eligible runs, best SOL score, fastest run, last record) are computed in SQL
 by the rules of ``kernelindex.ranking``: ``eligible()`` is ``ineligibility_reasons``,
 the fastest run is ``fastest_reported`` and the last record is the moment the current
@@ -11,6 +13,7 @@ the fastest run is ``fastest_reported`` and the last record is the moment the cu
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,7 +23,7 @@ from sqlalchemy import ColumnElement, Select, Text, and_, cast, func, or_, selec
 from sqlalchemy.orm import Session, joinedload
 
 from kernelindex import urls
-from kernelindex.db.tables import Environment, Run, Workload
+from kernelindex.db.tables import Environment, Run, Source, Workload
 from kernelindex.slugs import slugify
 from kernelindex.store.catalog import origin_model_spellings
 from kernelindex.store.common import contains, fastest_eligible_runs, name_by_ref
@@ -28,6 +31,7 @@ from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page, numbe
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import evaluation_stack
 from kernelindex.store.schemas import FastestRun, WorkloadItem
+from kernelindex.store.source_filter import source_named
 
 WORKLOAD_SORTS: dict[str, tuple[SortKey, ...]] = {
     "name": (SortKey("name", str),),
@@ -38,11 +42,23 @@ WORKLOAD_SORTS: dict[str, tuple[SortKey, ...]] = {
 }
 
 
+# SOL-ExecBench's collections in its own order; any other collection sorts by name, numbers
+# by value ("level 2" before "level 10").
 COLLECTION_ORDER = ("L1", "L2", "Quant", "FlashInfer-Bench")
+_NUMBERS = re.compile(r"(\d+)")
+
+
+def collection_order(name: str) -> tuple[int, list[int | str]]:
+    """The sort key of a collection name: SOL-ExecBench's order first, then by name, numbers by value."""
+    known = COLLECTION_ORDER.index(name) if name in COLLECTION_ORDER else len(COLLECTION_ORDER)
+    # re.split with a group alternates text and digits, starting with text: the parts compare alike.
+    parts = _NUMBERS.split(name.casefold())
+    return known, [int(part) if index % 2 else part for index, part in enumerate(parts)]
 
 
 @dataclass(frozen=True)
 class WorkloadFilters:
+    source: str | None = None  # a source's slug (``UnknownSource`` if there is none)
     collection: str | None = None
     tag: str | None = None
     model: str | None = None  # an origin model's name or slug
@@ -92,6 +108,8 @@ def _eligible_stats_subquery(ids: Sequence[int] | None = None) -> Any:
 
 def _conditions(session: Session, filters: WorkloadFilters) -> list[ColumnElement[bool]]:
     conditions: list[ColumnElement[bool]] = []
+    if filters.source:
+        conditions.append(Workload.source_id == source_named(session, filters.source).id)
     if filters.collection:
         conditions.append(func.lower(Workload.collection) == filters.collection.lower())
     if filters.tag:
@@ -151,16 +169,54 @@ def workloads_page(
     return workload_items(session, [row[0] for row in rows]), total
 
 
-def every_workload(session: Session) -> list[WorkloadItem]:
-    """The whole catalogue by slug, with figures, as home lists it by collection."""
-    return workload_items(session, list(session.scalars(select(Workload).order_by(Workload.name))), whole=True)
+@dataclass(frozen=True)
+class CollectionGroup:
+    name: str
+    workloads: list[WorkloadItem]  # by slug
 
 
-def by_collection(items: Sequence[WorkloadItem]) -> list[tuple[str, list[WorkloadItem]]]:
-    """``items`` grouped by collection, the source's own collections first, in its order."""
-    order = {name: position for position, name in enumerate(COLLECTION_ORDER)}
-    names = sorted({item.collection for item in items}, key=lambda name: (order.get(name, len(order)), name))
-    return [(name, [item for item in items if item.collection == name]) for name in names]
+@dataclass(frozen=True)
+class SourceGroup:
+    """A source's workloads, by collection, with the facts its figures are shown beside."""
+
+    slug: str
+    name: str
+    website: str
+    licence: str
+    attribution: str
+    workload_count: int
+    eligible_runs: int
+    collections: list[CollectionGroup]
+
+
+def catalogue_by_source(session: Session) -> list[SourceGroup]:
+    """The whole catalogue with figures, by source (by name) then collection (``collection_order``).
+
+    Sources with no workloads of their own (controlled reruns measure other sources'
+    workloads) have no group.
+    """
+    items = workload_items(session, list(session.scalars(select(Workload).order_by(Workload.name))), whole=True)
+    groups = []
+    for source in sorted(session.scalars(select(Source)), key=lambda s: (s.name.casefold(), s.slug)):
+        own = [item for item in items if item.source_slug == source.slug]
+        if not own:
+            continue
+        names = sorted({item.collection for item in own}, key=collection_order)
+        groups.append(
+            SourceGroup(
+                slug=source.slug,
+                name=source.name,
+                website=source.url,
+                licence=source.licence,
+                attribution=source.attribution,
+                workload_count=len(own),
+                eligible_runs=sum(item.eligible_runs for item in own),
+                collections=[
+                    CollectionGroup(name, [item for item in own if item.collection == name]) for name in names
+                ],
+            )
+        )
+    return groups
 
 
 def _fastest_runs(session: Session, ids: Sequence[int] | None) -> dict[int, Run]:
@@ -193,6 +249,7 @@ def workload_items(session: Session, workloads: Sequence[Workload], whole: bool 
     stats = {row.workload_id: row for row in session.execute(select(_eligible_stats_subquery(ids)))}
     last = {row.workload_id: row.at for row in session.execute(select(_last_record_subquery(ids)))}
     fastest = _fastest_runs(session, ids)
+    source_slugs = dict(session.execute(select(Source.id, Source.slug)).all())
     items = []
     for workload in workloads:
         figures = stats.get(workload.id)
@@ -201,6 +258,7 @@ def workload_items(session: Session, workloads: Sequence[Workload], whole: bool 
             WorkloadItem(
                 slug=workload.name,
                 title=workload.title,
+                source_slug=source_slugs[workload.source_id],
                 collection=workload.collection,
                 tags=[str(tag) for tag in workload.tags],
                 origin_model=workload.origin_model,
@@ -218,13 +276,52 @@ def workload_items(session: Session, workloads: Sequence[Workload], whole: bool 
     return items
 
 
+@dataclass(frozen=True)
+class CollectionFacet:
+    name: str
+    count: int
+
+
+@dataclass(frozen=True)
+class SourceFacet:
+    """A source with its number of workloads, and its collections with theirs."""
+
+    slug: str
+    name: str
+    count: int
+    collections: list[CollectionFacet]
+
+
+def source_facets(session: Session, source_id: int | None = None) -> list[SourceFacet]:
+    """Every source that has workloads (only ``source_id``'s, given one), by name, with its
+    collections in ``collection_order``: what the source and collection filters can take."""
+    counted = select(Workload.source_id, Workload.collection, func.count()).group_by(
+        Workload.source_id, Workload.collection
+    )
+    if source_id is not None:
+        counted = counted.where(Workload.source_id == source_id)
+    collections: dict[int, list[CollectionFacet]] = {}
+    for owner, collection, count in session.execute(counted):
+        collections.setdefault(owner, []).append(CollectionFacet(collection, count))
+    sources = session.scalars(select(Source).where(Source.id.in_(list(collections))))
+    facets = [
+        SourceFacet(
+            slug=source.slug,
+            name=source.name,
+            count=sum(facet.count for facet in collections[source.id]),
+            collections=sorted(collections[source.id], key=lambda facet: collection_order(facet.name)),
+        )
+        for source in sources
+    ]
+    return sorted(facets, key=lambda facet: (facet.name.casefold(), facet.slug))
+
+
 def facet_values(session: Session) -> dict[str, list[str]]:
-    """The values each workload filter can take, for the filter form."""
-    collections = sorted(set(session.scalars(select(Workload.collection).distinct())))
+    """The values the tag, origin model and GPU filters can take, for the filter form."""
     models = sorted({m for m in session.scalars(select(Workload.origin_model).distinct()) if m}, key=str.casefold)
     tags = sorted({tag for tags in session.scalars(select(Workload.tags)) for tag in tags})
     gpus = sorted(set(session.scalars(select(Environment.gpu_slug).distinct())))
-    return {"collection": collections, "model": models, "tag": tags, "gpu": gpus}
+    return {"model": models, "tag": tags, "gpu": gpus}
 
 
 def find_workload(session: Session, ref: str) -> Workload | None:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from kernelindex.manifests.digest import DIGEST_PATTERN, is_digest
 from kernelindex.manifests.types import EvidenceLevelField
-from kernelindex.store.gpus import gpu_detail, list_gpus
+from kernelindex.store.gpus import GpuWorkloadFilters, find_gpu, gpu_detail, list_gpu_workloads, list_gpus
 from kernelindex.store.implementations import implementation_detail, list_implementations
 from kernelindex.store.keyset import SLUG_ORDER
 from kernelindex.store.leaderboards import workload_detail
@@ -28,6 +28,7 @@ from kernelindex.store.run_queries import RUN_SORTS, RunFilters, find_run, list_
 from kernelindex.store.schemas import (
     GpuDetail,
     GpuPage,
+    GpuWorkloadPage,
     ImplementationDetail,
     ImplementationPage,
     ModelDetail,
@@ -42,6 +43,7 @@ from kernelindex.store.schemas import (
 )
 from kernelindex.store.search import search as search_catalogue
 from kernelindex.store.search import search_response
+from kernelindex.store.source_filter import UnknownSource
 from kernelindex.store.sources import list_sources, source_detail
 from kernelindex.store.workloads import WORKLOAD_SORTS, WorkloadFilters, find_workload, list_workloads
 from kernelindex.web.compare import CompareResult, RunsParam, compare_named
@@ -104,6 +106,10 @@ Cursor = Annotated[
     Query(max_length=MAX_CURSOR_LENGTH, description="the nextCursor of the previous page, exactly as served"),
 ]
 Slug = Annotated[str | None, Query(min_length=1, max_length=200)]
+SourceSlug = Annotated[
+    str | None,
+    Query(min_length=1, max_length=64, description="a source's slug, e.g. sol-execbench", examples=["sol-execbench"]),
+]
 WorkloadSort = Literal["name", "runs", "-runs", "best_sol", "last_record"]
 RunSort = Literal["latency", "-latency", "observed", "-observed"]
 Evidence = EvidenceLevelField
@@ -130,12 +136,13 @@ def _ref(ref: str, what: str) -> str:
     response_model=WorkloadPage,
     tags=["workloads"],
     summary="List workloads",
-    description="Filter by collection, tag, origin model, GPU measured on, or text; sort by name (A–Z), runs "
-    "(fewest first), -runs (most first), best_sol (highest SOL score first) or last_record (newest first).",
+    description="Filter by source, collection, tag, origin model, GPU measured on, or text; sort by name (A–Z), "
+    "runs (fewest first), -runs (most first), best_sol (highest SOL score first) or last_record (newest first).",
 )
 def workloads(
     request: Request,
     session: SessionDep,
+    source: SourceSlug = None,
     collection: Annotated[str | None, Query(max_length=64, examples=["L1"])] = None,
     tag: Annotated[str | None, Query(max_length=300, examples=["vision"])] = None,
     model: Annotated[str | None, Query(max_length=200, description="origin model, by name or slug")] = None,
@@ -145,9 +152,12 @@ def workloads(
     limit: Limit = 50,
     cursor: Cursor = None,
 ) -> Response:
-    filters = WorkloadFilters(collection=collection, tag=tag, model=model, gpu=gpu, q=q)
+    filters = WorkloadFilters(source=source, collection=collection, tag=tag, model=model, gpu=gpu, q=q)
     listing = Listing("workloads", sort, asdict(filters), WORKLOAD_SORTS[sort])
-    items, position = list_workloads(session, filters, sort, listing.after(cursor), limit)
+    try:
+        items, position = list_workloads(session, filters, sort, listing.after(cursor), limit)
+    except UnknownSource as exc:
+        raise BadRequest(str(exc)) from None
     return send(request, WorkloadPage(items=items, next_cursor=listing.next(position)))
 
 
@@ -260,7 +270,8 @@ def implementation(request: Request, session: SessionDep, slug: str) -> Response
     operation_id="listGpus",
     response_model=GpuPage,
     tags=["gpus"],
-    summary="List GPUs measured on, by slug",
+    summary="List GPUs, measured on or tracked, by slug",
+    description="Each with its runs, workloads measured and gaps, in all and per source of the workloads.",
 )
 def gpus(request: Request, session: SessionDep, limit: Limit = 50, cursor: Cursor = None) -> Response:
     listing = Listing("gpus", "slug", {}, SLUG_ORDER)
@@ -273,14 +284,45 @@ def gpus(request: Request, session: SessionDep, limit: Limit = 50, cursor: Curso
     operation_id="getGpu",
     response_model=GpuDetail,
     tags=["gpus"],
-    summary="One GPU: what was measured on it, and the workloads with no measurement",
-    description="By GPU slug, or by the digest of the ExecutionEnvironment manifest of an environment on it.",
+    summary="One GPU: its coverage in all and per source, and its environments",
+    description="By GPU slug, or by the digest of the ExecutionEnvironment manifest of an environment on it. "
+    "Its workloads, measured or not, are listed by workloadsUrl.",
 )
 def gpu(request: Request, session: SessionDep, slug: str) -> Response:
     detail = gpu_detail(session, _ref(slug, "environment"))
     if detail is None:
         raise NotFound(f"No GPU has the slug or environment digest {slug!r}.")
     return send(request, detail)
+
+
+@router.get(
+    f"{V1}/gpus/{{slug}}/workloads",
+    operation_id="listGpuWorkloads",
+    response_model=GpuWorkloadPage,
+    tags=["gpus"],
+    summary="One GPU's workloads, by slug: measured on it (with the best run there) or not",
+    description="By GPU slug or environment digest. measured=true: only those with a run on it; measured=false: "
+    "only those with none (its gaps); source: only that source's workloads.",
+)
+def gpu_workloads(
+    request: Request,
+    session: SessionDep,
+    slug: str,
+    source: SourceSlug = None,
+    measured: Annotated[bool | None, Query(description="true: measured on it; false: not measured on it")] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> Response:
+    gpu_slug = find_gpu(session, _ref(slug, "environment"))
+    if gpu_slug is None:
+        raise NotFound(f"No GPU has the slug or environment digest {slug!r}.")
+    filters = GpuWorkloadFilters(source=source, measured=measured)
+    listing = Listing("gpu-workloads", "slug", {"gpu": gpu_slug, **asdict(filters)}, SLUG_ORDER)
+    try:
+        items, position = list_gpu_workloads(session, gpu_slug, filters, listing.after(cursor), limit)
+    except UnknownSource as exc:
+        raise BadRequest(str(exc)) from None
+    return send(request, GpuWorkloadPage(items=items, next_cursor=listing.next(position)))
 
 
 @router.get(
@@ -316,6 +358,8 @@ def model(request: Request, session: SessionDep, slug: str) -> Response:
     response_model=SourcePage,
     tags=["sources"],
     summary="List sources, by slug",
+    description="Each with its licence, attribution, figures (workloads, runs, GPUs, implementation projects) and "
+    "its last ingest.",
 )
 def sources(request: Request, session: SessionDep, limit: Limit = 50, cursor: Cursor = None) -> Response:
     listing = Listing("sources", "slug", {}, SLUG_ORDER)
@@ -328,7 +372,7 @@ def sources(request: Request, session: SessionDep, limit: Limit = 50, cursor: Cu
     operation_id="getSource",
     response_model=SourceDetail,
     tags=["sources"],
-    summary="One source, with its ingestion reports",
+    summary="One source, with its collections and its ingestion reports",
 )
 def source(request: Request, session: SessionDep, slug: str) -> Response:
     detail = source_detail(session, slug)

@@ -1,8 +1,9 @@
 """Pages of the things runs are grouped by: implementations, GPUs, origin models, sources.
 
-Each page asks the store the question its API endpoint asks (``gpu_catalogue`` and
-``gpu_detail``, ``implementation_detail``, ``model_detail``, ``source_detail``) and maps
-the typed answer to its view; it computes no figure of its own.
+Each page asks the store the question its API endpoint asks (``gpu_catalogue``,
+``gpu_detail`` and ``gpu_workloads_page``, ``implementation_detail``, ``model_detail``,
+``every_source`` and ``source_detail``) and maps the typed answer to its view; it
+computes no figure of its own, only writes shares as percentages.
 """
 
 from __future__ import annotations
@@ -15,13 +16,22 @@ from fastapi.responses import Response
 
 from kernelindex import urls
 from kernelindex.manifests.types import EvidenceLevel
-from kernelindex.store.gpus import gpu_catalogue, gpu_detail
+from kernelindex.store.gpus import GpuWorkloadFilters, gpu_catalogue, gpu_detail, gpu_workloads_page
 from kernelindex.store.implementations import implementation_detail
 from kernelindex.store.models import model_detail
-from kernelindex.store.schemas import BestOnGpu, GpuItem, ImplementationRun, IngestionReportItem
-from kernelindex.store.sources import source_detail
+from kernelindex.store.schemas import (
+    BestOnGpu,
+    CollectionCount,
+    GpuItem,
+    ImplementationRun,
+    IngestionReportItem,
+    SourceItem,
+)
+from kernelindex.store.source_filter import UnknownSource
+from kernelindex.store.sources import errors_and_warnings, every_source, source_detail
+from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
-from kernelindex.web.errors import NotFound
+from kernelindex.web.errors import BadRequest, NotFound
 from kernelindex.web.format import latency
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.pages import PageContext, page_route, render_page
@@ -122,6 +132,32 @@ def implementation(request: Request, slug: str, session: SessionDep) -> Response
 
 # --- GPUs --------------------------------------------------------------------------
 
+GPU_PAGE_SIZE = 50
+
+
+def share(part: int, whole: int) -> str:
+    """``part`` of ``whole`` as a whole percentage; never "0%" for some, nor "100%" for not all."""
+    if whole == 0:
+        return "–"
+    percent = 100 * part / whole
+    if 0 < percent < 1:
+        return "<1%"
+    if 99 < percent < 100:
+        return ">99%"
+    return f"{percent:.0f}%"
+
+
+class SourceCoverageLine(Part):
+    """A source whose workloads have runs on the GPU."""
+
+    source: str
+    name: str
+    url: str  # the GPU page filtered to the source's workloads
+    runs: int
+    workloads: int
+    source_workloads: int
+    share: str
+
 
 class GpuLine(Part):
     slug: str
@@ -131,6 +167,8 @@ class GpuLine(Part):
     measured_workloads: int
     runs: int
     gaps: int
+    share: str  # of every workload in the catalogue
+    by_source: list[SourceCoverageLine]
 
 
 def _gpu_line(gpu: GpuItem) -> GpuLine:
@@ -142,6 +180,20 @@ def _gpu_line(gpu: GpuItem) -> GpuLine:
         measured_workloads=gpu.workloads,
         runs=gpu.runs,
         gaps=gpu.gaps,
+        share=share(gpu.workloads, gpu.workloads + gpu.gaps),
+        by_source=[
+            SourceCoverageLine(
+                source=entry.source,
+                name=entry.source_name,
+                url=urls.gpu(gpu.slug, source=entry.source),
+                runs=entry.runs,
+                workloads=entry.workloads,
+                source_workloads=entry.source_workloads,
+                share=share(entry.workloads, entry.source_workloads),
+            )
+            for entry in gpu.by_source
+            if entry.runs
+        ],
     )
 
 
@@ -149,7 +201,7 @@ class GpusPage(PageContext):
     template: ClassVar[str] = "gpus.html"
 
     workload_count: int
-    gpus: list[GpuLine]
+    gpus: list[GpuLine]  # those measured on first, most runs first; then those tracked, not measured yet
 
 
 @page_route(router, "/gpus")
@@ -160,34 +212,134 @@ def gpus(request: Request, session: SessionDep) -> Response:
     return render_page(request, GpusPage(workload_count=catalogue.workload_count, gpus=lines))
 
 
-class GapLine(Part):
+class GpuWorkloadLine(Part):
     slug: str
     url: str
     title: str
     collection: str
+    source: str
+    source_name: str
+    runs: int  # on this GPU; 0 for a gap
+    best: RunLine | None
+
+
+class SourceChoice(Part):
+    """One choice of the source filter: every source of workloads, or one (``source`` None: all)."""
+
+    source: str | None
+    name: str
+    url: str
+    selected: bool
+
+
+class CoverageTab(Part):
+    """The measured workloads or the gaps, under the chosen source."""
+
+    measured: bool
+    label: str
+    count: int
+    url: str
+    selected: bool
 
 
 class GpuPage(PageContext):
     template: ClassVar[str] = "gpu.html"
 
     gpu: GpuLine
-    best_runs: list[RunLine]
-    gaps: list[GapLine]
-    gap_total: int
+    source: str | None
+    measured: bool
+    sources: list[SourceChoice]
+    tabs: list[CoverageTab]
+    workloads: list[GpuWorkloadLine]  # page ``page`` of the chosen tab, by slug
+    total: int
+    page: int
+    page_count: int
+    previous_url: str | None
+    next_url: str | None
 
 
 @page_route(router, "/gpus/{slug}")
-def gpu(request: Request, slug: str, session: SessionDep) -> Response:
+def gpu(
+    request: Request,
+    slug: str,
+    session: SessionDep,
+    source: str | None = None,
+    measured: str | None = None,
+    page: str | None = None,
+) -> Response:
     detail = gpu_detail(session, slug)
     if detail is None:
         raise NotFound(f"No GPU has the slug {slug!r}.")
-    best = [_best_line(w.workload, w.title, w.best) for w in detail.measured if w.best is not None]
+    chosen = params.text("source", source, max_length=64)
+    source_slug = chosen.lower() if chosen else None
+    coverage = next((entry for entry in detail.by_source if entry.source == source_slug), None)
+    if coverage is not None:
+        counts = {True: coverage.workloads, False: coverage.gaps}
+    elif source_slug is None:
+        counts = {True: detail.workloads, False: detail.gaps}
+    else:  # a source with no workloads of its own, or none at all (the store says which)
+        counts = {True: 0, False: 0}
+    default = "true" if counts[True] else "false"
+    show_measured = params.choice("measured", measured, ("true", "false"), default) == "true"
+    number = params.page_number(page)
+    try:
+        rows, total = gpu_workloads_page(
+            session, detail.slug, GpuWorkloadFilters(source=source_slug, measured=show_measured), number, GPU_PAGE_SIZE
+        )
+    except UnknownSource as exc:
+        raise BadRequest(str(exc)) from None
+    page_count = max(1, -(-total // GPU_PAGE_SIZE))
+    if number > page_count:
+        raise BadRequest(f"page {number} is past the last page ({page_count}).")
+
+    def url(source: str | None, measured: bool, number: int = 1) -> str:
+        return urls.gpu(detail.slug, source=source, measured="true" if measured else "false", page=number)
+
+    names = {entry.source: entry.source_name for entry in detail.by_source}
     context = GpuPage(
         gpu=_gpu_line(detail),
-        # Shown by workload title; the store lists them by slug.
-        best_runs=sorted(best, key=lambda run: (run.workload, run.environment)),
-        gaps=[GapLine(slug=g.slug, url=g.url, title=g.title, collection=g.collection) for g in detail.gap_list],
-        gap_total=detail.gaps,
+        source=source_slug,
+        measured=show_measured,
+        sources=[
+            SourceChoice(source=None, name="Every source", url=urls.gpu(detail.slug), selected=source_slug is None),
+            *(
+                SourceChoice(
+                    source=entry.source,
+                    name=entry.source_name,
+                    url=urls.gpu(detail.slug, source=entry.source),
+                    selected=entry.source == source_slug,
+                )
+                for entry in detail.by_source
+            ),
+        ],
+        tabs=[
+            CoverageTab(
+                measured=kind,
+                label="Measured" if kind else "Not measured",
+                count=counts[kind],
+                url=url(source_slug, kind),
+                selected=kind == show_measured,
+            )
+            for kind in (True, False)
+        ],
+        workloads=[
+            GpuWorkloadLine(
+                slug=row.workload,
+                url=row.url,
+                title=row.title,
+                collection=row.collection,
+                source=row.source,
+                source_name=names.get(row.source, row.source),
+                runs=row.runs,
+                best=_best_line(row.workload, row.title, row.best) if row.best else None,
+            )
+            for row in rows
+        ],
+        total=total,
+        page=number,
+        page_count=page_count,
+        previous_url=url(source_slug, show_measured, number - 1) if number > 1 else None,
+        next_url=url(source_slug, show_measured, number + 1) if number < page_count else None,
     )
     return render_page(request, context)
 
@@ -195,12 +347,19 @@ def gpu(request: Request, slug: str, session: SessionDep) -> Response:
 # --- Origin models -----------------------------------------------------------------
 
 
+class WorkloadLine(Part):
+    slug: str
+    url: str
+    title: str
+    collection: str
+
+
 class ModelPage(PageContext):
     template: ClassVar[str] = "model.html"
 
     slug: str
     name: str
-    workloads: list[GapLine]
+    workloads: list[WorkloadLine]
     best_runs: list[RunLine]
 
 
@@ -214,7 +373,7 @@ def model(request: Request, slug: str, session: SessionDep) -> Response:
         slug=detail.slug,
         name=detail.name,
         workloads=[
-            GapLine(slug=w.slug, url=urls.workload(w.slug), title=w.title, collection=w.collection)
+            WorkloadLine(slug=w.slug, url=urls.workload(w.slug), title=w.title, collection=w.collection)
             for w in detail.workload_list
         ],
         # Shown by workload title; the store lists them by slug.
@@ -226,6 +385,117 @@ def model(request: Request, slug: str, session: SessionDep) -> Response:
 # --- Sources -----------------------------------------------------------------------
 
 
+class IngestLine(Part):
+    id: int
+    origin: str
+    status: str
+    started_at: datetime
+    finished_at: datetime | None
+
+
+class SourceLine(Part):
+    slug: str
+    name: str
+    url: str
+    website: str
+    licence: str
+    attribution: str
+    last_observed_at: datetime | None
+    workload_count: int
+    run_count: int
+    gpu_count: int
+    implementation_count: int
+    workloads_url: str
+    last_ingest: IngestLine | None
+
+
+def _source_line(source: SourceItem) -> SourceLine:
+    return SourceLine(
+        slug=source.slug,
+        name=source.name,
+        url=source.url,
+        website=source.website,
+        licence=source.licence,
+        attribution=source.attribution,
+        last_observed_at=source.last_observed_at,
+        workload_count=source.workloads,
+        run_count=source.runs,
+        gpu_count=source.gpus,
+        implementation_count=source.implementations,
+        workloads_url=urls.workloads(source=source.slug),
+        last_ingest=IngestLine(**source.last_ingest.model_dump()) if source.last_ingest else None,
+    )
+
+
+class SourcesPage(PageContext):
+    template: ClassVar[str] = "sources.html"
+
+    sources: list[SourceLine]  # by name
+
+
+@page_route(router, "/sources")
+def sources(request: Request, session: SessionDep) -> Response:
+    lines = sorted(
+        (_source_line(source) for source in every_source(session)), key=lambda s: (s.name.casefold(), s.slug)
+    )
+    return render_page(request, SourcesPage(sources=lines))
+
+
+# The tables an ingest writes, in the order a batch writes them; a count of another table follows them.
+WRITTEN_TABLES = ("protocol", "environment", "workload", "implementation", "run")
+OUTCOMES = ("added", "updated", "unchanged")
+
+
+class OutcomeRow(Part):
+    """How many records of one table an ingest added, updated and found unchanged."""
+
+    table: str
+    added: int
+    updated: int
+    unchanged: int
+
+
+class CountRow(Part):
+    group: str  # skipped, flags, units, ...
+    name: str
+    count: int
+
+
+class ReportView(IngestLine):
+    outcomes: list[OutcomeRow]
+    other_counts: list[CountRow]
+    errors: list[str]
+    warnings: list[str]
+    drift: list[str]
+
+
+def _report_view(report: IngestionReportItem) -> ReportView:
+    counts = {group: values for group, values in report.counts.items() if isinstance(values, dict)}
+    tables = {table for outcome in OUTCOMES for table in counts.get(outcome, {})}
+    ordered = [t for t in WRITTEN_TABLES if t in tables] + sorted(tables - set(WRITTEN_TABLES))
+    errors, warnings = errors_and_warnings(report.errors)
+    return ReportView(
+        id=report.id,
+        origin=report.origin,
+        status=report.status,
+        started_at=report.started_at,
+        finished_at=report.finished_at,
+        outcomes=[
+            OutcomeRow(table=table, **{outcome: int(counts.get(outcome, {}).get(table, 0)) for outcome in OUTCOMES})
+            for table in ordered
+        ],
+        other_counts=[
+            CountRow(group=group, name=name, count=int(count))
+            for group, values in sorted(counts.items())
+            if group not in OUTCOMES
+            for name, count in sorted(values.items())
+        ],
+        errors=errors,
+        warnings=warnings,
+        drift=[str(field) for field in report.drift],
+    )
+
+
 class SourcePage(PageContext):
     template: ClassVar[str] = "source.html"
 
@@ -234,10 +504,17 @@ class SourcePage(PageContext):
     url: str
     description: str
     licence: str
+    attribution: str
     last_observed_at: datetime | None
     workload_count: int
     run_count: int
-    reports: list[IngestionReportItem]  # as the API serves them
+    gpu_count: int
+    implementation_count: int
+    workloads_url: str
+    collections: list[CollectionCount]
+    last_report: ReportView | None
+    report_count: int
+    reports: list[IngestionReportItem]  # newest first, as the API serves them
 
 
 @page_route(router, "/sources/{slug}")
@@ -251,9 +528,16 @@ def source(request: Request, slug: str, session: SessionDep) -> Response:
         url=detail.website,
         description=detail.description,
         licence=detail.licence,
+        attribution=detail.attribution,
         last_observed_at=detail.last_observed_at,
         workload_count=detail.workloads,
         run_count=detail.runs,
+        gpu_count=detail.gpus,
+        implementation_count=detail.implementations,
+        workloads_url=urls.workloads(source=detail.slug),
+        collections=detail.collections,
+        last_report=_report_view(detail.reports[0]) if detail.reports else None,
+        report_count=detail.report_count,
         reports=detail.reports,
     )
     return render_page(request, context)

@@ -1,4 +1,4 @@
-"""The home page: search, workloads by collection, newest records, sources."""
+"""The home page: search, workloads by source and collection, newest records, sources."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from kernelindex import urls
 from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.store import reads
 from kernelindex.store.records import catalogue_records
-from kernelindex.store.workloads import by_collection, every_workload
+from kernelindex.store.schemas import WorkloadItem
+from kernelindex.store.workloads import catalogue_by_source
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.pages import PageContext, page_route, render_page
@@ -49,6 +50,20 @@ class CollectionPart(Part):
     workloads: list[WorkloadPart]
 
 
+class SourceSection(Part):
+    """A source's workloads, by collection, with its figures and the credit they are shown with."""
+
+    slug: str
+    name: str
+    url: str
+    website: str
+    attribution: str
+    workload_count: int
+    eligible_runs: int
+    workloads_url: str
+    collections: list[CollectionPart]
+
+
 class SourcePart(Part):
     slug: str
     name: str
@@ -73,50 +88,67 @@ class HomePage(PageContext):
 
     workload_count: int
     eligible_run_count: int
-    collections: list[CollectionPart]
+    catalogue: list[SourceSection]
     newest_records: list[RecordPart]
     sources: list[SourcePart]
 
 
+def _workload_part(w: WorkloadItem) -> WorkloadPart:
+    return WorkloadPart(
+        slug=w.slug,
+        url=urls.workload(w.slug),
+        title=w.title,
+        cases=w.case_count,
+        eligible_runs=w.eligible_runs,
+        best=None
+        if w.fastest is None
+        else BestRunPart(
+            run=w.fastest.run,
+            url=urls.run(w.fastest.run),
+            latency_ns=w.fastest.latency_ns,
+            primary_statistic=w.fastest.primary_statistic,
+            sol_score=w.fastest.sol_score,
+            implementation=w.fastest.project,
+            environment=w.fastest.environment_title,
+            evidence=w.fastest.evidence,
+        ),
+    )
+
+
+def _busiest(workloads: list[WorkloadItem]) -> list[WorkloadPart]:
+    """The collection's most measured workloads, shown by slug."""
+    busiest = sorted(workloads, key=lambda w: (-w.eligible_runs, w.slug))[:SHOWN_PER_COLLECTION]
+    return [_workload_part(w) for w in sorted(busiest, key=lambda w: w.slug)]
+
+
 @page_route(router, "/")
 def home(request: Request, session: SessionDep) -> Response:
-    summaries = every_workload(session)
-    collections = []
-    for name, workloads in by_collection(summaries):
-        busiest = sorted(workloads, key=lambda w: (-w.eligible_runs, w.slug))[:SHOWN_PER_COLLECTION]
-        collections.append(
-            CollectionPart(
-                name=name,
-                workload_count=len(workloads),
-                url=urls.workloads(collection=name),
-                workloads=[
-                    WorkloadPart(
-                        slug=w.slug,
-                        url=urls.workload(w.slug),
-                        title=w.title,
-                        cases=w.case_count,
-                        eligible_runs=w.eligible_runs,
-                        best=None
-                        if w.fastest is None
-                        else BestRunPart(
-                            run=w.fastest.run,
-                            url=urls.run(w.fastest.run),
-                            latency_ns=w.fastest.latency_ns,
-                            primary_statistic=w.fastest.primary_statistic,
-                            sol_score=w.fastest.sol_score,
-                            implementation=w.fastest.project,
-                            environment=w.fastest.environment_title,
-                            evidence=w.fastest.evidence,
-                        ),
-                    )
-                    for w in sorted(busiest, key=lambda w: w.slug)
-                ],
-            )
+    catalogue = [
+        SourceSection(
+            slug=group.slug,
+            name=group.name,
+            url=urls.source(group.slug),
+            website=group.website,
+            attribution=group.attribution,
+            workload_count=group.workload_count,
+            eligible_runs=group.eligible_runs,
+            workloads_url=urls.workloads(source=group.slug),
+            collections=[
+                CollectionPart(
+                    name=collection.name,
+                    workload_count=len(collection.workloads),
+                    url=urls.workloads(source=group.slug, collection=collection.name),
+                    workloads=_busiest(collection.workloads),
+                )
+                for collection in group.collections
+            ],
         )
+        for group in catalogue_by_source(session)
+    ]
     context = HomePage(
-        workload_count=len(summaries),
-        eligible_run_count=sum(s.eligible_runs for s in summaries),
-        collections=collections,
+        workload_count=sum(section.workload_count for section in catalogue),
+        eligible_run_count=sum(section.eligible_runs for section in catalogue),
+        catalogue=catalogue,
         newest_records=[
             RecordPart(
                 observed_at=entry.observed_at,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import ClassVar
 
 from fastapi import APIRouter, Request
@@ -33,12 +32,30 @@ class Part(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
 
 
+class HitSource(Part):
+    slug: str
+    name: str
+    url: str
+
+
 class Hit(Part):
     kind: str
     slug: str
     title: str
     subtitle: str
     url: str
+    sources: list[HitSource]  # where its records come from; none for a GPU
+
+
+def _hit(hit: store.SearchHit) -> Hit:
+    return Hit(
+        kind=hit.kind,
+        slug=hit.slug,
+        title=hit.title,
+        subtitle=hit.subtitle,
+        url=hit.url,
+        sources=[HitSource(slug=s.slug, name=s.name, url=urls.source(s.slug)) for s in hit.sources],
+    )
 
 
 class HitGroup(Part):
@@ -84,7 +101,7 @@ def search_page(request: Request, session: SessionDep, q: str = "", kind: str | 
         HitGroup(
             kind=group,
             label=KIND_LABELS[group],
-            hits=[Hit(**asdict(hit)) for hit in results.hits if hit.kind == group],
+            hits=[_hit(hit) for hit in results.hits if hit.kind == group],
             more_url=urls.search(query, group) if cut_short else None,
         )
         for group in kinds

@@ -11,7 +11,14 @@ from fastapi.responses import Response
 from kernelindex import urls
 from kernelindex.store.leaderboards import leaderboard as leaderboard_of
 from kernelindex.store.leaderboards import workload_by_slug
-from kernelindex.store.workloads import WORKLOAD_SORTS, WorkloadFilters, facet_values, workloads_page
+from kernelindex.store.source_filter import UnknownSource
+from kernelindex.store.workloads import (
+    WORKLOAD_SORTS,
+    WorkloadFilters,
+    facet_values,
+    source_facets,
+    workloads_page,
+)
 from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
@@ -43,6 +50,8 @@ class WorkloadRow(Part):
     slug: str
     url: str
     title: str
+    source: str
+    source_name: str
     collection: str
     tags: list[str]
     origin_model: str | None
@@ -60,10 +69,22 @@ class FilterOption(Part):
     selected: bool
 
 
+class CountedOption(FilterOption):
+    count: int
+
+
+class SourceOption(CountedOption):
+    """A source (``value`` its slug) with its collections: the collection filter's options are grouped under it."""
+
+    label: str
+    collections: list[CountedOption]
+
+
 class WorkloadsPage(PageContext):
     template: ClassVar[str] = "workloads.html"
 
     filters: dict[str, str | None]
+    sources: list[SourceOption]
     options: dict[str, list[FilterOption]]
     sort: str
     sorts: list[str]
@@ -79,6 +100,7 @@ class WorkloadsPage(PageContext):
 def workloads(
     request: Request,
     session: SessionDep,
+    source: str | None = None,
     collection: str | None = None,
     tag: str | None = None,
     model: str | None = None,
@@ -88,6 +110,7 @@ def workloads(
     page: str | None = None,
 ) -> Response:
     filters = WorkloadFilters(
+        source=params.text("source", source, max_length=64),
         collection=params.text("collection", collection),
         tag=params.text("tag", tag),
         model=params.text("model", model),
@@ -96,11 +119,15 @@ def workloads(
     )
     chosen_sort = params.choice("sort", sort, WORKLOAD_SORTS, "name")
     number = params.page_number(page)
-    rows, total = workloads_page(session, filters, chosen_sort, number, PAGE_SIZE)
+    try:
+        rows, total = workloads_page(session, filters, chosen_sort, number, PAGE_SIZE)
+    except UnknownSource as exc:
+        raise BadRequest(str(exc)) from None
     page_count = max(1, -(-total // PAGE_SIZE))
     if number > page_count:
         raise BadRequest(f"page {number} is past the last page ({page_count}).")
     current = {
+        "source": filters.source,
         "collection": filters.collection,
         "tag": filters.tag,
         "model": filters.model,
@@ -112,9 +139,31 @@ def workloads(
         sort_param = None if chosen_sort == "name" else chosen_sort
         return urls.workloads(**current, sort=sort_param, page=page_number)
 
-    facets = facet_values(session)
+    def chosen(name: str, value: str) -> bool:
+        given = current[name]
+        return given is not None and given.lower() == value.lower()
+
+    facets, sources = facet_values(session), source_facets(session)
+    source_names = {facet.slug: facet.name for facet in sources}
     context = WorkloadsPage(
         filters=current,
+        sources=[
+            SourceOption(
+                value=facet.slug,
+                label=facet.name,
+                count=facet.count,
+                selected=chosen("source", facet.slug),
+                collections=[
+                    CountedOption(
+                        value=collection.name,
+                        count=collection.count,
+                        selected=chosen("collection", collection.name),
+                    )
+                    for collection in facet.collections
+                ],
+            )
+            for facet in sources
+        ],
         options={
             name: [FilterOption(value=value, selected=value == current[name]) for value in values]
             for name, values in facets.items()
@@ -131,6 +180,8 @@ def workloads(
                 slug=row.slug,
                 url=urls.workload(row.slug),
                 title=row.title,
+                source=row.source_slug,
+                source_name=source_names[row.source_slug],
                 collection=row.collection,
                 tags=row.tags,
                 origin_model=row.origin_model,
