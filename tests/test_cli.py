@@ -255,6 +255,25 @@ def test_serve_migrates_loads_the_bundled_snapshot_and_serves(tmp_path):
         assert httpx.get(f"http://127.0.0.1:{port}/runs/sol-submission-16893.json").status_code == 200
         gpu = httpx.get(f"http://127.0.0.1:{port}/gpus/h200.json").json()
         assert gpu["gpu"]["measuredWorkloads"] == 2, gpu
+        # What a newcomer sees: every source's GPUs, and a problem's figures across them.
+        gpus = httpx.get(f"http://127.0.0.1:{port}/gpus.json").json()["gpus"]
+        assert len([gpu for gpu in gpus if gpu["runs"]]) >= 12
+        relu = httpx.get(f"http://127.0.0.1:{port}/search.json", params={"q": "relu"}, timeout=10)
+        assert relu.status_code == 200
+        engine = make_engine(f"sqlite:///{tmp_path}/fresh.db")
+        with make_sessionmaker(engine)() as session:
+            level_1 = session.scalars(select(Workload.name).where(Workload.collection == "KernelBench level 1")).all()
+        engine.dispose()
+        widest = max(
+            len(
+                (
+                    httpx.get(f"http://127.0.0.1:{port}/workloads/{name}.json", timeout=10).json()["crossGpu"]
+                    or {"gpus": []}
+                )["gpus"]
+            )
+            for name in level_1[:20]
+        )
+        assert widest >= 8
     finally:
         process.send_signal(signal.SIGINT)
         output = process.communicate(timeout=20)[0]
