@@ -53,6 +53,7 @@ SOURCE = SourceInfo(
     url="https://kernelindex.invalid/bench",
     description="Variants of the bundled SOL-ExecBench kernels, for benchmarks only.",
     licence="none",
+    attribution="Synthetic data made by bench/search_suggest.py.",
 )
 MODIFIERS = [
     "fp8", "bf16", "fp16", "nvfp4", "int8", "backward", "fused", "paged", "varlen", "causal", "decode",
