@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, select, update
+from sqlalchemy import CursorResult, insert, select, update
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import (
@@ -272,17 +272,23 @@ def _put_workload(session: Session, source: Source, batch: Batch, now: datetime,
         # The old cases must be gone before the new ones are inserted: (workload_id, position) is unique.
         workload.cases.clear()
         session.flush()
-    if outcome is not Outcome.UNCHANGED:
-        workload.cases = [
-            WorkloadCase(
-                position=position,
-                axes=case.axes,
-                baseline_latency_ms=case.baseline_latency_ms,
-                sol_latency_ms=case.sol_latency_ms,
-            )
-            for position, case in enumerate(spec.cases)
-        ]
     session.flush()
+    if outcome is not Outcome.UNCHANGED:
+        # One multi-row INSERT rather than an ORM object per case (a sweep has dozens).
+        session.execute(
+            insert(WorkloadCase),
+            [
+                {
+                    "workload_id": workload.id,
+                    "position": position,
+                    "axes": case.axes,
+                    "baseline_latency_ms": case.baseline_latency_ms,
+                    "sol_latency_ms": case.sol_latency_ms,
+                }
+                for position, case in enumerate(spec.cases)
+            ],
+        )
+        session.expire(workload, ["cases"])
     return workload
 
 
