@@ -478,3 +478,12 @@ def test_a_source_page_lists_its_collections_with_links_to_them(sources_client):
         ("KernelBench level 4", 1),
     ]
     assert data["workloadsUrl"] == "/workloads?source=kernelbench"
+
+
+@pytest.mark.parametrize("path", ["/workloads", "/gpus/b200", "/records", "/search?q=norm", "/gpus"])
+def test_pages_listing_figures_credit_every_source_in_their_footer(sources_client, path):
+    credits = html(sources_client, path).select("footer ul.credits li a")
+    by_source = {link["href"]: text(link) for link in credits}
+    assert by_source["/sources/sol-execbench"].startswith("Data: NVIDIA SOL-ExecBench")
+    assert by_source["/sources/kernelbench"] == "Baseline timings from KernelBench (Ouyang et al.), MIT licence."
+    assert by_source["/sources/liger-kernel"] == "Benchmark data from Liger-Kernel (LinkedIn), BSD 2-Clause licence."

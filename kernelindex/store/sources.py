@@ -136,3 +136,14 @@ def errors_and_warnings(messages: Sequence[object]) -> tuple[list[str], list[str
         else:
             errors.append(message)
     return errors, warnings
+
+
+def source_credits(session: Session) -> list[tuple[str, str]]:
+    """``(attribution, source page URL)`` of every source with workloads: the credit every page
+    carries, since any page may show figures of any source."""
+    rows = session.execute(
+        select(Source.slug, Source.attribution)
+        .where(Source.attribution != "", select(Workload.id).where(Workload.source_id == Source.id).exists())
+        .order_by(Source.name)
+    )
+    return [(attribution, urls.source(slug)) for slug, attribution in rows]

@@ -19,8 +19,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
+from sqlalchemy.exc import SQLAlchemyError
 
 from kernelindex import urls
+from kernelindex.store.sources import source_credits
 
 PAGE_CACHE = "public, max-age=60, stale-while-revalidate=600"
 PRIVATE_CACHE = "private, no-cache"
@@ -102,13 +104,25 @@ def render_page(request: Request, context: PageContext, status_code: int = 200) 
         body = dump_json(context.model_dump(mode="json", by_alias=True))
         return cached_response(request, body, "application/json", headers, status_code=status_code)
     template = request.app.state.templates.get_template(context.template)
-    html = template.render(request=request, page=context, json_twin=twin + query, url_for=request.url_for)
+    html = template.render(
+        request=request, page=context, json_twin=twin + query, url_for=request.url_for, credits=_credits(request)
+    )
     # A page that carries this visitor's session (a CSRF token in a form, the signed-in
     # handle) is theirs alone: no shared cache may keep it, and the browser must revalidate.
     personal = bool(request.scope.get("session"))
     cache = PRIVATE_CACHE if personal else PAGE_CACHE
     headers["Vary"] = "Cookie"
     return cached_response(request, html.encode(), "text/html; charset=utf-8", headers, cache, status_code)
+
+
+def _credits(request: Request) -> list[tuple[str, str]]:
+    """The sources' attribution lines for the footer; none when the store cannot be read (an
+    error page must still render)."""
+    try:
+        with request.app.state.sessions() as session:
+            return source_credits(session)
+    except SQLAlchemyError:
+        return []
 
 
 def page_route(router: APIRouter, path: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
