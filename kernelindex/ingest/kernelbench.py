@@ -57,7 +57,7 @@ from kernelindex.ingest.kernelbench_manifests import (
 from kernelindex.ingest.problem_shapes import ProblemFacts, ProblemNotReadable, read_problem
 from kernelindex.ingest.reading import Opened, Reading
 from kernelindex.ingest.runner import Discovery
-from kernelindex.ingest.sol_execbench import ms_to_ns
+from kernelindex.ingest.values import first_error, ms_to_ns
 from kernelindex.manifests import BenchmarkProtocol, ExecutionEnvironment, Implementation
 from kernelindex.store.batch import Batch, RunRecord, SourceInfo, UnitFailure
 
@@ -303,7 +303,7 @@ class KernelBench:
             workload = workload_manifest(problem, code, facts, self.raw)
         except ValidationError as exc:
             raise ProblemError(
-                f"{problem.path} ({problem.sha256[:8]}): cannot be mapped ({_first_error(exc)})"
+                f"{problem.path} ({problem.sha256[:8]}): cannot be mapped ({first_error(exc)})"
             ) from None
         batch = Batch(
             unit=f"{problem.path} ({problem.external_id})",
@@ -332,7 +332,7 @@ class KernelBench:
                 manifest = run_manifest(measurement, problem.stem, digests)
             except ValidationError as exc:
                 batch.skipped["invalid"] += 1
-                batch.warnings.append(f"{file.label()}: {measurement.problem}: {_first_error(exc)}")
+                batch.warnings.append(f"{file.label()}: {measurement.problem}: {first_error(exc)}")
                 continue
             batch.runs.append(
                 RunRecord(
@@ -366,12 +366,6 @@ def _reference(problem: Problem) -> tuple[str, ProblemFacts, list[str]]:
 
 def _unit_order(problem: Problem) -> tuple[int, int, str, str]:
     return (problem.level_number, problem.number, problem.commit.committed_at.isoformat(), problem.sha256)
-
-
-def _first_error(error: ValidationError) -> str:
-    item = error.errors(include_url=False)[0]
-    location = ".".join(str(part) for part in item["loc"]) or "body"
-    return f"{location}: {item['msg']}"
 
 
 def open_source(reading: Reading) -> Opened:

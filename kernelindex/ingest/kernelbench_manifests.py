@@ -16,7 +16,7 @@ from kernelindex.gpus import Gpu
 from kernelindex.ingest.github import GitHubRaw
 from kernelindex.ingest.kernelbench_files import Measurement, Mode, Problem, readable_name
 from kernelindex.ingest.problem_shapes import ProblemFacts
-from kernelindex.ingest.sol_execbench import ms_to_ns
+from kernelindex.ingest.values import ms_to_ns
 from kernelindex.manifests import (
     BenchmarkProtocol,
     BenchmarkRun,

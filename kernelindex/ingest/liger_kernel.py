@@ -40,6 +40,7 @@ from kernelindex.ingest.liger_rows import DATA_FILES, FileError, Measurement, Wo
 from kernelindex.ingest.liger_sweeps import arrange
 from kernelindex.ingest.reading import Opened, Reading
 from kernelindex.ingest.runner import Discovery
+from kernelindex.ingest.values import first_error
 from kernelindex.store.batch import Batch, RunRecord, SourceInfo, UnitFailure
 
 OWNER, REPO = "linkedin", "Liger-Kernel"
@@ -131,7 +132,7 @@ class LigerKernel:
         try:
             workload = workload_manifest(key, sweeps, fetched.script)
         except ValidationError as exc:
-            raise SweepError(f"{unit}: cannot be mapped ({_first_error(exc)})") from None
+            raise SweepError(f"{unit}: cannot be mapped ({first_error(exc, whole='manifest')})") from None
         protocol = protocol_manifest()
         environments = {
             (run.gpu, run.key.version): environment_manifest(run.gpu, run.key.version) for run in sweeps.runs
@@ -174,7 +175,9 @@ class LigerKernel:
                 manifest = run_manifest(key, run, len(sweeps.cases), digests)
             except ValidationError as exc:
                 batch.skipped["invalid"] += 1
-                batch.warnings.append(f"{unit}: a sweep of {run.key.provider} cannot be mapped ({_first_error(exc)})")
+                batch.warnings.append(
+                    f"{unit}: a sweep of {run.key.provider} cannot be mapped ({first_error(exc, whole='manifest')})"
+                )
                 continue
             batch.runs.append(
                 RunRecord(
@@ -219,12 +222,6 @@ def _one_name_each(unit: str, names: Iterable[tuple[str, str]]) -> None:
     for value, name in names:
         if seen.setdefault(name, value) != value:
             raise SweepError(f"{unit}: {seen[name]} and {value} map to one manifest name, {name}")
-
-
-def _first_error(error: ValidationError) -> str:
-    item = error.errors(include_url=False)[0]
-    location = ".".join(str(part) for part in item["loc"]) or "manifest"
-    return f"{location}: {item['msg']}"
 
 
 def open_source(reading: Reading) -> Opened:

@@ -11,8 +11,9 @@ from functools import cache
 from typing import Any
 
 from kernelindex.gpus import Gpu
-from kernelindex.ingest.liger_rows import WorkloadKey, ms_to_ns
+from kernelindex.ingest.liger_rows import WorkloadKey
 from kernelindex.ingest.liger_sweeps import SweepRun, Sweeps
+from kernelindex.ingest.values import ms_to_ns
 from kernelindex.manifests import (
     BenchmarkProtocol,
     BenchmarkRun,

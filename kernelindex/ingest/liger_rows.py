@@ -20,14 +20,14 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 
 from kernelindex.gpus import Gpu, gpu_for_device_name
-from kernelindex.ingest.sol_execbench import holds_control_characters
+from kernelindex.ingest.values import first_error, holds_control_characters, ms_to_ns, utc
 from kernelindex.manifests.types import MAX_SAFE_INTEGER
 
 DATA_FILES = (
@@ -89,16 +89,6 @@ def axis_value(text: str) -> int | float | str:
             raise ValueError(f"{text} is not a finite number")
         return value
     return text
-
-
-def ms_to_ns(value: Decimal) -> int:
-    """Milliseconds as published (decimal text) to integer nanoseconds, without float drift."""
-    return int((value * 1_000_000).to_integral_value())
-
-
-def utc(value: datetime) -> datetime:
-    """The source writes local times without a zone (``time.strftime``); they are read as UTC."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _reject_constant(name: str) -> Any:
@@ -311,8 +301,6 @@ def _classify(path: str, line: int, raw: dict[str | None, Any]) -> Measurement |
 
 
 def _first_error(error: ValidationError) -> str:
-    item = error.errors(include_url=False)[0]
-    location = ".".join(str(part) for part in item["loc"]) or "row"
-    if location == "config":
-        location = "extra_benchmark_config_str"
-    return f"{location}: {item['msg']}"
+    # The model names the parsed configuration ``config``; the file's column is named otherwise.
+    text = first_error(error, whole="row")
+    return "extra_benchmark_config_str" + text.removeprefix("config") if text.startswith("config:") else text

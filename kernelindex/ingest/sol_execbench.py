@@ -19,8 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from decimal import Decimal
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -30,6 +29,7 @@ from kernelindex.ingest.http import Fetcher, UpstreamError
 from kernelindex.ingest.reading import Opened, Reading
 from kernelindex.ingest.runner import Discovery
 from kernelindex.ingest.snapshot import SNAPSHOT_BASE_URL, snapshot_transport
+from kernelindex.ingest.values import first_error, holds_control_characters, ms_to_ns, utc
 from kernelindex.manifests import (
     BenchmarkProtocol,
     BenchmarkRun,
@@ -206,16 +206,6 @@ def workload_title(name: str) -> str:
 
 def stack_slug(version: str) -> str:
     return slugify(version).removeprefix("v")
-
-
-def utc(value: datetime) -> datetime:
-    """The API sends naive timestamps meaning UTC; an explicit offset is converted."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def ms_to_ns(value: float) -> int:
-    """Milliseconds as published (decimal text) to integer nanoseconds, without float drift."""
-    return int((Decimal(repr(value)) * 1_000_000).to_integral_value())
 
 
 # --- Mapping -----------------------------------------------------------------------
@@ -414,22 +404,6 @@ def run_record(
     )
 
 
-# Control characters but TAB, LF and CR: PostgreSQL cannot store NUL, and the others have no
-# place in a name or a description. Upstream text is checked before it reaches the store.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
-def holds_control_characters(value: Any) -> bool:
-    """Whether any string in ``value`` (a decoded JSON value: keys too) holds a control character."""
-    if isinstance(value, str):
-        return _CONTROL.search(value) is not None
-    if isinstance(value, dict):
-        return any(holds_control_characters(key) or holds_control_characters(item) for key, item in value.items())
-    if isinstance(value, list):
-        return any(holds_control_characters(item) for item in value)
-    return False
-
-
 def skip_reason(submission: Submission, kernel_id: int) -> str | None:
     """Why a submission is not a usable result, or ``None`` if it is."""
     if submission.kernel_id != kernel_id:
@@ -485,7 +459,7 @@ class SolExecBench:
         try:
             listing = KernelList.model_validate(self._data("kernels"))
         except ValidationError as exc:
-            raise UpstreamError(f"kernels: unexpected shape ({_first_error(exc)})") from None
+            raise UpstreamError(f"kernels: unexpected shape ({first_error(exc)})") from None
         self.drift |= listing.extra_fields("kernels")
         for kernel in listing.kernels:
             self.drift |= kernel.extra_fields("kernels[]")
@@ -501,7 +475,7 @@ class SolExecBench:
         except UpstreamError as exc:
             raise KernelError(str(exc)) from None
         except ValidationError as exc:
-            raise KernelError(f"kernel {unit}: unexpected shape ({_first_error(exc)})") from None
+            raise KernelError(f"kernel {unit}: unexpected shape ({first_error(exc)})") from None
         if str(kernel.id) != unit:
             raise KernelError(f"kernel {unit}: the detail answers for kernel {kernel.id}")
         reading = KernelReading(kernel)
@@ -517,7 +491,7 @@ class SolExecBench:
         try:
             workload = workload_manifest(kernel)
         except ValidationError as exc:
-            raise KernelError(f"kernel {unit}: cannot be mapped ({_first_error(exc)})") from None
+            raise KernelError(f"kernel {unit}: cannot be mapped ({first_error(exc)})") from None
         batch = Batch(
             unit=f"kernel {unit}",
             workload=workload,
@@ -562,7 +536,7 @@ class SolExecBench:
                 )
             except ValidationError as exc:
                 batch.skipped["invalid"] += 1
-                batch.warnings.append(f"submission {submission.id}: {_first_error(exc)}")
+                batch.warnings.append(f"submission {submission.id}: {first_error(exc)}")
                 continue
             batch.implementations.append(implementation)
             batch.runs.append(record)
@@ -584,9 +558,7 @@ class SolExecBench:
             except UpstreamError as exc:
                 raise KernelError(str(exc)) from None
             except ValidationError as exc:
-                raise KernelError(
-                    f"submissions of kernel {kernel.id}: unexpected shape ({_first_error(exc)})"
-                ) from None
+                raise KernelError(f"submissions of kernel {kernel.id}: unexpected shape ({first_error(exc)})") from None
             batch.drift |= page.extra_fields("submissions")
             total = page.total
             new = 0
@@ -595,7 +567,7 @@ class SolExecBench:
                     submission = Submission.model_validate(raw)
                 except ValidationError as exc:
                     batch.skipped["invalid"] += 1
-                    batch.warnings.append(f"kernel {kernel.id}: a submission is malformed ({_first_error(exc)})")
+                    batch.warnings.append(f"kernel {kernel.id}: a submission is malformed ({first_error(exc)})")
                     continue
                 if submission.id in seen:
                     batch.skipped["duplicate"] += 1
@@ -614,12 +586,6 @@ class SolExecBench:
         if total is not None and listed != total:
             batch.anomalies["total_mismatch"] += 1
             batch.warnings.append(f"kernel {kernel.id}: upstream total says {total}, the pages held {listed}")
-
-
-def _first_error(error: ValidationError) -> str:
-    item = error.errors(include_url=False)[0]
-    location = ".".join(str(part) for part in item["loc"]) or "body"
-    return f"{location}: {item['msg']}"
 
 
 def open_source(reading: Reading) -> Opened:
