@@ -170,6 +170,7 @@ def run_ingest(
                 errors.extend(f"warning: {text}" for text in batch.warnings)
 
     pending: list[Batch] = []
+    pending_runs = 0
     for done, unit in enumerate(units, start=1):
         if progress:
             progress(unit, done, len(units))
@@ -181,9 +182,10 @@ def run_ingest(
             continue
         drift |= batch.drift
         pending.append(batch)
-        if len(pending) >= GROUP_UNITS or sum(len(batch.runs) for batch in pending) >= GROUP_RUNS:
+        pending_runs += len(batch.runs)
+        if len(pending) >= GROUP_UNITS or pending_runs >= GROUP_RUNS:
             write(pending)
-            pending = []
+            pending, pending_runs = [], 0
     if pending:
         write(pending)
 
