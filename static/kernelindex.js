@@ -82,8 +82,54 @@
     });
   }
 
+  // Citation formats as tabs: the links above the panels select one panel and hide the others.
+  function enableCitationTabs() {
+    var links = document.querySelectorAll("a.cite-tab[data-panel]");
+    if (!links.length) return;
+    var list = links[0].closest("ul");
+    var section = list.parentNode;
+    section.classList.add("cite-tabbed");
+    list.setAttribute("role", "tablist");
+    list.setAttribute("aria-label", "Citation formats");
+
+    function select(index, focus) {
+      links.forEach(function (link, i) {
+        var panel = document.getElementById(link.dataset.panel);
+        var chosen = i === index;
+        link.setAttribute("aria-selected", chosen ? "true" : "false");
+        link.tabIndex = chosen ? 0 : -1;
+        panel.hidden = !chosen;
+        if (chosen && focus) link.focus();
+      });
+    }
+
+    links.forEach(function (link, i) {
+      var panel = document.getElementById(link.dataset.panel);
+      link.parentNode.setAttribute("role", "presentation");
+      link.setAttribute("role", "tab");
+      link.id = link.dataset.panel + "-tab";
+      link.setAttribute("aria-controls", panel.id);
+      panel.setAttribute("role", "tabpanel");
+      panel.setAttribute("aria-labelledby", link.id);
+      link.addEventListener("click", function (event) {
+        event.preventDefault();
+        select(i, false);
+      });
+      link.addEventListener("keydown", function (event) {
+        if (event.key !== "ArrowRight" && event.key !== "ArrowLeft") return;
+        event.preventDefault();
+        select((i + (event.key === "ArrowRight" ? 1 : -1) + links.length) % links.length, true);
+      });
+    });
+    var linked = Array.prototype.findIndex.call(links, function (link) {
+      return "#" + link.dataset.panel === window.location.hash;
+    });
+    select(Math.max(linked, 0), false);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     enableCopyButtons();
     enableSuggestions();
+    enableCitationTabs();
   });
 })();
