@@ -14,11 +14,14 @@ from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from kernelindex.app import create_app
 from kernelindex.db.tables import Run
 from kernelindex.ingest.sources import ingest
 from kernelindex.settings import Settings
 from kernelindex.web.field_labels import FIELD_LABELS, field_label, field_value
 from tests import kernelbench_slice, liger_slice
+from tests.servers import serving
+from tests.test_browser import browser  # noqa: F401  (the Chromium fixture)
 
 SOL_RUN = "sol-submission-36270"
 
@@ -220,3 +223,32 @@ def test_field_values_are_shown_as_published_with_their_unit(name, value, shown)
 def test_every_label_reads_as_words_and_an_unknown_field_gets_its_own():
     assert all(label.label[0].isupper() and "_" not in label.label for label in FIELD_LABELS.values())
     assert field_label("peak_memory_mb").label == "Peak memory mb"
+
+
+# --- In a browser -------------------------------------------------------------------------------
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [390, 1400])
+def test_citation_tabs_show_one_format_at_a_time_and_the_page_fits_the_screen(
+    browser,  # noqa: F811  (the fixture imported above)
+    committed_catalogue_url,
+    width,
+):
+    app = create_app(Settings(database_url=committed_catalogue_url))
+    with serving(app) as base:
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.goto(f"{base}/runs/{SOL_RUN}")
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        tabs = page.locator("#cite [role=tab]")
+        assert tabs.count() == 4
+        assert page.locator("#cite .cite-panel:visible").count() == 1
+        assert page.locator("#cite-bib").is_visible() and tabs.nth(0).get_attribute("aria-selected") == "true"
+        tabs.nth(1).click()
+        assert page.locator("#cite-ris").is_visible() and not page.locator("#cite-bib").is_visible()
+        assert tabs.nth(1).get_attribute("aria-selected") == "true"
+        page.keyboard.press("ArrowRight")
+        assert page.locator("#cite-csl-json").is_visible()
+        assert page.evaluate("document.activeElement.textContent") == "CSL-JSON"
+        assert page.locator("#cite-csl-json button.copy").is_visible()
+        assert not page.locator("#manifest details.manifest[open]").count()
