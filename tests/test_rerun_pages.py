@@ -131,6 +131,7 @@ def test_the_run_page_reads_in_words_and_draws_each_case_against_its_bound(clien
     # Case 0's bound of 224.7 µs against its median of 120.2 µs, as the rerun table says.
     assert len(rows) == 16 and shares[0] == "187.0%"
     assert shares == [text.get_text() for text in svg.select("text.value")]
+    assert page.select_one("p.dates").get_text(" ", strip=True).startswith("Measured 2026-")
     upstream = page.select_one("p.dates a.upstream")
     assert upstream["href"] == client.get(f"/runs/{names[0]}.json").json()["rerun"]["bundleUrl"]
 

@@ -111,7 +111,7 @@ def test_sol_dates_and_upstream_record(client):
     assert link["href"] == "https://research.nvidia.com/benchmarks/sol-execbench/leaderboard/kernel/40/B200"
     assert text(link) == "Kernel 40 on the SOL-ExecBench leaderboard (B200)"
     data = client.get(f"/runs/{SOL_RUN}.json").json()
-    assert data["upstream"] == {"label": text(link), "url": link["href"]}
+    assert data["upstream"] == {"label": text(link), "url": link["href"], "dated": "Published"}
     assert data["observedAt"].startswith("2026-08-12") and data["firstRecordedAt"] and data["lastObservedAt"]
 
 
@@ -197,7 +197,9 @@ def test_liger_run_draws_its_cases_with_a_table_of_the_same_figures(more_sources
     assert len(svg.select("circle.point")) == 6 and len(svg.select("line.spread")) == 6
     spread = [text(row.select("td")[1]) for row in rows]
     assert all(re.fullmatch(r"[0-9.]+ (µs|ms) – [0-9.]+ (µs|ms)", cell) for cell in spread), spread
-    link = page.select_one("p.dates a.upstream")
+    dates = page.select_one("p.dates")
+    assert text(dates).startswith("Measured 20")  # the sweep's own timestamp; the file says when it was published
+    link = dates.select_one("a.upstream")
     assert link["href"] == "https://github.com/linkedin/Liger-Kernel/blob/main/benchmark/data/all_benchmark_data.csv"
 
 

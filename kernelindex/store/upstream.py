@@ -19,6 +19,8 @@ from kernelindex.store.manifests import environment_manifest, run_manifest, work
 class UpstreamRecord:
     label: str  # what the link opens, in words
     url: str
+    # What the run's own date is at this source: when it was published there, or when it was measured.
+    dated: str = "Published"
 
 
 _GITHUB_REF = re.compile(r"^https://github\.com/[^/]+/[^/]+/blob/([^/]+)/")
@@ -46,7 +48,9 @@ def upstream_record(run: Run) -> UpstreamRecord | None:
         reference = workload_manifest(run.workload).spec.definition.reference
         found = _GITHUB_REF.match(str(reference.url or "")) if reference else None
         ref = found.group(1) if found else "main"
-        return UpstreamRecord(f"{path} at {ref}", f"{source.url.rstrip('/')}/blob/{ref}/{path}")
+        return UpstreamRecord(f"{path} at {ref}", f"{source.url.rstrip('/')}/blob/{ref}/{path}", dated="Measured")
     if source.slug == "kernelindex-reruns":
-        return UpstreamRecord(f"Signed bundle {native.external_id}", urls.rerun_bundle(native.external_id))
+        return UpstreamRecord(
+            f"Signed bundle {native.external_id}", urls.rerun_bundle(native.external_id), dated="Measured"
+        )
     return None

@@ -4,7 +4,7 @@ Liger-Kernel sweeps publish each case's median with its 20th–80th percentiles:
 on a log latency axis, with a line across the spread. A controlled rerun measures each case
 against its roofline bound: one bar per case on a linear axis of the share of the bound reached.
 Sources that publish only a suite figure get a sentence instead (``CaseDistribution.chart`` is
-``None``).
+``None``); ``case_distribution`` decides which a run gets.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from kernelindex.manifests import BenchmarkRun
 from kernelindex.web.chart import ChartTick, log_scale
 from kernelindex.web.format import latency
 from kernelindex.web.leaderboard import Part
+from kernelindex.web.rerun_part import RerunCaseRow
 
 WIDTH = 640
 LEFT, RIGHT, TOP, BOTTOM = 150, 64, 8, 40
@@ -161,4 +162,38 @@ def sweep_distribution(run: BenchmarkRun, cases: Sequence[Mapping[str, Any]]) ->
     return CaseDistribution(
         chart=latency_chart(figures, "median", "20th–80th percentile"),
         note=f"The source publishes each case's median and its 20th–80th percentiles; {measured} were measured.",
+    )
+
+
+def case_distribution(
+    run: BenchmarkRun, cases: Sequence[Mapping[str, Any]], rerun_cases: Sequence[RerunCaseRow] | None
+) -> CaseDistribution:
+    """The run case by case where its source gives per-case figures; otherwise a line saying why not.
+
+    ``cases`` are the workload's cases (their axes), ``rerun_cases`` a controlled rerun's rows.
+    """
+    if rerun_cases:
+        labels = case_labels(cases)
+        figures = [
+            CaseFigure(label=labels[row.index], value=100 * row.bound_ns / row.median_ns)
+            for row in rerun_cases
+            if row.bound_ns > 0 and row.median_ns > 0 and row.index < len(labels)
+        ]
+        if figures:
+            return CaseDistribution(
+                chart=share_chart(figures, "Share of the roofline bound"),
+                note="Each case's median against its roofline bound on this GPU: 100% would run at the bound.",
+            )
+    if run.spec.case_index is not None:
+        return CaseDistribution(chart=None, note="This run is one case of a suite; its figure is the one above.")
+    if sweep := sweep_distribution(run, cases):
+        return sweep
+    if len(cases) == 1:
+        return CaseDistribution(chart=None, note="This workload has one case: the figure above is the only one.")
+    return CaseDistribution(
+        chart=None,
+        note=(
+            f"The source publishes only the suite figure over the {len(cases)} cases; "
+            "it gives no per-case figures for this run."
+        ),
     )

@@ -26,7 +26,7 @@ from kernelindex.store.run_queries import Run, RunStanding
 from kernelindex.store.runs import RunView, to_view
 from kernelindex.store.schemas import ManifestVersionItem
 from kernelindex.store.upstream import UpstreamRecord, upstream_record
-from kernelindex.web.case_chart import CaseDistribution, CaseFigure, case_labels, share_chart, sweep_distribution
+from kernelindex.web.case_chart import CaseDistribution, case_distribution
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.field_labels import field_label, field_value
 from kernelindex.web.format import latency, ratio
@@ -345,7 +345,9 @@ def build_run_page(
         protocol_note=SOL_STATISTIC_NOTE if _is_sol_execbench(manifest) else None,
         environment=_environment(manifest, environment_manifest(run.environment), view.gpu_slug),
         artifacts=_artifacts(rerun),
-        cases=_case_distribution(run, manifest, rerun),
+        cases=case_distribution(
+            manifest, [case.axes for case in workload_manifest(run.workload).spec.cases], rerun.cases if rerun else None
+        ),
         manifests=[
             _block("run", run.name, run),
             _block("protocol", run.protocol.name, run.protocol),
@@ -501,36 +503,6 @@ def _external_id(external_id: str | None, source_slug: str | None, rerun: RerunP
     if rerun is not None:
         return f"bundle {external_id}"
     return f"submission {external_id}" if source_slug == "sol-execbench" else external_id
-
-
-def _case_distribution(run: Run, manifest: BenchmarkRun, rerun: RerunPart | None) -> CaseDistribution:
-    """The run case by case where its source gives per-case figures; otherwise a line saying why not."""
-    cases = [case.axes for case in workload_manifest(run.workload).spec.cases]
-    if rerun is not None:
-        labels = case_labels(cases)
-        figures = [
-            CaseFigure(label=labels[row.index], value=100 * row.bound_ns / row.median_ns)
-            for row in rerun.cases
-            if row.bound_ns > 0 and row.median_ns > 0 and row.index < len(labels)
-        ]
-        if figures:
-            return CaseDistribution(
-                chart=share_chart(figures, "Share of the roofline bound"),
-                note="Each case's median against its roofline bound on this GPU: 100% would run at the bound.",
-            )
-    if manifest.spec.case_index is not None:
-        return CaseDistribution(chart=None, note="This run is one case of a suite; its figure is the one above.")
-    if sweep := sweep_distribution(manifest, cases):
-        return sweep
-    if len(cases) == 1:
-        return CaseDistribution(chart=None, note="This workload has one case: the figure above is the only one.")
-    return CaseDistribution(
-        chart=None,
-        note=(
-            f"The source publishes only the suite figure over the {len(cases)} cases; "
-            "it gives no per-case figures for this run."
-        ),
-    )
 
 
 def _correctness(status: RunStatus, protocol: BenchmarkProtocol, rerun: RerunPart | None) -> str:
