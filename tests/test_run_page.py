@@ -16,9 +16,14 @@ from sqlalchemy import select
 
 from kernelindex.app import create_app
 from kernelindex.db.tables import Run
+from kernelindex.ingest.kernelbench_manifests import protocol_manifest as kernelbench_protocol
+from kernelindex.ingest.reruns import protocol_manifest as rerun_protocol
 from kernelindex.ingest.sources import ingest
+from kernelindex.manifests import BenchmarkRun
+from kernelindex.manifests.kinds import Comparability
 from kernelindex.settings import Settings
 from kernelindex.web.field_labels import FIELD_LABELS, field_label, field_value
+from kernelindex.web.statistic import statistic_name
 from tests import kernelbench_slice, liger_slice
 from tests.servers import serving
 from tests.test_browser import browser  # noqa: F401  (the Chromium fixture)
@@ -254,3 +259,43 @@ def test_citation_tabs_show_one_format_at_a_time_and_the_page_fits_the_screen(
         assert page.evaluate("document.activeElement.textContent") == "CSL-JSON"
         assert page.locator("#cite-csl-json button.copy").is_visible()
         assert not page.locator("#manifest details.manifest[open]").count()
+
+
+# --- The statistic, named from the manifests ------------------------------------------------------
+
+
+def _run(latency: dict[str, int], primary: str, **spec: Any) -> BenchmarkRun:
+    digest = "sha256:" + "0" * 64
+    return BenchmarkRun.model_validate(
+        {
+            "apiVersion": "kernelindex.dev/v1alpha1",
+            "kind": "BenchmarkRun",
+            "metadata": {"name": "a-run"},
+            "spec": {
+                "status": "passed",
+                "timing": {"latencyNs": latency, "primaryStatistic": primary},
+                "observedAt": "2026-01-01T00:00:00Z",
+                "protocolDigest": digest,
+                "workloadDigest": digest,
+                "environmentDigest": digest,
+                "implementationDigest": digest,
+                **spec,
+            },
+        }
+    )
+
+
+def test_one_case_of_a_rerun_is_the_median_of_its_samples_and_the_suite_their_geometric_mean():
+    protocol = rerun_protocol()
+    one_case = statistic_name(_run({"median": 1000}, "median", caseIndex=3), protocol, 16)
+    assert (one_case.text, one_case.inferred) == ("median of 150 samples", False)
+    assert statistic_name(_run({"median": 1000}, "median"), protocol, 16).text == "geometric mean of case medians"
+
+
+def test_a_family_that_states_no_aggregate_names_its_statistic_over_the_cases():
+    protocol = kernelbench_protocol(100).model_copy(deep=True)
+    assert statistic_name(_run({"mean": 1000}, "mean"), protocol, 1).text == "mean of 100 trials"
+    other = protocol.model_copy(
+        update={"spec": protocol.spec.model_copy(update={"comparability": Comparability(family="other_harness")})}
+    )
+    assert statistic_name(_run({"mean": 1000}, "mean"), other, 4).text == "mean over 4 cases"
