@@ -127,9 +127,28 @@
     select(Math.max(linked, 0), false);
   }
 
+  // Keyboard access to what scrolls sideways (a wide table or chart on a phone, long JSON):
+  // a box that scrolls takes focus, so that arrow keys scroll it. Checked again when the
+  // window is resized or a <details> opens, since either changes what overflows.
+  function focusableScrollers() {
+    document.querySelectorAll(".scroll, pre").forEach(function (box) {
+      var scrolls = box.scrollWidth > box.clientWidth;
+      if (scrolls && !box.hasAttribute("tabindex")) {
+        box.tabIndex = 0;
+        box.dataset.scrollFocus = "";
+      } else if (!scrolls && "scrollFocus" in box.dataset) {
+        box.removeAttribute("tabindex");
+        delete box.dataset.scrollFocus;
+      }
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     enableCopyButtons();
     enableSuggestions();
     enableCitationTabs();
+    focusableScrollers();
+    window.addEventListener("resize", focusableScrollers);
+    document.addEventListener("toggle", focusableScrollers, true);
   });
 })();
