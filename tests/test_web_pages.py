@@ -283,7 +283,7 @@ def test_workloads_list_filters_sorts_and_paginates(client):
     assert first["pageCount"] == 5 and len(first["workloads"]) == 50
     assert not {w["slug"] for w in first["workloads"]} & {w["slug"] for w in second["workloads"]}
     assert client.get("/workloads.json?q=conv2d residual").json()["workloads"][0]["slug"] == L040
-    assert client.get("/workloads.json?gpu=h200").json()["total"] == 0
+    assert client.get("/workloads.json?gpu=h200&measured=true").json()["total"] == 0
     assert client.get("/workloads?sort=size").status_code == 400
     assert client.get("/workloads?page=6").status_code == 400
 
