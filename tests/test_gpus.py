@@ -144,3 +144,19 @@ def test_the_api_gives_the_same_figures_on_a_gpu_as_the_page(site):
     first = site.get("/api/v1/workloads?gpu=l40s&limit=1").json()
     second = site.get(f"/api/v1/workloads?gpu=l40s&limit=1&cursor={first['nextCursor']}").json()
     assert [w["slug"] for w in first["items"] + second["items"]] == [NEW_WORKLOAD, OLD_WORKLOAD]
+
+
+def test_home_filtered_by_gpu_shows_each_workloads_best_on_it(site):
+    data = site.get("/index.json?gpu=l40s").json()
+    assert data["gpu"]["slug"] == "l40s" and data["gpu"]["url"] == "/gpus/l40s"
+    rows = {w["slug"]: w for s in data["catalogue"] for c in s["collections"] for w in c["workloads"]}
+    assert rows[NEW_WORKLOAD]["best"]["run"] == "p-eager-l40s" and rows[NEW_WORKLOAD]["runsOnGpu"] == 2
+    assert rows[OLD_WORKLOAD]["best"] is None and rows[OLD_WORKLOAD]["runsOnGpu"] == 0
+    assert data["eligibleRunCount"] == site.get("/index.json").json()["eligibleRunCount"]  # the catalogue's
+    home = page(site, "/?gpu=l40s")
+    assert home.select_one("form.gpu-filter select[name=gpu] option[selected]")["value"] == "l40s"
+    unmeasured = home.select("tr.unmeasured")
+    assert unmeasured and all("not measured on the NVIDIA L40S" in text(row) for row in unmeasured)
+    assert home.select_one(".source-group a[href='/runs/p-eager-l40s']") is not None
+    assert home.select_one(".source-group a[href='/runs/p-compile-b200']") is None  # not the B200's best
+    assert site.get("/?gpu=nope").status_code == 400

@@ -259,6 +259,11 @@ class SourceGroup:
     collections: list[CollectionGroup]
 
 
+def eligible_run_count(session: Session) -> int:
+    """The runs that may be ranked in the whole catalogue, on every GPU."""
+    return session.scalar(select(func.count()).select_from(Run).where(eligible())) or 0
+
+
 def catalogue_by_source(session: Session, gpu: str | None = None) -> list[SourceGroup]:
     """The whole catalogue with figures (on ``gpu``, given one: ``UnknownGpu`` if there is no
     such GPU), by source (by name) then collection (``collection_order``).

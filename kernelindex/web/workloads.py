@@ -236,7 +236,7 @@ def workloads(
             name: [FilterOption(value=value, selected=value == current[name]) for value in values]
             for name, values in facets.items()
         },
-        gpus=_gpu_options(session, current["gpu"]),
+        gpus=gpu_options(session, current["gpu"]),
         gpu=None
         if coverage is None
         else GpuFilter(
@@ -272,8 +272,8 @@ def workloads(
     return render_page(request, context)
 
 
-def _gpu_options(session: Session, chosen: str | None) -> list[GpuOption]:
-    """The GPU filter's options: the GPUs with runs, and the chosen one if it has none (a tracked GPU)."""
+def gpu_options(session: Session, chosen: str | None) -> list[GpuOption]:
+    """A GPU filter's options: the GPUs with runs, and the chosen one if it has none (a tracked GPU)."""
     options = [
         GpuOption(value=c.slug, label=f"{c.product} · {c.workloads}", selected=c.slug == chosen)
         for c in gpu_choices(session)
