@@ -160,3 +160,49 @@ def test_home_filtered_by_gpu_shows_each_workloads_best_on_it(site):
     assert home.select_one(".source-group a[href='/runs/p-eager-l40s']") is not None
     assert home.select_one(".source-group a[href='/runs/p-compile-b200']") is None  # not the B200's best
     assert site.get("/?gpu=nope").status_code == 400
+
+
+# --- A GPU's page --------------------------------------------------------------------
+
+
+def test_a_gpu_page_states_its_coverage_against_every_workload(site):
+    gpu = page(site, "/gpus/h100-sxm")
+    assert text(gpu.select_one(".coverage-line")).startswith("2 of 3 workloads measured on it")
+    assert gpu.select_one(".coverage-line a[href='/workloads?gpu=h100-sxm']") is not None
+    best = [a["href"] for a in gpu.select("table.data tbody a") if a["href"].startswith("/runs/")]
+    assert best == ["/runs/p-compile-h100-a", "/runs/s-liger"]
+
+
+@pytest.mark.parametrize(
+    ("query", "measured", "not_measured", "shown"),
+    [
+        ("q=cross", 1, 0, [SWEEP_WORKLOAD]),
+        ("q=relu", 1, 1, [NEW_WORKLOAD]),
+        ("q=relu&measured=false", 1, 1, [OLD_WORKLOAD]),
+        ("source=sweeps", 1, 0, [SWEEP_WORKLOAD]),
+        ("q=nothing-matches", 0, 0, []),
+    ],
+)
+def test_a_gpu_page_filters_its_workloads_and_counts_them(site, query, measured, not_measured, shown):
+    data = site.get(f"/gpus/h100-sxm.json?{query}").json()
+    assert [tab["count"] for tab in data["tabs"]] == [measured, not_measured]
+    assert data["matching"] == measured + not_measured
+    assert [w["slug"] for w in data["workloads"]] == shown
+    api = site.get(f"/api/v1/gpus/h100-sxm/workloads?{query}").json()
+    expected = [w["workload"] for w in api["items"] if "measured=" in query or w["runs"]]
+    assert expected == shown
+
+
+def test_a_gpu_page_keeps_its_filters_in_its_links_and_form(site):
+    gpu = page(site, "/gpus/h100-sxm?q=relu&measured=false")
+    form = gpu.select_one("main form[aria-label='Filter the workloads']")
+    assert form.select_one("input[name=q]")["value"] == "relu"
+    assert form.select_one("input[name=measured]")["value"] == "false"
+    tabs = [a["href"] for a in gpu.select("nav.groups a")]
+    assert tabs == ["/gpus/h100-sxm?q=relu&measured=true", "/gpus/h100-sxm?q=relu&measured=false"]
+    assert "1 of 2 matching workloads measured on it" in text(gpu)
+
+
+def test_an_unknown_gpu_page_says_where_the_gpus_are(site):
+    response = site.get("/gpus/h2000")
+    assert response.status_code == 404 and "/gpus" in response.text

@@ -312,13 +312,17 @@ def gpu(request: Request, session: SessionDep, slug: str) -> Response:
     tags=["gpus"],
     summary="One GPU's workloads, by slug: measured on it (with the best run there) or not",
     description="By GPU slug or environment digest. measured=true: only those with a run on it; measured=false: "
-    "only those with none (its gaps); source: only that source's workloads.",
+    "only those with none (its gaps); source, collection, tag, q: only the workloads that match, as in "
+    "/api/v1/workloads.",
 )
 def gpu_workloads(
     request: Request,
     session: SessionDep,
     slug: str,
     source: SourceSlug = None,
+    collection: Annotated[str | None, Query(max_length=64, examples=["L1"])] = None,
+    tag: Annotated[str | None, Query(max_length=300, examples=["vision"])] = None,
+    q: Annotated[str | None, Query(min_length=1, max_length=200, description="text in slug, title or model")] = None,
     measured: Annotated[bool | None, Query(description="true: measured on it; false: not measured on it")] = None,
     limit: Limit = 50,
     cursor: Cursor = None,
@@ -326,7 +330,7 @@ def gpu_workloads(
     gpu_slug = find_gpu(session, _ref(slug, "environment"))
     if gpu_slug is None:
         raise NotFound(f"No GPU has the slug or environment digest {slug!r}.")
-    filters = GpuWorkloadFilters(source=source, measured=measured)
+    filters = GpuWorkloadFilters(source=source, measured=measured, collection=collection, tag=tag, q=q)
     listing = Listing("gpu-workloads", "slug", {"gpu": gpu_slug, **asdict(filters)}, SLUG_ORDER)
     try:
         items, position = list_gpu_workloads(session, gpu_slug, filters, listing.after(cursor), limit)
