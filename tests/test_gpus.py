@@ -206,3 +206,13 @@ def test_a_gpu_page_keeps_its_filters_in_its_links_and_form(site):
 def test_an_unknown_gpu_page_says_where_the_gpus_are(site):
     response = site.get("/gpus/h2000")
     assert response.status_code == 404 and "/gpus" in response.text
+
+
+def test_every_gpu_mention_links_its_page(site):
+    chips = page(site, "/gpus").select("nav.gpu-chips a")
+    hrefs = [a["href"] for a in chips]
+    assert hrefs[:3] == ["/gpus/h100-sxm", "/gpus/b200", "/gpus/l40s"]  # measured, most runs first
+    assert set(hrefs) >= {f"/gpus/{gpu.slug}" for gpu in TRACKED_GPUS}
+    workload = page(site, f"/workloads/{OLD_WORKLOAD}")  # measured on the B200 alone
+    missing = [a["href"] for a in workload.select("p.not-measured a[href^='/gpus/']")]
+    assert missing == [f"/gpus/{gpu.slug}" for gpu in TRACKED_GPUS if gpu.slug != "b200"]
