@@ -216,3 +216,19 @@ def test_every_gpu_mention_links_its_page(site):
     workload = page(site, f"/workloads/{OLD_WORKLOAD}")  # measured on the B200 alone
     missing = [a["href"] for a in workload.select("p.not-measured a[href^='/gpus/']")]
     assert missing == [f"/gpus/{gpu.slug}" for gpu in TRACKED_GPUS if gpu.slug != "b200"]
+
+
+def test_search_filtered_by_gpu_shows_each_workloads_best_on_it(site):
+    data = site.get("/search.json?q=relu&gpu=l40s").json()
+    assert data["gpu"]["product"] == "NVIDIA L40S"
+    hits = {h["slug"]: h for g in data["groups"] if g["kind"] == "workload" for h in g["hits"]}
+    assert hits[NEW_WORKLOAD]["bestOnGpu"]["run"] == "p-eager-l40s" and hits[NEW_WORKLOAD]["runsOnGpu"] == 2
+    assert hits[OLD_WORKLOAD]["bestOnGpu"] is None and hits[OLD_WORKLOAD]["runsOnGpu"] == 0
+    results = page(site, "/search?q=relu&gpu=l40s")
+    assert results.select_one("#search-gpu option[selected]")["value"] == "l40s"
+    rows = {row.select_one("span.slug").get_text(): row for row in results.select("tr[data-kind=workload]")}
+    assert rows[NEW_WORKLOAD].select_one("a[href='/runs/p-eager-l40s']") is not None
+    assert "not measured on it" in text(rows[OLD_WORKLOAD])
+    unfiltered = site.get("/search.json?q=relu").json()
+    assert all(h["bestOnGpu"] is None and h["runsOnGpu"] is None for g in unfiltered["groups"] for h in g["hits"])
+    assert site.get("/search?q=relu&gpu=h2000").status_code == 400

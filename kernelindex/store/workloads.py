@@ -415,6 +415,12 @@ def facet_values(session: Session) -> dict[str, list[str]]:
     return {"model": models, "tag": tags}
 
 
+def workloads_on_gpu(session: Session, slugs: Sequence[str], gpu: str) -> dict[str, WorkloadItem]:
+    """Slug → the workload with its figures on ``gpu`` (``workload_items``), for those of ``slugs`` that exist."""
+    workloads = session.scalars(select(Workload).where(Workload.name.in_(list(slugs)))).all()
+    return {item.slug: item for item in workload_items(session, workloads, gpu=gpu_named(session, gpu))}
+
+
 def find_workload(session: Session, ref: str) -> Workload | None:
     """By slug, current digest or any earlier digest."""
     name = name_by_ref(session, Workload, "WorkloadSuite", ref)
