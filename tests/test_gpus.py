@@ -159,6 +159,10 @@ def test_home_filtered_by_gpu_shows_each_workloads_best_on_it(site):
     assert unmeasured and all("not measured on the NVIDIA L40S" in text(row) for row in unmeasured)
     assert home.select_one(".source-group a[href='/runs/p-eager-l40s']") is not None
     assert home.select_one(".source-group a[href='/runs/p-compile-b200']") is None  # not the B200's best
+    # A collection with no workload measured on the GPU says so in a line instead of a table.
+    sweeps = home.select_one("#source-sweeps section.collection")
+    assert sweeps.select_one("table") is None
+    assert "Its one workload has no run on it yet" in text(sweeps)
     assert site.get("/?gpu=nope").status_code == 400
 
 

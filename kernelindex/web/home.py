@@ -51,6 +51,7 @@ class WorkloadPart(Part):
 class CollectionPart(Part):
     name: str
     workload_count: int
+    measured_on_gpu: int | None  # filtered by GPU, its workloads with a run there; else None
     url: str
     workloads: list[WorkloadPart]
 
@@ -161,6 +162,7 @@ def home(request: Request, session: SessionDep, gpu: str | None = None) -> Respo
                 CollectionPart(
                     name=collection.name,
                     workload_count=len(collection.workloads),
+                    measured_on_gpu=None if slug is None else sum(1 for w in collection.workloads if w.runs_on_gpu),
                     url=urls.workloads(source=group.slug, collection=collection.name, gpu=slug),
                     workloads=_busiest(collection.workloads),
                 )
