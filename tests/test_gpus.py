@@ -236,3 +236,15 @@ def test_search_filtered_by_gpu_shows_each_workloads_best_on_it(site):
     unfiltered = site.get("/search.json?q=relu").json()
     assert all(h["bestOnGpu"] is None and h["runsOnGpu"] is None for g in unfiltered["groups"] for h in g["hits"])
     assert site.get("/search?q=relu&gpu=h2000").status_code == 400
+
+
+def test_a_gpu_pages_pages_keep_its_filters(client):
+    first = client.get("/gpus/b200.json?source=sol-execbench&collection=L1").json()
+    assert (first["total"], first["pageCount"], first["matching"]) == (94, 2, 94)
+    assert first["nextUrl"] == "/gpus/b200?source=sol-execbench&collection=L1&measured=true&page=2"
+    second = client.get(first["nextUrl"].replace("/gpus/b200?", "/gpus/b200.json?")).json()
+    assert len(first["workloads"]) + len(second["workloads"]) == 94
+    assert not {w["slug"] for w in first["workloads"]} & {w["slug"] for w in second["workloads"]}
+    assert second["previousUrl"] == "/gpus/b200?source=sol-execbench&collection=L1&measured=true"
+    last = client.get("/gpus/h200.json?measured=false&page=5").json()  # 235 gaps, 50 a page
+    assert (last["pageCount"], len(last["workloads"]), last["nextUrl"]) == (5, 35, None)
