@@ -16,7 +16,7 @@ L039 = "l1-039-adaptive-instance-normalization-2d-backward"
 L040 = "l1-040-conv2d-residual-block"
 PROTOCOL_V1_0 = "sha256:2964c5c4ed9cb0dcdc0f74674035bc71bf5e66620939e38441060f76434ed3e5"
 # Every tracked GPU but the B200, which measured all of 040's runs, in the tracked table's order.
-NOT_MEASURED_040 = [gpu.product for gpu in TRACKED_GPUS if gpu.slug != "b200"]
+NOT_MEASURED_040_LINKS = [{"product": g.product, "url": f"/gpus/{g.slug}"} for g in TRACKED_GPUS if g.slug != "b200"]
 
 
 def html(client, path: str) -> BeautifulSoup:
@@ -67,7 +67,10 @@ def test_leaderboard_of_040_ranks_and_figures_follow_the_rules(client):
         ["3", "Geometric", "27.7 µs mean", "87%", "1.07×"],
     ]
     assert ranked[0][6] == "Reported license unknown · no source · no install recipe"
-    assert f"Not measured on {', '.join(NOT_MEASURED_040)} for this workload" in text(page.select_one("#records"))
+    not_measured = page.select_one("#records p.not-measured")
+    assert text(not_measured).startswith("Not measured on NVIDIA H200 ,")
+    links = [(a.get_text(), a["href"]) for a in not_measured.select("a[href^='/gpus/']")]
+    assert links == [(link["product"], link["url"]) for link in NOT_MEASURED_040_LINKS]
     history = table_rows(page.select_one("#history table"))
     assert history == [
         ["2026-08-12", "Geometric", "25.9 µs", "1.07× faster"],
@@ -101,7 +104,7 @@ def test_leaderboard_json_twin_has_exact_values(client):
     assert [h["run"] for h in data["history"]] == ["sol-submission-36270", "sol-submission-36257"]
     assert data["history"][0]["improvement"] == 27739 / 25913
     assert data["cases"][0]["solLatencyMs"] > 0
-    assert data["notMeasuredOn"] == NOT_MEASURED_040
+    assert data["notMeasuredOn"] == NOT_MEASURED_040_LINKS
 
 
 def test_leaderboard_of_039_never_ranks_across_stacks(client):
@@ -287,7 +290,7 @@ def test_workloads_list_filters_sorts_and_paginates(client):
     assert first["pageCount"] == 5 and len(first["workloads"]) == 50
     assert not {w["slug"] for w in first["workloads"]} & {w["slug"] for w in second["workloads"]}
     assert client.get("/workloads.json?q=conv2d residual").json()["workloads"][0]["slug"] == L040
-    assert client.get("/workloads.json?gpu=h200").json()["total"] == 0
+    assert client.get("/workloads.json?gpu=h200&measured=true").json()["total"] == 0
     assert client.get("/workloads?sort=size").status_code == 400
     assert client.get("/workloads?page=6").status_code == 400
 
