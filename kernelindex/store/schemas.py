@@ -266,6 +266,16 @@ class Withdrawal(ApiModel):
     reason: str | None
 
 
+class Review(ApiModel):
+    """A maintainer's decision on a run held for review."""
+
+    state: Literal["released", "rejected"] = Field(
+        description="released: ranked like any eligible run; rejected: kept, shown, never ranked"
+    )
+    at: datetime
+    note: str | None
+
+
 class RunManifests(ApiModel):
     run: RunManifest
     workload: WorkloadManifest
@@ -280,6 +290,7 @@ class RunDetail(RunItem):
     vs_best: float | None = Field(description="latency ÷ the group's best latency (1.0 for #1)")
     ineligibility_reasons: list[str]
     held_for_review: bool
+    review: Review | None = Field(description="the maintainers' decision, once a held run has been reviewed")
     disqualified_upstream: str | None = Field(description="the source's reason, when the source disqualified it")
     withdrawn: Withdrawal | None
     missing_since: datetime | None
