@@ -328,10 +328,33 @@ class ImplementationWorkload(ApiModel):
     runs: list[ImplementationRun]
 
 
+class RevisionRuns(ApiModel):
+    revision: str = Field(examples=["submission-16893", "rerun-1+sha256.3f0a9c2e1b4d"])
+    implementation: str = Field(description="the Implementation manifest's name")
+    title: str | None = Field(description="the Implementation manifest's title")
+    runs: int
+
+
+class SourceRevisions(ApiModel):
+    """An implementation's revisions as one source means them."""
+
+    source: str | None = Field(description="the source's slug; null for runs no source published")
+    source_name: str | None
+    unit: Literal["submission", "revision"] = Field(
+        description="submission: each label names one upload to the source's board, which publishes no code "
+        "revisions (SOL-ExecBench's submission-<id>); revision: a version of the code the source publishes"
+    )
+    revisions: list[RevisionRuns]
+
+
 class ImplementationDetail(ImplementationItem):
     workload_results: list[ImplementationWorkload]
     runs_url: str
-    revision_list: list[str] = Field(description="its revisions, e.g. submission-16893 (one per SOL-ExecBench row)")
+    revision_list: list[str] = Field(
+        description="its revision labels as its manifests name them, e.g. submission-16893 (a SOL-ExecBench "
+        "submission); revisions_by_source says what each label is"
+    )
+    revisions_by_source: list[SourceRevisions]
     first_places: int = Field(description="comparison groups in which one of its runs ranks #1")
 
 
