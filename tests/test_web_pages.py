@@ -306,7 +306,9 @@ def test_implementation_model_and_source_pages(client):
     # A SOL-ExecBench label names one submission to the board, not a revision of published code.
     assert [(g["source"], g["unit"]) for g in impl["revisionsBySource"]] == [("sol-execbench", "submission")]
     assert [r["revision"] for r in impl["revisionsBySource"][0]["revisions"]] == sorted(impl["revisions"])
-    revisions = html(client, "/implementations/ac4k").select_one("#revisions").get_text(" ", strip=True)
+    section = html(client, "/implementations/ac4k").select_one("#revisions")
+    assert section.select_one("h2").get_text() == "Submissions"
+    revisions = section.get_text(" ", strip=True)
     count = len(impl["revisions"])
     assert f"{count} submission{'s' if count > 1 else ''} to NVIDIA SOL-ExecBench" in revisions
     assert "is not a revision of published code" in revisions
