@@ -226,6 +226,9 @@ def test_admin_lookup_finds_a_run_to_act_on_or_says_there_is_none(site):
     missing = client.get("/admin?run=sol-submission-0")
     assert missing.status_code == 404
     assert "no run named 'sol-submission-0'" in page_of(missing).select_one("#admin-error").get_text()
+    held = page_of(client.get(f"/admin?run={HELD}")).select("#run-found form")
+    assert [form["action"] for form in held] == [f"/admin/runs/{HELD}/release", f"/admin/runs/{HELD}/withdraw"]
+    assert held[0].select_one("button[formaction]")["formaction"] == f"/admin/runs/{HELD}/reject"
     attestation_card = page_of(client.get(f"/admin?attestation={HIDDEN}")).select_one("#attestation-found form")
     assert attestation_card["action"] == f"/admin/attestations/{HIDDEN}/unhide"
 

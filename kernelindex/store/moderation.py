@@ -88,6 +88,8 @@ class RunRow:
     status: RunStatus
     withdrawn_at: datetime | None
     withdrawn_reason: str | None
+    held_for_review: bool
+    review_state: str | None
 
 
 RELEASED, REJECTED = "released", "rejected"
@@ -238,6 +240,8 @@ def _runs(session: Session, *where: ColumnElement[bool], limit: int) -> list[Run
             status=run.status,
             withdrawn_at=run.withdrawn_at,
             withdrawn_reason=run.withdrawn_reason,
+            held_for_review=run.held_for_review,
+            review_state=run.review_state,
         )
         for run, title, slug, project, gpu in rows
     ]
