@@ -147,7 +147,12 @@ class Run(ManifestRecord, Base):
     upstream_withdrawn: Mapped[bool] = mapped_column(Boolean)
     upstream_withdrawn_reason: Mapped[str | None] = mapped_column(Text)
     # Faster than the suite's speed-of-light bound: shown, not ranked until reviewed.
+    # A maintainer's release clears it; a rejection keeps it. Either decision is kept
+    # below and outlives a re-ingest, which never sets the flag again on a reviewed run.
     held_for_review: Mapped[bool] = mapped_column(Boolean)
+    review_state: Mapped[str | None] = mapped_column(String(16))  # "released" or "rejected"
+    reviewed_at: Mapped[datetime | None]
+    review_note: Mapped[str | None] = mapped_column(Text)
     # Withdrawn by a maintainer of this registry.
     withdrawn_at: Mapped[datetime | None]
     withdrawn_reason: Mapped[str | None] = mapped_column(Text)

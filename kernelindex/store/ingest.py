@@ -137,6 +137,7 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
     new_runs: list[tuple[BenchmarkRun, dict[str, Any]]] = []
     for record in batch.runs:
         name = record.manifest.metadata.name
+        held = record.held_for_review
         if name not in stored:
             outcome = Outcome.ADDED
             new_runs.append(
@@ -146,10 +147,14 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
             outcome = Outcome.UNCHANGED
         else:
             columns = _run_columns(record, source, workload, implementations, protocols, environments)
+            if changed[name].review_state is not None:
+                # A maintainer has decided on this run: a new upstream value does not hold it again.
+                held = changed[name].held_for_review
+                del columns["held_for_review"]
             _, outcome = put(session, Run, record.manifest, columns, changed[name], now)
         counts[f"{outcome}.run"] += 1
         if outcome is not Outcome.UNCHANGED:
-            counts["flag.held_for_review"] += record.held_for_review
+            counts["flag.held_for_review"] += held
             counts["flag.withdrawn_upstream"] += record.upstream_withdrawn
     insert_new(session, Run, new_runs, now)
 

@@ -273,6 +273,16 @@ class Withdrawal(ApiModel):
     reason: str | None
 
 
+class Review(ApiModel):
+    """A maintainer's decision on a run held for review."""
+
+    state: Literal["released", "rejected"] = Field(
+        description="released: ranked like any eligible run; rejected: kept, shown, never ranked"
+    )
+    at: datetime
+    note: str | None
+
+
 class RunManifests(ApiModel):
     run: RunManifest
     workload: WorkloadManifest
@@ -287,6 +297,7 @@ class RunDetail(RunItem):
     vs_best: float | None = Field(description="latency ÷ the group's best latency (1.0 for #1)")
     ineligibility_reasons: list[str]
     held_for_review: bool
+    review: Review | None = Field(description="the maintainers' decision, once a held run has been reviewed")
     disqualified_upstream: str | None = Field(description="the source's reason, when the source disqualified it")
     withdrawn: Withdrawal | None
     missing_since: datetime | None
@@ -324,10 +335,33 @@ class ImplementationWorkload(ApiModel):
     runs: list[ImplementationRun]
 
 
+class RevisionRuns(ApiModel):
+    revision: str = Field(examples=["submission-16893", "rerun-1+sha256.3f0a9c2e1b4d"])
+    implementation: str = Field(description="the Implementation manifest's name")
+    title: str | None = Field(description="the Implementation manifest's title")
+    runs: int
+
+
+class SourceRevisions(ApiModel):
+    """An implementation's revisions as one source means them."""
+
+    source: str | None = Field(description="the source's slug; null for runs no source published")
+    source_name: str | None
+    unit: Literal["submission", "revision"] = Field(
+        description="submission: each label names one upload to the source's board, which publishes no code "
+        "revisions (SOL-ExecBench's submission-<id>); revision: a version of the code the source publishes"
+    )
+    revisions: list[RevisionRuns]
+
+
 class ImplementationDetail(ImplementationItem):
     workload_results: list[ImplementationWorkload]
     runs_url: str
-    revision_list: list[str] = Field(description="its revisions, e.g. submission-16893 (one per SOL-ExecBench row)")
+    revision_list: list[str] = Field(
+        description="its revision labels as its manifests name them, e.g. submission-16893 (a SOL-ExecBench "
+        "submission); revisions_by_source says what each label is"
+    )
+    revisions_by_source: list[SourceRevisions]
     first_places: int = Field(description="comparison groups in which one of its runs ranks #1")
 
 

@@ -27,6 +27,7 @@ from kernelindex.store.schemas import (
     ImplementationRun,
     IngestionReportItem,
     SourceItem,
+    SourceRevisions,
 )
 from kernelindex.store.source_filter import UnknownSource
 from kernelindex.store.sources import errors_and_warnings, every_source, source_detail
@@ -89,6 +90,7 @@ class ImplementationPage(PageContext):
     slug: str
     project: str
     revisions: list[str]
+    revisions_by_source: list[SourceRevisions]
     workload_count: int
     first_places: int
     runs: list[RunLine]
@@ -124,6 +126,7 @@ def implementation(request: Request, slug: str, session: SessionDep) -> Response
         slug=detail.slug,
         project=detail.project,
         revisions=detail.revision_list,
+        revisions_by_source=detail.revisions_by_source,
         workload_count=detail.workloads,
         first_places=detail.first_places,
         # Shown best ranks first; the store groups them by workload.
