@@ -268,7 +268,9 @@ def test_a_kernel_failing_to_store_leaves_nothing_half_written(db, monkeypatch, 
     summary = ingest(db, upstream)
     assert summary.status == "partial"
     # The report is public: one plain line; what went wrong is in the server's log.
-    assert summary.errors == ["kernel 40: could not be stored (a database error; the server log has the details)"]
+    assert summary.errors == [
+        "kernel 40 (040_conv2d_residual_block): could not be stored (a database error; the server log has the details)"
+    ]
     assert "disk full" in caplog.text
     assert workload_ids(db) == {"39", "62"}
     with db.sessions() as session:
@@ -375,7 +377,7 @@ def test_a_control_character_in_a_kernel_fails_it_with_one_plain_line(db):
     upstream.kernels[40]["name"] = "conv\x00"
     summary = ingest(db, upstream)
     assert summary.status == "partial"
-    assert summary.errors == ["kernel 40: a text field holds control characters"]
+    assert summary.errors == [f"kernel 40: {BASE_URL}kernels/40: a text field holds control characters"]
     assert workload_ids(db) == {"39", "62"}
 
 
