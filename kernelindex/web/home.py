@@ -11,8 +11,9 @@ from fastapi.responses import Response
 from kernelindex import urls
 from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.store import reads
+from kernelindex.store.completeness import every_source_completeness
 from kernelindex.store.records import catalogue_records
-from kernelindex.store.schemas import WorkloadItem
+from kernelindex.store.schemas import SourceCompleteness, WorkloadItem
 from kernelindex.store.workloads import catalogue_by_source
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.leaderboard import Part
@@ -69,6 +70,7 @@ class SourcePart(Part):
     name: str
     url: str
     last_observed_at: datetime | None
+    completeness: SourceCompleteness
 
 
 class RecordPart(Part):
@@ -145,6 +147,7 @@ def home(request: Request, session: SessionDep) -> Response:
         )
         for group in catalogue_by_source(session)
     ]
+    completeness = every_source_completeness(session)
     context = HomePage(
         workload_count=sum(section.workload_count for section in catalogue),
         eligible_run_count=sum(section.eligible_runs for section in catalogue),
@@ -164,7 +167,13 @@ def home(request: Request, session: SessionDep) -> Response:
             for entry in catalogue_records(session, limit=NEWEST_RECORDS)
         ],
         sources=[
-            SourcePart(slug=s.slug, name=s.name, url=urls.source(s.slug), last_observed_at=s.last_observed_at)
+            SourcePart(
+                slug=s.slug,
+                name=s.name,
+                url=urls.source(s.slug),
+                last_observed_at=s.last_observed_at,
+                completeness=completeness[s.slug],
+            )
             for s in reads.sources(session)
         ],
     )
