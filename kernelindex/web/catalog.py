@@ -390,6 +390,8 @@ class IngestLine(Part):
     id: int
     origin: str
     read_from: str
+    snapshot_observed_at: datetime | None
+    snapshot_scope: str | None
     status: str
     started_at: datetime
     finished_at: datetime | None
@@ -484,6 +486,8 @@ def _report_view(report: IngestionReportItem) -> ReportView:
         id=report.id,
         origin=report.origin,
         read_from=report.read_from,
+        snapshot_observed_at=report.snapshot_observed_at,
+        snapshot_scope=report.snapshot_scope,
         status=report.status,
         started_at=report.started_at,
         finished_at=report.finished_at,
