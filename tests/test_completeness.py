@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
+from kernelindex.db import migrate
+from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.tables import IngestionReport, Workload
 from kernelindex.ingest.rerun_import import import_bundled_reruns
 from kernelindex.ingest.runner import run_ingest
@@ -226,3 +228,22 @@ def test_the_reruns_source_counts_what_it_measured_and_its_imports(loaded_db, ma
     )
     assert report["counts"]["added"] == {"run": 17}
     assert detail["completeness"]["refreshCommand"] is None
+
+
+def test_reruns_imported_before_imports_were_recorded_get_one_report(committed_catalogue_url):
+    engine = make_engine(committed_catalogue_url)
+    sessions = make_sessionmaker(engine)
+    import_bundled_reruns(sessions, BUNDLED_RERUNS)
+    with sessions.begin() as session:
+        session.execute(delete(IngestionReport).where(IngestionReport.read_from == "import"))
+    migrate.downgrade(committed_catalogue_url, "0009")
+    migrate.upgrade(committed_catalogue_url)
+    with sessions() as session:
+        report = session.scalars(select(IngestionReport).where(IngestionReport.read_from == "import")).one()
+        assert (report.origin, report.status, report.counts) == (
+            "rerun bundles imported before imports were recorded",
+            "succeeded",
+            {"added": {"run": 17}},
+        )
+        assert report.started_at <= report.finished_at <= datetime.now(UTC)
+    engine.dispose()
