@@ -397,6 +397,7 @@ def test_a_timing_file_that_is_not_as_published_is_refused_whole(db, snapshot, b
     assert summary.status == "partial"
     failed = [line for line in summary.errors if H100 in line]
     assert len(failed) == 1 and reason in failed[0] and LATE[:12] in failed[0]
+    assert f"{github.SNAPSHOT_RAW}ScalingIntelligence/KernelBench/{LATE}/{H100}: " in failed[0]
     assert "nothing from this file was stored" in failed[0]
     counts = runs_by_file(db)
     assert f"{H100}@{LATE[:7]}" not in counts

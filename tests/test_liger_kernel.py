@@ -458,6 +458,7 @@ def test_an_unreadable_file_is_one_error_and_the_others_go_on(liger_slice, conte
     data_file(liger_slice, CUTILE).write_bytes(content)
     discovery = adapter_on(liger_slice).discover()
     assert len(discovery.errors) == 1 and discovery.errors[0].startswith(message)
+    assert discovery.errors[0].endswith(f" ({github.SNAPSHOT_RAW}{OWNER}/{REPO}/main/{CUTILE})")
     assert not discovery.complete
     assert len(discovery.units) == 4  # the other two files still hold every workload
 
