@@ -178,8 +178,12 @@ def run_ingest(
             progress(unit, done, len(units))
         try:
             batch = adapter.map(unit, adapter.fetch(unit))
-        except (UnitFailure, UpstreamError, ValueError) as exc:
-            errors.append(str(exc))
+        except (UnitFailure, UpstreamError) as exc:
+            errors.append(str(exc))  # the adapter's own line, naming the unit and the URL
+            counts["units.failed"] += 1
+            continue
+        except ValueError as exc:
+            errors.append(f"{unit}: {exc}")
             counts["units.failed"] += 1
             continue
         drift |= batch.drift
