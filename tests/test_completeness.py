@@ -21,6 +21,7 @@ from kernelindex.ingest.snapshot import SnapshotError, snapshot_facts
 from kernelindex.ingest.sources import ingest
 from kernelindex.paths import BUNDLED_RERUNS, BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
+from kernelindex.store.completeness import workload_completeness
 from tests.test_web_pages import html, text
 from tests.upstream import FakeUpstream
 
@@ -88,6 +89,22 @@ def test_another_snapshot_folder_is_a_snapshot_not_the_bundled_one(db, tmp_path)
     assert (report.read_from, report.snapshot_scope) == ("snapshot", SCOPE)
     # Without the list of upstream counts, no count in the snapshot is taken for upstream's.
     assert counted == []
+    with db.sessions() as session:
+        workload = session.scalars(select(Workload).where(Workload.name == L040)).one()
+        assert workload_completeness(session, workload).summary == (
+            "3 submissions from a partial snapshot of 2026-08-15; upstream's count was not recorded."
+        )
+    # A snapshot that does not describe itself is said to be one, of a date not recorded.
+    (copy / "snapshot.json").unlink()
+    ingest(db.sessions, Settings(database_url=db.url), "sol-execbench", snapshot=copy)
+    with db.sessions() as session:
+        workload = session.scalars(select(Workload).where(Workload.name == L040)).one()
+        answer = workload_completeness(session, workload)
+    assert (answer.read_from, answer.read_at, answer.summary) == (
+        "snapshot",
+        None,
+        "3 submissions from a snapshot (its date not recorded).",
+    )
 
 
 def test_a_live_ingest_keeps_the_listed_counts_as_read_then(db, make_app):

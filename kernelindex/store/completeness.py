@@ -130,8 +130,9 @@ def _partial(report: IngestionReport | None) -> bool:
     return report is not None and report.read_from in SNAPSHOT_KINDS and (scope or "").startswith(PARTIAL_PREFIX)
 
 
-def _read_at(report: IngestionReport) -> datetime:
-    return report.snapshot_observed_at or report.started_at if report.read_from in SNAPSHOT_KINDS else report.started_at
+def _read_at(report: IngestionReport) -> datetime | None:
+    """A snapshot's own date (unknown when it states none), or when a live ingest or import ran."""
+    return report.snapshot_observed_at if report.read_from in SNAPSHOT_KINDS else report.started_at
 
 
 class _Reading(TypedDict):
@@ -165,15 +166,17 @@ def _reading_fields(source: Source, report: IngestionReport | None) -> _Reading:
 
 def _where(report: IngestionReport) -> str:
     """Where the data was read, as the end of "… from ___"."""
-    day = _read_at(report).strftime("%Y-%m-%d")
+    read_at = _read_at(report)
+    day = read_at.strftime("%Y-%m-%d") if read_at else None
     if report.read_from == "live":
         return f"the live upstream, read on {day}"
     if report.read_from == "import":
         return f"imported files, the last imported on {day}"
     partial = "partial " if _partial(report) else ""
+    dated = f"of {day}" if day else "(its date not recorded)"
     if report.read_from == "bundled":
-        return f"the {partial}bundled snapshot of {day}"
-    return f"a {partial}snapshot of {day}"
+        return f"the {partial}bundled snapshot {dated}"
+    return f"a {partial}snapshot {dated}"
 
 
 def _counted(count: int, noun: str) -> str:
