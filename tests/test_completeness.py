@@ -186,7 +186,7 @@ SOL_COMPLETENESS = {
     "stored": 708,
     "noun": "submissions",
     "upstreamTotal": 251,
-    "upstreamTotalObservedAt": None,
+    "upstreamTotalObservedAt": "2026-08-14T16:43:00Z",
     **BUNDLED,
     "summary": SOL_SUMMARY,
     "workloads": 235,

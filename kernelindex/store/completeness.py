@@ -82,6 +82,7 @@ def source_completeness(session: Session, sources: Sequence[Source]) -> dict[int
                 func.count(Workload.id).label("workloads"),
                 func.count(Workload.upstream_total).label("counted"),
                 func.sum(Workload.upstream_total).label("total"),
+                func.max(Workload.upstream_total_observed_at).label("counted_at"),
             )
             .where(Workload.source_id.in_(ids))
             .group_by(Workload.source_id)
@@ -108,7 +109,7 @@ def source_completeness(session: Session, sources: Sequence[Source]) -> dict[int
             stored=runs,
             noun=source.run_noun,
             upstream_total=total,
-            upstream_total_observed_at=None,
+            upstream_total_observed_at=row.counted_at if row else None,
             **_reading_fields(source, reading),
             summary=summary,
             workloads=workloads,

@@ -244,7 +244,8 @@ class Completeness(ApiModel):
 
 
 class SourceCompleteness(Completeness):
-    """A source's completeness; ``upstream_total`` sums the workloads whose count was recorded."""
+    """A source's completeness: ``upstream_total`` sums the workloads whose count was recorded, and
+    ``upstream_total_observed_at`` is when the newest of those counts was read."""
 
     workloads: int = Field(description="workloads the source defines")
     counted_workloads: int = Field(description="of them, those whose upstream count was recorded")
