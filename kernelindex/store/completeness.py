@@ -54,14 +54,13 @@ def workload_completeness(session: Session, workload: Workload) -> Completeness:
         or 0
     )
     reading = newest_readings(session, [source.id]).get(source.id)
-    known = workload.upstream_total is not None
     return Completeness(
         stored=stored,
         noun=source.run_noun,
         upstream_total=workload.upstream_total,
         upstream_total_observed_at=workload.upstream_total_observed_at,
         **_reading_fields(source, reading),
-        summary=_summary(stored, source.run_noun, reading, workload.upstream_total if known else None),
+        summary=_summary(stored, source.run_noun, reading, workload.upstream_total),
     )
 
 
