@@ -66,6 +66,11 @@ def _one_line(value: str) -> str:
     return " ".join(value.split())
 
 
+def run_title(implementation: str, workload: str, gpu: str) -> str:
+    """A run's title as a reader cites it: "Geometric on Conv2d residual block (NVIDIA B200)"."""
+    return f"{_one_line(implementation)} on {_one_line(workload)} ({_one_line(gpu)})"
+
+
 def _bibtex_text(value: str) -> str:
     """``value`` as BibTeX/LaTeX text: every special character a command or escaped, so the only
     braces in it are the balanced ``{}`` that end a command, and BibTeX and biber parse any value."""

@@ -131,8 +131,8 @@ def records_feed() -> str:
     return "/records.atom"
 
 
-def search(q: str = "", kind: str | None = None) -> str:
-    return with_query("/search", q=q, kind=kind)
+def search(q: str = "", kind: str | None = None, gpu: str | None = None) -> str:
+    return with_query("/search", q=q, kind=kind, gpu=gpu)
 
 
 def compare(run_names: Iterable[str], fmt: str | None = None) -> str:

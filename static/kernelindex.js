@@ -82,8 +82,73 @@
     });
   }
 
+  // Citation formats as tabs: the links above the panels select one panel and hide the others.
+  function enableCitationTabs() {
+    var links = document.querySelectorAll("a.cite-tab[data-panel]");
+    if (!links.length) return;
+    var list = links[0].closest("ul");
+    var section = list.parentNode;
+    section.classList.add("cite-tabbed");
+    list.setAttribute("role", "tablist");
+    list.setAttribute("aria-label", "Citation formats");
+
+    function select(index, focus) {
+      links.forEach(function (link, i) {
+        var panel = document.getElementById(link.dataset.panel);
+        var chosen = i === index;
+        link.setAttribute("aria-selected", chosen ? "true" : "false");
+        link.tabIndex = chosen ? 0 : -1;
+        panel.hidden = !chosen;
+        if (chosen && focus) link.focus();
+      });
+    }
+
+    links.forEach(function (link, i) {
+      var panel = document.getElementById(link.dataset.panel);
+      link.parentNode.setAttribute("role", "presentation");
+      link.setAttribute("role", "tab");
+      link.id = link.dataset.panel + "-tab";
+      link.setAttribute("aria-controls", panel.id);
+      panel.setAttribute("role", "tabpanel");
+      panel.setAttribute("aria-labelledby", link.id);
+      link.addEventListener("click", function (event) {
+        event.preventDefault();
+        select(i, false);
+      });
+      link.addEventListener("keydown", function (event) {
+        if (event.key !== "ArrowRight" && event.key !== "ArrowLeft") return;
+        event.preventDefault();
+        select((i + (event.key === "ArrowRight" ? 1 : -1) + links.length) % links.length, true);
+      });
+    });
+    var linked = Array.prototype.findIndex.call(links, function (link) {
+      return "#" + link.dataset.panel === window.location.hash;
+    });
+    select(Math.max(linked, 0), false);
+  }
+
+  // Keyboard access to what scrolls sideways (a wide table or chart on a phone, long JSON):
+  // a box that scrolls takes focus, so that arrow keys scroll it. Checked again when the
+  // window is resized or a <details> opens, since either changes what overflows.
+  function focusableScrollers() {
+    document.querySelectorAll(".scroll, pre").forEach(function (box) {
+      var scrolls = box.scrollWidth > box.clientWidth;
+      if (scrolls && !box.hasAttribute("tabindex")) {
+        box.tabIndex = 0;
+        box.dataset.scrollFocus = "";
+      } else if (!scrolls && "scrollFocus" in box.dataset) {
+        box.removeAttribute("tabindex");
+        delete box.dataset.scrollFocus;
+      }
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     enableCopyButtons();
     enableSuggestions();
+    enableCitationTabs();
+    focusableScrollers();
+    window.addEventListener("resize", focusableScrollers);
+    document.addEventListener("toggle", focusableScrollers, true);
   });
 })();

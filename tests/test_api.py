@@ -198,7 +198,8 @@ def test_workloads_without_eligible_runs_sort_last_and_page_once(client, loaded_
         ({"model": "NAFNet"}, 4),
         ({"model": "nafnet"}, 4),
         ({"gpu": "b200"}, 235),
-        ({"gpu": "h200"}, 0),
+        ({"gpu": "h200", "measured": "true"}, 0),
+        ({"gpu": "h200"}, 235),  # every workload, none measured on it
         ({"q": "conv2d residual"}, 1),
         ({"collection": "L1", "model": "NAFNet"}, 3),
         ({"collection": "L2", "q": "nafnet"}, 1),
@@ -511,6 +512,9 @@ def _forged(payload: dict) -> str:
         ("/api/v1/workloads/l1-999-nothing", 404, "No workload"),
         ("/api/v1/implementations/nobody", 404, "No implementation"),
         ("/api/v1/gpus/tpu-v9", 404, "No GPU"),
+        ("/api/v1/workloads?gpu=b2000", 400, "No GPU has the slug 'b2000'. Did you mean b200"),
+        ("/api/v1/workloads?measured=true", 400, "only with gpu="),
+        ("/api/v1/workloads?gpu=b200&measured=maybe", 400, "measured"),
         ("/api/v1/models/no-such-model", 404, "No origin model"),
         ("/api/v1/sources/elsewhere", 404, "No source"),
         ("/api/v1/search", 400, "q: Field required"),
@@ -628,3 +632,24 @@ def test_different_content_has_a_different_etag(client):
     one = client.get("/api/v1/runs/sol-submission-16893").headers["etag"]
     two = client.get("/api/v1/runs/sol-submission-36270").headers["etag"]
     assert one != two
+
+
+def test_workloads_filtered_by_gpu_carry_figures_on_it(client):
+    on_b200 = get_json(client, "/api/v1/workloads", gpu="B200", collection="Quant", limit=200)["items"]
+    everywhere = get_json(client, "/api/v1/workloads", collection="Quant", limit=200)["items"]
+    # Every run of the bundled snapshot is on the B200: the same figures, each marked as the B200's.
+    assert [w["fastest"] for w in on_b200] == [w["fastest"] for w in everywhere]
+    assert {w["gpu"] for w in on_b200} == {"b200"} and all(w["runsOnGpu"] > 0 for w in on_b200)
+    assert {(w["gpu"], w["runsOnGpu"]) for w in everywhere} == {(None, None)}
+    on_h200 = get_json(client, "/api/v1/workloads", gpu="h200", collection="Quant", limit=200)["items"]
+    assert [w["slug"] for w in on_h200] == [w["slug"] for w in everywhere]
+    assert all(w["fastest"] is None and w["eligibleRuns"] == 0 and w["runsOnGpu"] == 0 for w in on_h200)
+    assert get_json(client, "/api/v1/workloads", gpu="h200", measured="true")["items"] == []
+
+
+def test_a_gpus_workloads_filter_by_collection_tag_and_text(client):
+    quant = get_json(client, "/api/v1/gpus/b200/workloads", collection="Quant", limit=200)["items"]
+    assert len(quant) == 33 and {w["collection"] for w in quant} == {"Quant"}
+    found = get_json(client, "/api/v1/gpus/b200/workloads", q="conv2d residual")["items"]
+    assert [w["workload"] for w in found] == ["l1-040-conv2d-residual-block"]
+    assert found[0]["best"]["gpu"] == "b200"

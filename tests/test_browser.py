@@ -8,40 +8,24 @@ Screenshots of every step go to a folder the test prints.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from kernelindex.app import create_app
 from kernelindex.settings import Settings
+from tests.chromium import launched
 from tests.servers import serving
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path(os.environ.get("KERNELINDEX_TEST_CHROMIUM", "/usr/bin/chromium"))
-# Flags for a closed network: no background connections, no updates, no sync.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
 def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(f"Chromium is not installed at {CHROMIUM} (apt-get install -y chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+    with launched() as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture

@@ -41,6 +41,8 @@ CSL_VALIDATOR = jsonschema.Draft3Validator(CSL_SCHEMA)
 RUN = "sol-submission-16893"
 L039 = "l1-039-adaptive-instance-normalization-2d-backward"
 BASE = "http://testserver"
+# The human title a run is cited under: implementation on workload (GPU).
+RUN_TITLE = "ac4k on Adaptive instance normalization 2d backward (NVIDIA B200)"
 RECORD = CitableRecord(
     key="sol-submission-1",
     title="ac4k · 039_adaptive_instance_normalization_2d_backward · B200",
@@ -230,7 +232,7 @@ def test_run_bibtex_parses_with_the_records_fields(client):
     fields = parse_bibtex(client.get(f"/runs/{RUN}/cite.bib?accessed=2026-09-01").text)
     digest = digest_of(client, RUN)
     assert fields["ID"] == f"kernelindex:{RUN}"
-    assert fields["title"] == "ac4k · 039_adaptive_instance_normalization_2d_backward · B200"
+    assert fields["title"] == RUN_TITLE
     assert fields["author"] == "ac4k"
     assert fields["howpublished"] == "KernelIndex, from NVIDIA SOL-ExecBench, submission 16893"
     assert fields["url"] == f"{BASE}/runs/{RUN}"
@@ -246,7 +248,7 @@ def test_run_csl_json_is_valid_csl_data(client):
     assert item == {
         "id": RUN,
         "type": "dataset",
-        "title": "ac4k · 039_adaptive_instance_normalization_2d_backward · B200",
+        "title": RUN_TITLE,
         "author": [{"literal": "ac4k"}],
         "publisher": "KernelIndex",
         "source": "NVIDIA SOL-ExecBench",
@@ -278,7 +280,7 @@ def test_run_ris_is_tagged_lines_with_crlf_from_ty_to_er(client):
 def test_run_text_line_holds_permalink_digest_and_access_date(client):
     line = client.get(f"/runs/{RUN}/cite.txt?accessed=2026-09-01").text
     assert line == (
-        "ac4k. “ac4k · 039_adaptive_instance_normalization_2d_backward · B200.” NVIDIA SOL-ExecBench, "
+        f"ac4k. “{RUN_TITLE}.” NVIDIA SOL-ExecBench, "
         f"submission 16893. KernelIndex, 2026. {BASE}/runs/{RUN} ({digest_of(client, RUN)}). Accessed 2026-09-01.\n"
     )
 
@@ -324,7 +326,7 @@ def test_an_unknown_citation_format_is_a_404_listing_the_formats(client, path):
 # --- The run page's "Cite this record" ---------------------------------------------------------
 
 
-def test_run_page_cite_section_shows_four_formats_with_copy_buttons(client):
+def test_run_page_cite_section_shows_four_formats_as_tabs_with_copy_buttons(client):
     response = client.get(f"/runs/{RUN}?accessed=2026-09-01")
     assert response.status_code == 200
     section = BeautifulSoup(response.text, "html.parser").select_one("section#cite")
@@ -333,23 +335,24 @@ def test_run_page_cite_section_shows_four_formats_with_copy_buttons(client):
     assert facts[0] == f"{BASE}/runs/{RUN}"
     assert digest_of(client, RUN)[:19] in facts[1]
     assert facts[2].startswith("2026-09-01")
-    formats = section.select("details.cite-format")
-    assert [d.select_one("summary").get_text(strip=True) for d in formats] == [
-        "BibTeX",
-        "RIS",
-        "CSL-JSON",
-        "Plain text",
-    ]
-    assert [d.has_attr("open") for d in formats] == [True, False, False, False]
-    for details, fmt in zip(formats, FORMATS, strict=True):
+    # Without script every panel is shown, and the tab links lead to them; the script makes them tabs.
+    tabs = section.select("ul.cite-tabs a.cite-tab")
+    panels = section.select("div.cite-panel")
+    assert [tab.get_text(strip=True) for tab in tabs] == ["BibTeX", "RIS", "CSL-JSON", "Plain text"]
+    assert [tab["href"] for tab in tabs] == [f"#{panel['id']}" for panel in panels]
+    assert [tab["data-panel"] for tab in tabs] == ["cite-bib", "cite-ris", "cite-csl-json", "cite-txt"]
+    assert not any(panel.has_attr("hidden") for panel in panels)
+    assert [panel.select_one("h3").get_text(strip=True) for panel in panels] == [t.get_text() for t in tabs]
+    for panel, fmt in zip(panels, FORMATS, strict=True):
         url = f"/runs/{RUN}/cite.{fmt}?accessed=2026-09-01"
-        assert details.select_one("a")["href"] == url
+        assert panel.select_one("a")["href"] == url
         served = client.get(url).text
-        button = details.select_one("button.copy[data-copy]")
+        assert RUN_TITLE in served
+        button = panel.select_one("button.copy[data-copy]")
         assert button["type"] == "button" and button.has_attr("hidden")
         # HTML turns CRLF into LF in attribute values and text; the RIS file itself keeps CRLF.
         assert button["data-copy"].replace("\r\n", "\n") == served.replace("\r\n", "\n")
-        assert details.select_one("pre").get_text().replace("\r\n", "\n") == served.replace("\r\n", "\n")
+        assert panel.select_one("pre").get_text().replace("\r\n", "\n") == served.replace("\r\n", "\n")
     assert not section.select("script, style, [style], [onclick]")
 
 

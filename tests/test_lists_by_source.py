@@ -99,7 +99,14 @@ def slugs_of(source, collection: str | None = None) -> list[str]:  # type: ignor
         ({"source": "liger-kernel"}, slugs_of(LIGER)),
         ({"source": "liger-kernel", "collection": "L1"}, []),  # another source's collection
         ({"source": "kernelbench", "q": "relu"}, ["kb-l1-019-relu", "kb-l2-012-gemm-multiply-leakyrelu"]),
-        ({"source": "liger-kernel", "gpu": "h100-sxm"}, ["liger-cross-entropy-backward", "liger-rms-norm-forward"]),
+        (
+            {"source": "liger-kernel", "gpu": "h100-sxm", "measured": "true"},
+            ["liger-cross-entropy-backward", "liger-rms-norm-forward"],
+        ),
+        (  # every workload, those measured on the GPU first
+            {"source": "liger-kernel", "gpu": "h100-sxm"},
+            ["liger-cross-entropy-backward", "liger-rms-norm-forward", "liger-swiglu-full"],
+        ),
     ],
     ids=lambda value: urlencode(value) if isinstance(value, dict) else None,
 )

@@ -107,6 +107,35 @@ def test_the_run_page_shows_cases_chart_signature_and_source(client, reruns) -> 
     assert "below its roofline bound on this GPU" in held
 
 
+def test_the_run_page_reads_in_words_and_draws_each_case_against_its_bound(client, reruns) -> None:
+    names, bundles = reruns
+    page = html(client, f"/runs/{names[0]}")
+    assert page.select_one("h1").get_text(strip=True) == (
+        "kernelindex-039-triton (Triton) · Adaptive instance normalization 2d backward · NVIDIA H200"
+    )
+    assert page.select_one(".hero-figure").get_text(" ", strip=True).endswith("geometric mean of case medians")
+    measurements = page.select_one("#measurements")
+    facts = {
+        dt.find(string=True, recursive=False).strip(): (dt.select_one(".native"), dt.find_next_sibling("dd"))
+        for dt in measurements.select("dl.facts dt")
+    }
+    native, value = facts["Runner key"]
+    assert native.get_text(strip=True) == "runner_key_id"
+    assert value.get_text(strip=True) == json.loads(bundles[0])["signature"]["keyId"]  # no JSON quotes
+    assert facts["Share of the bound reached"][0].get_text(strip=True) == "percent_of_bound"
+    svg = measurements.select_one("figure.chart.cases svg")
+    assert svg["role"] == "img" and svg.select_one("title").get_text() == "Share of the roofline bound per case"
+    assert len(svg.select("rect.bar")) == 16
+    rows = measurements.select("table.cases-table tbody tr")
+    shares = [row.select_one("td").get_text(strip=True) for row in rows]
+    # Case 0's bound of 224.7 µs against its median of 120.2 µs, as the rerun table says.
+    assert len(rows) == 16 and shares[0] == "187.0%"
+    assert shares == [text.get_text() for text in svg.select("text.value")]
+    assert page.select_one("p.dates").get_text(" ", strip=True).startswith("Measured 2026-")
+    upstream = page.select_one("p.dates a.upstream")
+    assert upstream["href"] == client.get(f"/runs/{names[0]}.json").json()["rerun"]["bundleUrl"]
+
+
 def test_the_signed_bundle_is_served_as_imported_and_verifies_without_kernelindex(client, reruns) -> None:
     names, bundles = reruns
     run = client.get(f"/runs/{names[0]}.json").json()

@@ -276,6 +276,8 @@ def test_search_json_twin_for_a_near_miss(client):
     assert data == {
         "query": "layrnorm",
         "kind": None,
+        "gpu": None,
+        "gpus": [{"value": "b200", "label": "NVIDIA B200 · 235", "selected": False}],
         "total": 0,
         "groups": [],
         "didYouMean": "layernorm",

@@ -16,7 +16,7 @@ L039 = "l1-039-adaptive-instance-normalization-2d-backward"
 L040 = "l1-040-conv2d-residual-block"
 PROTOCOL_V1_0 = "sha256:2964c5c4ed9cb0dcdc0f74674035bc71bf5e66620939e38441060f76434ed3e5"
 # Every tracked GPU but the B200, which measured all of 040's runs, in the tracked table's order.
-NOT_MEASURED_040 = [gpu.product for gpu in TRACKED_GPUS if gpu.slug != "b200"]
+NOT_MEASURED_040_LINKS = [{"product": g.product, "url": f"/gpus/{g.slug}"} for g in TRACKED_GPUS if g.slug != "b200"]
 
 
 def html(client, path: str) -> BeautifulSoup:
@@ -67,7 +67,10 @@ def test_leaderboard_of_040_ranks_and_figures_follow_the_rules(client):
         ["3", "Geometric", "27.7 µs mean", "87%", "1.07×"],
     ]
     assert ranked[0][6] == "Reported license unknown · no source · no install recipe"
-    assert f"Not measured on {', '.join(NOT_MEASURED_040)} for this workload" in text(page.select_one("#records"))
+    not_measured = page.select_one("#records p.not-measured")
+    assert text(not_measured).startswith("Not measured on NVIDIA H200 ,")
+    links = [(a.get_text(), a["href"]) for a in not_measured.select("a[href^='/gpus/']")]
+    assert links == [(link["product"], link["url"]) for link in NOT_MEASURED_040_LINKS]
     history = table_rows(page.select_one("#history table"))
     assert history == [
         ["2026-08-12", "Geometric", "25.9 µs", "1.07× faster"],
@@ -101,7 +104,7 @@ def test_leaderboard_json_twin_has_exact_values(client):
     assert [h["run"] for h in data["history"]] == ["sol-submission-36270", "sol-submission-36257"]
     assert data["history"][0]["improvement"] == 27739 / 25913
     assert data["cases"][0]["solLatencyMs"] > 0
-    assert data["notMeasuredOn"] == NOT_MEASURED_040
+    assert data["notMeasuredOn"] == NOT_MEASURED_040_LINKS
 
 
 def test_leaderboard_of_039_never_ranks_across_stacks(client):
@@ -183,15 +186,18 @@ def test_leaderboard_bad_parameters_are_400_with_a_message(client, query, messag
 def test_run_page_of_16893_shows_what_is_known(client):
     page = html(client, "/runs/sol-submission-16893")
     measurement = text(page.select_one("#measurement"))
-    assert "209.8 µs mean" in measurement
+    assert "209.8 µs geometric mean of case latencies (inferred)" in measurement
     assert "Rank 1 of 1 in its comparison group" in measurement
     assert "SOL 0.8055 · 4.05× reference · 16/16 cases faster" in measurement
     assert "Reported by source; not independently reproduced." in measurement
-    identity = text(page.select_one("#identity"))
+    identity = page.select_one("#identity")
     data = client.get("/runs/sol-submission-16893.json").json()
-    assert f"comparison key {data['comparisonKey']}" in identity
-    assert f"run digest {data['digest']}" in identity
-    assert "revision submission-16893" in identity and "external id submission/16893" in identity
+    # Digests are shown short, whole in the title and the copy button.
+    digests = {text(dd.find_previous_sibling("dt")): dd.select_one("code") for dd in identity.select("dd")}
+    assert digests["Comparison key"]["title"] == data["comparisonKey"]
+    assert digests["Run digest"]["title"] == data["digest"]
+    assert text(digests["Run digest"]) == data["digest"][:19] + "…"
+    assert "Revision submission-16893" in text(identity) and "Id at the source submission 16893" in text(identity)
     assert "Marked passed by the source; the correctness policy was not published." in text(
         page.select_one("#correctness")
     )
@@ -206,6 +212,7 @@ def test_run_page_of_16893_shows_what_is_known(client):
         "Implementation",
         "WorkloadSuite",
     ]
+    assert not any(d.has_attr("open") for d in manifests)
 
 
 def test_run_page_has_the_ten_sections_in_order(client):
@@ -283,7 +290,7 @@ def test_workloads_list_filters_sorts_and_paginates(client):
     assert first["pageCount"] == 5 and len(first["workloads"]) == 50
     assert not {w["slug"] for w in first["workloads"]} & {w["slug"] for w in second["workloads"]}
     assert client.get("/workloads.json?q=conv2d residual").json()["workloads"][0]["slug"] == L040
-    assert client.get("/workloads.json?gpu=h200").json()["total"] == 0
+    assert client.get("/workloads.json?gpu=h200&measured=true").json()["total"] == 0
     assert client.get("/workloads?sort=size").status_code == 400
     assert client.get("/workloads?page=6").status_code == 400
 

@@ -33,8 +33,7 @@ from kernelindex.store.schemas import (
     GpuSourceCoverage,
     GpuWorkload,
 )
-from kernelindex.store.source_filter import source_named
-from kernelindex.store.workloads import fastest_run
+from kernelindex.store.workloads import WorkloadFilters, fastest_run, workload_conditions
 
 
 @dataclass(frozen=True)
@@ -216,6 +215,15 @@ def gpu_detail(session: Session, ref: str) -> GpuDetail | None:
 class GpuWorkloadFilters:
     source: str | None = None  # a source's slug: only its workloads (``UnknownSource`` if there is none)
     measured: bool | None = None  # True: measured on the GPU; False: not (its gaps); None: both
+    collection: str | None = None
+    tag: str | None = None
+    q: str | None = None  # a substring of the slug, title, origin model or description
+
+    def workload_filters(self, gpu_slug: str) -> WorkloadFilters:
+        """The same filters as a workload list takes them (``workload_conditions``, ``gpu_coverage``)."""
+        return WorkloadFilters(
+            source=self.source, collection=self.collection, tag=self.tag, q=self.q, gpu=gpu_slug, measured=self.measured
+        )
 
 
 def _runs_on_gpu(gpu_slug: str) -> Any:
@@ -235,12 +243,7 @@ def _gpu_workload_listing(
     stmt = select(Workload).options(
         load_only(Workload.id, Workload.name, Workload.title, Workload.collection, Workload.source_id)
     )
-    if filters.source:
-        stmt = stmt.where(Workload.source_id == source_named(session, filters.source).id)
-    if filters.measured is not None:
-        on_gpu = _runs_on_gpu(gpu_slug).subquery()
-        measured = Workload.id.in_(select(on_gpu.c.workload_id))
-        stmt = stmt.where(measured if filters.measured else ~measured)
+    stmt = stmt.where(*workload_conditions(session, filters.workload_filters(gpu_slug)))
     return stmt, {"slug": Workload.name}
 
 

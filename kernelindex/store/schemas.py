@@ -129,6 +129,13 @@ class WorkloadItem(ApiModel):
         "with the GPU and environment it was measured in"
     )
     last_record_at: datetime | None = Field(description="when the #1 of one of its comparison groups last changed")
+    gpu: str | None = Field(
+        description="filtered by GPU (?gpu=), its slug: every figure above is of the runs on that GPU alone; "
+        "null: of every GPU",
+    )
+    runs_on_gpu: int | None = Field(
+        description="filtered by GPU, its runs there, eligible or not (0: not measured on it); else null"
+    )
     digest: DigestText
     url: str
     api_url: str

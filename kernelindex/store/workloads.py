@@ -8,6 +8,10 @@ workload (eligible runs, best SOL score, fastest run, last record) are computed 
 by the rules of ``kernelindex.ranking``: ``eligible()`` is ``ineligibility_reasons``,
 the fastest run is ``fastest_reported`` and the last record is the moment the current
 #1 of one of its groups set it (``record_history``).
+
+Filtered by GPU, a list keeps every workload but computes each one's figures from its runs
+on that GPU alone, measured workloads first: "who is fastest on the H200" is answered row
+by row, and a workload nobody ran there says so instead of showing another GPU's best.
 """
 
 from __future__ import annotations
@@ -15,11 +19,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, Text, and_, cast, func, or_, select
+from sqlalchemy import ColumnElement, Select, Text, and_, case, cast, func, or_, select
 from sqlalchemy.orm import Session, joinedload
 
 from kernelindex import urls
@@ -27,6 +31,7 @@ from kernelindex.db.tables import Environment, Run, Source, Workload
 from kernelindex.slugs import slugify
 from kernelindex.store.catalog import origin_model_spellings
 from kernelindex.store.common import contains, fastest_eligible_runs, name_by_ref
+from kernelindex.store.gpu_filter import MeasuredWithoutGpu, gpu_named
 from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page, numbered_page
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import evaluation_stack
@@ -62,17 +67,46 @@ class WorkloadFilters:
     collection: str | None = None
     tag: str | None = None
     model: str | None = None  # an origin model's name or slug
-    gpu: str | None = None  # a GPU slug: workloads measured on it
+    gpu: str | None = None  # a GPU slug (``UnknownGpu`` if none): figures on it, measured workloads first
     q: str | None = None  # a substring of the slug, title, origin model or description
+    measured: bool | None = None  # with ``gpu``: True, only those with a run on it; False, only those without
+
+    def __post_init__(self) -> None:
+        if self.measured is not None and not self.gpu:
+            raise MeasuredWithoutGpu()
 
 
-def _last_record_subquery(ids: Sequence[int] | None = None) -> Any:
-    """Per workload, when the #1 of one of its groups last changed.
+# Filtered by GPU (and not by measured or not), measured workloads sort first.
+MEASURED_FIRST = SortKey("measured", int, descending=True)
+
+
+def workload_sort_keys(sort: str, filters: WorkloadFilters) -> tuple[SortKey, ...]:
+    """The sort keys of a listing: those of ``sort``, after measured-first when filtered by GPU alone."""
+    keys = WORKLOAD_SORTS[sort]
+    return (MEASURED_FIRST, *keys) if filters.gpu and filters.measured is None else keys
+
+
+def _on_gpu(gpu: str | None) -> list[ColumnElement[bool]]:
+    """The condition that keeps a GPU's runs, or none for every GPU."""
+    if gpu is None:
+        return []
+    return [Run.environment_id.in_(select(Environment.id).where(Environment.gpu_slug == gpu))]
+
+
+def _runs_on_gpu_subquery(gpu: str, ids: Sequence[int] | None = None) -> Any:
+    """Per workload measured on the GPU, its runs there, eligible or not."""
+    scope = _on_gpu(gpu) + ([Run.workload_id.in_(ids)] if ids is not None else [])
+    return select(Run.workload_id, func.count().label("runs")).where(*scope).group_by(Run.workload_id).subquery()
+
+
+def _last_record_subquery(ids: Sequence[int] | None = None, gpu: str | None = None) -> Any:
+    """Per workload, when the #1 of one of its groups (on ``gpu``, given one) last changed.
 
     The last record of a group is set by its current #1: the fastest eligible run, the
-    earliest observed among equals (the rule of ``ranking.record_history``).
+    earliest observed among equals (the rule of ``ranking.record_history``). A group is
+    of one environment, so of one GPU.
     """
-    scope = [eligible()] + ([Run.workload_id.in_(ids)] if ids is not None else [])
+    scope = [eligible(), *_on_gpu(gpu)] + ([Run.workload_id.in_(ids)] if ids is not None else [])
     best = (
         select(Run.workload_id, Run.comparison_key, func.min(Run.latency_ns).label("best"))
         .where(*scope)
@@ -96,8 +130,8 @@ def _last_record_subquery(ids: Sequence[int] | None = None) -> Any:
     return select(holder.c.workload_id, func.max(holder.c.at).label("at")).group_by(holder.c.workload_id).subquery()
 
 
-def _eligible_stats_subquery(ids: Sequence[int] | None = None) -> Any:
-    scope = [eligible()] + ([Run.workload_id.in_(ids)] if ids is not None else [])
+def _eligible_stats_subquery(ids: Sequence[int] | None = None, gpu: str | None = None) -> Any:
+    scope = [eligible(), *_on_gpu(gpu)] + ([Run.workload_id.in_(ids)] if ids is not None else [])
     return (
         select(Run.workload_id, func.count().label("runs"), func.max(Run.sol_score).label("best_sol"))
         .where(*scope)
@@ -106,7 +140,8 @@ def _eligible_stats_subquery(ids: Sequence[int] | None = None) -> Any:
     )
 
 
-def _conditions(session: Session, filters: WorkloadFilters) -> list[ColumnElement[bool]]:
+def workload_conditions(session: Session, filters: WorkloadFilters) -> list[ColumnElement[bool]]:
+    """The WHERE conditions on ``Workload`` of ``filters`` (``UnknownSource``, ``UnknownGpu``)."""
     conditions: list[ColumnElement[bool]] = []
     if filters.source:
         conditions.append(Workload.source_id == source_named(session, filters.source).id)
@@ -117,9 +152,10 @@ def _conditions(session: Session, filters: WorkloadFilters) -> list[ColumnElemen
         conditions.append(contains(cast(Workload.tags, Text), json.dumps(filters.tag.lower())))
     if filters.model:
         conditions.append(Workload.origin_model.in_(origin_model_spellings(session, slugify(filters.model))))
-    if filters.gpu:
-        measured = select(Run.workload_id).join(Environment, Run.environment_id == Environment.id)
-        conditions.append(Workload.id.in_(measured.where(Environment.gpu_slug == filters.gpu.lower())))
+    if filters.gpu and filters.measured is not None:
+        on_gpu = _runs_on_gpu_subquery(gpu_named(session, filters.gpu))
+        measured = Workload.id.in_(select(on_gpu.c.workload_id))
+        conditions.append(measured if filters.measured else ~measured)
     if filters.q:
         conditions.append(
             or_(
@@ -134,17 +170,22 @@ def _conditions(session: Session, filters: WorkloadFilters) -> list[ColumnElemen
 
 def _listing(session: Session, filters: WorkloadFilters, sort: str) -> tuple[Select[Any], dict[str, Expr]]:
     """The SELECT of the matching workloads and the expressions their sort keys name."""
-    stmt = select(Workload).where(*_conditions(session, filters))
+    gpu = gpu_named(session, filters.gpu) if filters.gpu else None
+    stmt = select(Workload).where(*workload_conditions(session, filters))
     exprs: dict[str, Expr] = {"name": Workload.name}
     if sort in ("runs", "-runs", "best_sol"):
-        stats = _eligible_stats_subquery()
+        stats = _eligible_stats_subquery(gpu=gpu)
         stmt = stmt.outerjoin(stats, stats.c.workload_id == Workload.id)
         exprs["runs"] = func.coalesce(stats.c.runs, 0)
         exprs["best_sol"] = stats.c.best_sol
     elif sort == "last_record":
-        last = _last_record_subquery()
+        last = _last_record_subquery(gpu=gpu)
         stmt = stmt.outerjoin(last, last.c.workload_id == Workload.id)
         exprs["last_record"] = last.c.at
+    if gpu and filters.measured is None:
+        on_gpu = _runs_on_gpu_subquery(gpu)
+        stmt = stmt.outerjoin(on_gpu, on_gpu.c.workload_id == Workload.id)
+        exprs["measured"] = case((on_gpu.c.runs.is_not(None), 1), else_=0)
     return stmt, exprs
 
 
@@ -153,8 +194,8 @@ def list_workloads(
 ) -> tuple[list[WorkloadItem], Position | None]:
     """One page after a position (the API's cursor), and the position the next page starts after."""
     stmt, exprs = _listing(session, filters, sort)
-    rows, position = keyset_page(session, stmt, WORKLOAD_SORTS[sort], exprs, after, limit)
-    return workload_items(session, [row[0] for row in rows]), position
+    rows, position = keyset_page(session, stmt, workload_sort_keys(sort, filters), exprs, after, limit)
+    return workload_items(session, [row[0] for row in rows], gpu=_gpu_of(session, filters)), position
 
 
 def workloads_page(
@@ -165,8 +206,37 @@ def workloads_page(
     The same listing as ``list_workloads``, paged by number because a page says "page 2 of 5".
     """
     stmt, exprs = _listing(session, filters, sort)
-    rows, total = numbered_page(session, stmt, WORKLOAD_SORTS[sort], exprs, (number - 1) * size, size)
-    return workload_items(session, [row[0] for row in rows]), total
+    keys = workload_sort_keys(sort, filters)
+    rows, total = numbered_page(session, stmt, keys, exprs, (number - 1) * size, size)
+    return workload_items(session, [row[0] for row in rows], gpu=_gpu_of(session, filters)), total
+
+
+def _gpu_of(session: Session, filters: WorkloadFilters) -> str | None:
+    return gpu_named(session, filters.gpu) if filters.gpu else None
+
+
+@dataclass(frozen=True)
+class GpuCoverage:
+    """Of the workloads a GPU filter's other filters match, those measured on the GPU and those not."""
+
+    gpu: str
+    measured: int
+    not_measured: int
+
+
+def gpu_coverage(session: Session, filters: WorkloadFilters) -> GpuCoverage:
+    """How many of the workloads matching ``filters`` (their ``measured`` aside) have a run on
+    ``filters.gpu`` and how many have none: the counts of the measured / not measured choice."""
+    if not filters.gpu:
+        raise MeasuredWithoutGpu()
+    gpu = gpu_named(session, filters.gpu)
+    on_gpu = _runs_on_gpu_subquery(gpu)
+    measured = case((Workload.id.in_(select(on_gpu.c.workload_id)), 1), else_=0)
+    conditions = workload_conditions(session, replace(filters, measured=None))
+    total, count = session.execute(
+        select(func.count(), func.coalesce(func.sum(measured), 0)).select_from(Workload).where(*conditions)
+    ).one()
+    return GpuCoverage(gpu=gpu, measured=int(count), not_measured=int(total) - int(count))
 
 
 @dataclass(frozen=True)
@@ -189,13 +259,21 @@ class SourceGroup:
     collections: list[CollectionGroup]
 
 
-def catalogue_by_source(session: Session) -> list[SourceGroup]:
-    """The whole catalogue with figures, by source (by name) then collection (``collection_order``).
+def eligible_run_count(session: Session) -> int:
+    """The runs that may be ranked in the whole catalogue, on every GPU."""
+    return session.scalar(select(func.count()).select_from(Run).where(eligible())) or 0
+
+
+def catalogue_by_source(session: Session, gpu: str | None = None) -> list[SourceGroup]:
+    """The whole catalogue with figures (on ``gpu``, given one: ``UnknownGpu`` if there is no
+    such GPU), by source (by name) then collection (``collection_order``).
 
     Sources with no workloads of their own (controlled reruns measure other sources'
     workloads) have no group.
     """
-    items = workload_items(session, list(session.scalars(select(Workload).order_by(Workload.name))), whole=True)
+    gpu = gpu_named(session, gpu) if gpu else None
+    workloads = list(session.scalars(select(Workload).order_by(Workload.name)))
+    items = workload_items(session, workloads, whole=True, gpu=gpu)
     groups = []
     for source in sorted(session.scalars(select(Source)), key=lambda s: (s.name.casefold(), s.slug)):
         own = [item for item in items if item.source_slug == source.slug]
@@ -219,9 +297,11 @@ def catalogue_by_source(session: Session) -> list[SourceGroup]:
     return groups
 
 
-def _fastest_runs(session: Session, ids: Sequence[int] | None) -> dict[int, Run]:
-    """Each workload's fastest eligible run, its headline (``ranking.fastest_reported``)."""
-    scope = [Run.workload_id.in_(ids)] if ids is not None else []
+def _fastest_runs(session: Session, ids: Sequence[int] | None, gpu: str | None) -> dict[int, Run]:
+    """Each workload's fastest eligible run (on ``gpu``, given one), its headline (``ranking.fastest_reported``)."""
+    scope: list[ColumnElement[bool]] = [Run.workload_id.in_(ids)] if ids is not None else []
+    if gpu is not None:
+        scope.append(Environment.gpu_slug == gpu)
     return {run.workload_id: run for run in fastest_eligible_runs(session, (Run.workload_id,), *scope)}
 
 
@@ -243,12 +323,22 @@ def fastest_run(run: Run) -> FastestRun:
     )
 
 
-def workload_items(session: Session, workloads: Sequence[Workload], whole: bool = False) -> list[WorkloadItem]:
-    """``workloads`` with their figures, in the order given; ``whole`` when they are the whole catalogue."""
+def workload_items(
+    session: Session, workloads: Sequence[Workload], whole: bool = False, gpu: str | None = None
+) -> list[WorkloadItem]:
+    """``workloads`` with their figures, in the order given; ``whole`` when they are the whole catalogue.
+
+    Given a GPU slug (one ``gpu_named`` accepted), the figures are of the runs on that GPU
+    alone, and each item says how many runs it has there (0: not measured on it).
+    """
     ids = None if whole else [w.id for w in workloads]
-    stats = {row.workload_id: row for row in session.execute(select(_eligible_stats_subquery(ids)))}
-    last = {row.workload_id: row.at for row in session.execute(select(_last_record_subquery(ids)))}
-    fastest = _fastest_runs(session, ids)
+    stats = {row.workload_id: row for row in session.execute(select(_eligible_stats_subquery(ids, gpu)))}
+    last = {row.workload_id: row.at for row in session.execute(select(_last_record_subquery(ids, gpu)))}
+    fastest = _fastest_runs(session, ids, gpu)
+    on_gpu: dict[int, int] = {}
+    if gpu is not None:
+        counted = _runs_on_gpu_subquery(gpu, ids)
+        on_gpu = {row.workload_id: row.runs for row in session.execute(select(counted))}
     source_slugs = dict(session.execute(select(Source.id, Source.slug)).all())
     items = []
     for workload in workloads:
@@ -268,6 +358,8 @@ def workload_items(session: Session, workloads: Sequence[Workload], whole: bool 
                 best_sol_score=figures.best_sol if figures else None,
                 fastest=fastest_run(top) if top else None,
                 last_record_at=last.get(workload.id),
+                gpu=gpu,
+                runs_on_gpu=on_gpu.get(workload.id, 0) if gpu is not None else None,
                 digest=workload.digest,
                 url=urls.workload(workload.name),
                 api_url=urls.api_workload(workload.name),
@@ -317,11 +409,16 @@ def source_facets(session: Session, source_id: int | None = None) -> list[Source
 
 
 def facet_values(session: Session) -> dict[str, list[str]]:
-    """The values the tag, origin model and GPU filters can take, for the filter form."""
+    """The values the tag and origin model filters can take, for the filter form (GPUs: ``gpu_choices``)."""
     models = sorted({m for m in session.scalars(select(Workload.origin_model).distinct()) if m}, key=str.casefold)
     tags = sorted({tag for tags in session.scalars(select(Workload.tags)) for tag in tags})
-    gpus = sorted(set(session.scalars(select(Environment.gpu_slug).distinct())))
-    return {"model": models, "tag": tags, "gpu": gpus}
+    return {"model": models, "tag": tags}
+
+
+def workloads_on_gpu(session: Session, slugs: Sequence[str], gpu: str) -> dict[str, WorkloadItem]:
+    """Slug → the workload with its figures on ``gpu`` (``workload_items``), for those of ``slugs`` that exist."""
+    workloads = session.scalars(select(Workload).where(Workload.name.in_(list(slugs)))).all()
+    return {item.slug: item for item in workload_items(session, workloads, gpu=gpu_named(session, gpu))}
 
 
 def find_workload(session: Session, ref: str) -> Workload | None:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from kernelindex.manifests.digest import DIGEST_PATTERN, is_digest
 from kernelindex.manifests.types import EvidenceLevelField
+from kernelindex.store.gpu_filter import GpuFilterError
 from kernelindex.store.gpus import GpuWorkloadFilters, find_gpu, gpu_detail, list_gpu_workloads, list_gpus
 from kernelindex.store.implementations import implementation_detail, list_implementations
 from kernelindex.store.keyset import SLUG_ORDER
@@ -45,7 +46,7 @@ from kernelindex.store.search import search as search_catalogue
 from kernelindex.store.search import search_response
 from kernelindex.store.source_filter import UnknownSource
 from kernelindex.store.sources import list_sources, source_detail
-from kernelindex.store.workloads import WORKLOAD_SORTS, WorkloadFilters, find_workload, list_workloads
+from kernelindex.store.workloads import WorkloadFilters, find_workload, list_workloads, workload_sort_keys
 from kernelindex.web.compare import CompareResult, RunsParam, compare_named
 from kernelindex.web.cursors import MAX_CURSOR_LENGTH, Listing
 from kernelindex.web.deps import SessionDep
@@ -136,8 +137,10 @@ def _ref(ref: str, what: str) -> str:
     response_model=WorkloadPage,
     tags=["workloads"],
     summary="List workloads",
-    description="Filter by source, collection, tag, origin model, GPU measured on, or text; sort by name (A–Z), "
-    "runs (fewest first), -runs (most first), best_sol (highest SOL score first) or last_record (newest first).",
+    description="Filter by source, collection, tag, origin model or text; sort by name (A–Z), runs (fewest first), "
+    "-runs (most first), best_sol (highest SOL score first) or last_record (newest first). With gpu, every figure "
+    "is of the runs on that GPU alone and workloads measured on it come first (measured=true: only those; "
+    "measured=false: only those not measured on it); an unknown GPU is a 400 that suggests near slugs.",
 )
 def workloads(
     request: Request,
@@ -146,17 +149,24 @@ def workloads(
     collection: Annotated[str | None, Query(max_length=64, examples=["L1"])] = None,
     tag: Annotated[str | None, Query(max_length=300, examples=["vision"])] = None,
     model: Annotated[str | None, Query(max_length=200, description="origin model, by name or slug")] = None,
-    gpu: Slug = None,
+    gpu: Annotated[
+        str | None, Query(min_length=1, max_length=200, description="a GPU slug, e.g. h200: figures on it alone")
+    ] = None,
     q: Annotated[str | None, Query(min_length=1, max_length=200, description="text in slug, title or model")] = None,
+    measured: Annotated[
+        bool | None, Query(description="with gpu: true, only workloads measured on it; false, only those not")
+    ] = None,
     sort: WorkloadSort = "name",
     limit: Limit = 50,
     cursor: Cursor = None,
 ) -> Response:
-    filters = WorkloadFilters(source=source, collection=collection, tag=tag, model=model, gpu=gpu, q=q)
-    listing = Listing("workloads", sort, asdict(filters), WORKLOAD_SORTS[sort])
     try:
+        filters = WorkloadFilters(
+            source=source, collection=collection, tag=tag, model=model, gpu=gpu, q=q, measured=measured
+        )
+        listing = Listing("workloads", sort, asdict(filters), workload_sort_keys(sort, filters))
         items, position = list_workloads(session, filters, sort, listing.after(cursor), limit)
-    except UnknownSource as exc:
+    except (UnknownSource, GpuFilterError) as exc:
         raise BadRequest(str(exc)) from None
     return send(request, WorkloadPage(items=items, next_cursor=listing.next(position)))
 
@@ -302,13 +312,17 @@ def gpu(request: Request, session: SessionDep, slug: str) -> Response:
     tags=["gpus"],
     summary="One GPU's workloads, by slug: measured on it (with the best run there) or not",
     description="By GPU slug or environment digest. measured=true: only those with a run on it; measured=false: "
-    "only those with none (its gaps); source: only that source's workloads.",
+    "only those with none (its gaps); source, collection, tag, q: only the workloads that match, as in "
+    "/api/v1/workloads.",
 )
 def gpu_workloads(
     request: Request,
     session: SessionDep,
     slug: str,
     source: SourceSlug = None,
+    collection: Annotated[str | None, Query(max_length=64, examples=["L1"])] = None,
+    tag: Annotated[str | None, Query(max_length=300, examples=["vision"])] = None,
+    q: Annotated[str | None, Query(min_length=1, max_length=200, description="text in slug, title or model")] = None,
     measured: Annotated[bool | None, Query(description="true: measured on it; false: not measured on it")] = None,
     limit: Limit = 50,
     cursor: Cursor = None,
@@ -316,7 +330,7 @@ def gpu_workloads(
     gpu_slug = find_gpu(session, _ref(slug, "environment"))
     if gpu_slug is None:
         raise NotFound(f"No GPU has the slug or environment digest {slug!r}.")
-    filters = GpuWorkloadFilters(source=source, measured=measured)
+    filters = GpuWorkloadFilters(source=source, measured=measured, collection=collection, tag=tag, q=q)
     listing = Listing("gpu-workloads", "slug", {"gpu": gpu_slug, **asdict(filters)}, SLUG_ORDER)
     try:
         items, position = list_gpu_workloads(session, gpu_slug, filters, listing.after(cursor), limit)

@@ -8,6 +8,7 @@ computes no figure of its own, only writes shares as percentages.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import ClassVar
 
@@ -30,6 +31,7 @@ from kernelindex.store.schemas import (
 )
 from kernelindex.store.source_filter import UnknownSource
 from kernelindex.store.sources import errors_and_warnings, every_source, source_detail
+from kernelindex.store.workloads import facet_values, gpu_coverage, source_facets
 from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
@@ -249,6 +251,10 @@ class GpuPage(PageContext):
     gpu: GpuLine
     source: str | None
     measured: bool
+    filters: dict[str, str | None]  # collection, tag and text, as given
+    collections: list[str]  # the collection filter's choices (the chosen source's, or every source's)
+    tags: list[str]
+    matching: int  # workloads matching the source, collection, tag and text, measured on it or not
     sources: list[SourceChoice]
     tabs: list[CoverageTab]
     workloads: list[GpuWorkloadLine]  # page ``page`` of the chosen tab, by slug
@@ -265,27 +271,33 @@ def gpu(
     slug: str,
     session: SessionDep,
     source: str | None = None,
+    collection: str | None = None,
+    tag: str | None = None,
+    q: str | None = None,
     measured: str | None = None,
     page: str | None = None,
 ) -> Response:
     detail = gpu_detail(session, slug)
     if detail is None:
-        raise NotFound(f"No GPU has the slug {slug!r}.")
+        raise NotFound(f"No GPU has the slug {slug!r}. The GPUs are listed at {urls.gpus()}.")
     chosen = params.text("source", source, max_length=64)
     source_slug = chosen.lower() if chosen else None
-    coverage = next((entry for entry in detail.by_source if entry.source == source_slug), None)
-    if coverage is not None:
-        counts = {True: coverage.workloads, False: coverage.gaps}
-    elif source_slug is None:
-        counts = {True: detail.workloads, False: detail.gaps}
-    else:  # a source with no workloads of its own, or none at all (the store says which)
-        counts = {True: 0, False: 0}
-    default = "true" if counts[True] else "false"
-    show_measured = params.choice("measured", measured, ("true", "false"), default) == "true"
+    narrowed = {
+        "collection": params.text("collection", collection),
+        "tag": params.text("tag", tag),
+        "q": params.text("q", q, max_length=200),
+    }
+    filters = GpuWorkloadFilters(
+        source=source_slug, collection=narrowed["collection"], tag=narrowed["tag"], q=narrowed["q"]
+    )
     number = params.page_number(page)
     try:
+        coverage = gpu_coverage(session, filters.workload_filters(detail.slug))
+        counts = {True: coverage.measured, False: coverage.not_measured}
+        default = "true" if counts[True] else "false"
+        show_measured = params.choice("measured", measured, ("true", "false"), default) == "true"
         rows, total = gpu_workloads_page(
-            session, detail.slug, GpuWorkloadFilters(source=source_slug, measured=show_measured), number, GPU_PAGE_SIZE
+            session, detail.slug, replace(filters, measured=show_measured), number, GPU_PAGE_SIZE
         )
     except UnknownSource as exc:
         raise BadRequest(str(exc)) from None
@@ -293,21 +305,30 @@ def gpu(
     if number > page_count:
         raise BadRequest(f"page {number} is past the last page ({page_count}).")
 
-    def url(source: str | None, measured: bool, number: int = 1) -> str:
-        return urls.gpu(detail.slug, source=source, measured="true" if measured else "false", page=number)
+    def url(source: str | None, measured: bool | None, number: int = 1) -> str:
+        shown = None if measured is None else "true" if measured else "false"
+        # Another source has other collections: choosing one drops the collection chosen.
+        kept = narrowed if source == source_slug else narrowed | {"collection": None}
+        return urls.gpu(detail.slug, source=source, **kept, measured=shown, page=number)
 
+    facets = source_facets(session)
+    collections = [c.name for f in facets if source_slug in (None, f.slug) for c in f.collections]
     names = {entry.source: entry.source_name for entry in detail.by_source}
     context = GpuPage(
         gpu=_gpu_line(detail),
         source=source_slug,
         measured=show_measured,
+        filters=narrowed,
+        collections=list(dict.fromkeys(collections)),
+        tags=facet_values(session)["tag"],
+        matching=counts[True] + counts[False],
         sources=[
-            SourceChoice(source=None, name="Every source", url=urls.gpu(detail.slug), selected=source_slug is None),
+            SourceChoice(source=None, name="Every source", url=url(None, None), selected=source_slug is None),
             *(
                 SourceChoice(
                     source=entry.source,
                     name=entry.source_name,
-                    url=urls.gpu(detail.slug, source=entry.source),
+                    url=url(entry.source, None),
                     selected=entry.source == source_slug,
                 )
                 for entry in detail.by_source

@@ -12,12 +12,16 @@ from kernelindex import urls
 from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.store import reads
 from kernelindex.store.completeness import every_source_completeness
+from kernelindex.store.gpu_filter import GpuFilterError, gpu_named, product_of
 from kernelindex.store.records import catalogue_records
 from kernelindex.store.schemas import SourceCompleteness, WorkloadItem
-from kernelindex.store.workloads import catalogue_by_source
+from kernelindex.store.workloads import catalogue_by_source, eligible_run_count
+from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
+from kernelindex.web.errors import BadRequest
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.pages import PageContext, page_route, render_page
+from kernelindex.web.workloads import GpuOption, gpu_options
 
 router = APIRouter()
 SHOWN_PER_COLLECTION = 12
@@ -42,11 +46,13 @@ class WorkloadPart(Part):
     cases: int
     eligible_runs: int
     best: BestRunPart | None
+    runs_on_gpu: int | None  # filtered by GPU, its runs there (0: not measured on it); else None
 
 
 class CollectionPart(Part):
     name: str
     workload_count: int
+    measured_on_gpu: int | None  # filtered by GPU, its workloads with a run there; else None
     url: str
     workloads: list[WorkloadPart]
 
@@ -85,11 +91,22 @@ class RecordPart(Part):
     improvement: float | None
 
 
+class GpuPart(Part):
+    """The GPU the catalogue's figures are on, with its page and the whole list filtered by it."""
+
+    slug: str
+    product: str
+    url: str
+    workloads_url: str
+
+
 class HomePage(PageContext):
     template: ClassVar[str] = "home.html"
 
     workload_count: int
-    eligible_run_count: int
+    eligible_run_count: int  # in the whole catalogue, on every GPU
+    gpus: list[GpuOption]  # the GPU filter's choices
+    gpu: GpuPart | None  # filtered by GPU: each workload's figures are on it
     catalogue: list[SourceSection]
     newest_records: list[RecordPart]
     sources: list[SourcePart]
@@ -102,6 +119,7 @@ def _workload_part(w: WorkloadItem) -> WorkloadPart:
         title=w.title,
         cases=w.case_count,
         eligible_runs=w.eligible_runs,
+        runs_on_gpu=w.runs_on_gpu,
         best=None
         if w.fastest is None
         else BestRunPart(
@@ -118,13 +136,20 @@ def _workload_part(w: WorkloadItem) -> WorkloadPart:
 
 
 def _busiest(workloads: list[WorkloadItem]) -> list[WorkloadPart]:
-    """The collection's most measured workloads, shown by slug."""
-    busiest = sorted(workloads, key=lambda w: (-w.eligible_runs, w.slug))[:SHOWN_PER_COLLECTION]
+    """The collection's most measured workloads (on the filtered GPU, if any), shown by slug."""
+    busiest = sorted(workloads, key=lambda w: (-w.eligible_runs, -(w.runs_on_gpu or 0), w.slug))
+    busiest = busiest[:SHOWN_PER_COLLECTION]
     return [_workload_part(w) for w in sorted(busiest, key=lambda w: w.slug)]
 
 
 @page_route(router, "/")
-def home(request: Request, session: SessionDep) -> Response:
+def home(request: Request, session: SessionDep, gpu: str | None = None) -> Response:
+    chosen = params.text("gpu", gpu)
+    try:
+        slug = gpu_named(session, chosen) if chosen else None
+    except GpuFilterError as exc:
+        raise BadRequest(str(exc)) from None
+    groups = catalogue_by_source(session, slug)
     catalogue = [
         SourceSection(
             slug=group.slug,
@@ -134,23 +159,33 @@ def home(request: Request, session: SessionDep) -> Response:
             attribution=group.attribution,
             workload_count=group.workload_count,
             eligible_runs=group.eligible_runs,
-            workloads_url=urls.workloads(source=group.slug),
+            workloads_url=urls.workloads(source=group.slug, gpu=slug),
             collections=[
                 CollectionPart(
                     name=collection.name,
                     workload_count=len(collection.workloads),
-                    url=urls.workloads(source=group.slug, collection=collection.name),
+                    measured_on_gpu=None if slug is None else sum(1 for w in collection.workloads if w.runs_on_gpu),
+                    url=urls.workloads(source=group.slug, collection=collection.name, gpu=slug),
                     workloads=_busiest(collection.workloads),
                 )
                 for collection in group.collections
             ],
         )
-        for group in catalogue_by_source(session)
+        for group in groups
     ]
     completeness = every_source_completeness(session)
     context = HomePage(
         workload_count=sum(section.workload_count for section in catalogue),
-        eligible_run_count=sum(section.eligible_runs for section in catalogue),
+        eligible_run_count=eligible_run_count(session),
+        gpus=gpu_options(session, slug),
+        gpu=None
+        if slug is None
+        else GpuPart(
+            slug=slug,
+            product=product_of(session, slug),
+            url=urls.gpu(slug),
+            workloads_url=urls.workloads(gpu=slug),
+        ),
         catalogue=catalogue,
         newest_records=[
             RecordPart(

@@ -191,6 +191,13 @@ class SortLink(Part):
     current: bool
 
 
+class GpuLink(Part):
+    """A GPU named in passing, linking its page."""
+
+    product: str
+    url: str
+
+
 class LeaderboardPage(PageContext):
     template: ClassVar[str] = "leaderboard.html"
 
@@ -199,7 +206,7 @@ class LeaderboardPage(PageContext):
     fastest: RunRow | None
     fastest_group: str | None
     groups: list[GroupTab]
-    not_measured_on: list[str]
+    not_measured_on: list[GpuLink]  # the tracked GPUs no run of this workload was measured on
     selected_group: GroupTab | None
     sort: str
     sort_links: list[SortLink]
@@ -453,11 +460,10 @@ def _ranked_rows(
     return sorted(rows, key=ROW_ORDERS[sort])
 
 
-def _not_measured_on(views: Sequence[RunView]) -> list[str]:
-    """The tracked GPUs (and any other seen) that no run of this workload was measured on."""
+def _not_measured_on(views: Sequence[RunView]) -> list[GpuLink]:
+    """The tracked GPUs that no run of this workload was measured on, each linking its GPU page."""
     measured = {view.gpu_product for view in views}
-    known = [gpu.product for gpu in TRACKED_GPUS] + sorted(measured)
-    return [product for product in dict.fromkeys(known) if product not in measured]
+    return [GpuLink(product=gpu.product, url=urls.gpu(gpu.slug)) for gpu in TRACKED_GPUS if gpu.product not in measured]
 
 
 def _source_row(source: Any, last_observed_at: datetime | None) -> SourceRow:

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, date, datetime
 from typing import Any, ClassVar
 
 from kernelindex import urls
 from kernelindex.accounts.markup import render_body
-from kernelindex.citations import FORMAT_LABELS, FORMATS, RENDERERS, CitableRecord, plain_text
+from kernelindex.citations import FORMAT_LABELS, FORMATS, RENDERERS, CitableRecord, plain_text, run_title
 from kernelindex.manifests import BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment
 from kernelindex.manifests.types import AttestationType, EvidenceLevel, RunStatus
 from kernelindex.store.attestations import REPORT_REASONS, AttestationView
 from kernelindex.store.manifests import (
     Stored,
     environment_manifest,
+    implementation_manifest,
     load_manifest,
     manifest_document,
     protocol_manifest,
@@ -25,11 +25,15 @@ from kernelindex.store.manifests import (
 from kernelindex.store.run_queries import Run, RunStanding
 from kernelindex.store.runs import RunView, to_view
 from kernelindex.store.schemas import ManifestVersionItem
+from kernelindex.store.upstream import UpstreamRecord, upstream_record
+from kernelindex.web.case_chart import CaseDistribution, case_distribution
 from kernelindex.web.errors import BadRequest
+from kernelindex.web.field_labels import field_label, field_value
 from kernelindex.web.format import latency, ratio
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.pages import PageContext
 from kernelindex.web.rerun_part import RerunPart
+from kernelindex.web.statistic import TIMING_LABELS, StatisticName, statistic_name
 from kernelindex.web.sweep_part import cases_text
 
 EVIDENCE_SENTENCES = {
@@ -51,6 +55,16 @@ class Fact(Part):
     value: str
     url: str | None = None
     mono: bool = False
+    native: str | None = None  # the field's name at its source, shown beside the label
+    digest: bool = False  # a sha256 digest: shown short, whole on hover and in a copy button
+
+
+def native_fact(name: str, value: object, url: str | None = None) -> Fact:
+    """A source-native field under its human label, its own name kept beside it."""
+    label = field_label(name)
+    # "Timer" needs no "timer" beside it; "SOL score" keeps "sol_score".
+    native = None if label.label.casefold() == name else name
+    return Fact(label=label.label, value=field_value(name, value), url=url, mono=label.mono, native=native)
 
 
 class ManifestBlock(Part):
@@ -95,7 +109,7 @@ def run_citable(run: Run, permalink: str, accessed: date) -> CitableRecord:
     observed = run.observed_at if run.observed_at.tzinfo else run.observed_at.replace(tzinfo=UTC)
     return CitableRecord(
         key=run.name,
-        title=manifest.metadata.title or run.name,
+        title=run_title(*_title_parts(run)),
         author=run.implementation.project,
         source=run.source.name if run.source else "KernelIndex",
         external_id=external_id,
@@ -187,15 +201,20 @@ class RunPage(PageContext):
     template: ClassVar[str] = "run.html"
 
     name: str
-    title: str
+    title: str  # "Geometric · Conv2d residual block · NVIDIA B200"
     digest: str
     latency_ns: int
     latency: str
-    statistic: str
+    statistic: str  # the primary statistic as the manifest names it ("mean")
+    statistic_name: str  # what the figure is, in words ("geometric mean of case latencies")
+    statistic_inferred: bool  # how the suite figure aggregates its cases is inferred, not published
     evidence: EvidenceLevel
     evidence_sentence: str
     availability: str
-    observed_at: datetime
+    observed_at: datetime  # when the source dates the measurement: its publication, as far as is known
+    first_recorded_at: datetime  # when KernelIndex first recorded it
+    last_observed_at: datetime | None  # when KernelIndex last found it at the source
+    upstream: UpstreamRecord | None
     rank: int | None
     group_size: int
     group_label: str
@@ -216,6 +235,7 @@ class RunPage(PageContext):
     protocol_note: str | None
     environment: list[Fact]
     artifacts: list[Fact]
+    cases: CaseDistribution
     manifests: list[ManifestBlock]
     history: list[VersionRow]
     citation: Citation
@@ -280,17 +300,23 @@ def build_run_page(
     protocol = protocol_manifest(run.protocol)
     metrics = view.metrics
     fast, total = metrics.get("fast_1_count"), metrics.get("fast_1_total")
+    statistic = statistic_name(manifest, protocol, run.workload.case_count)
     return RunPage(
         name=run.name,
-        title=manifest.metadata.title or run.name,
+        title=" · ".join(_title_parts(run)),
         digest=run.digest,
         latency_ns=run.latency_ns,
         latency=latency(run.latency_ns),
         statistic=run.primary_statistic,
+        statistic_name=statistic.text,
+        statistic_inferred=statistic.inferred,
         evidence=run.evidence,
         evidence_sentence=EVIDENCE_SENTENCES[run.evidence],
         availability=view.availability,
         observed_at=run.observed_at,
+        first_recorded_at=run.created_at,
+        last_observed_at=run.last_seen_at or (run.source.last_observed_at if run.source else None),
+        upstream=upstream_record(run),
         rank=standing.rank,
         group_size=standing.group_size,
         group_label=" · ".join(
@@ -312,15 +338,16 @@ def build_run_page(
         banners=_banners(run, rerun),
         identity=_identity(run, view, rerun),
         correctness=_correctness(run.status, protocol, rerun),
-        workload=_workload(run, view, protocol),
-        measurements=[
-            Fact(label=f"latency · {stat}", value=latency(ns)) for stat, ns in manifest.spec.timing.latency_ns.items()
-        ],
-        source_metrics=[Fact(label=key, value=json.dumps(value), mono=True) for key, value in metrics.items()],
-        protocol=_protocol(run.protocol.name, protocol),
+        workload=_workload(run, view, protocol, statistic),
+        measurements=_measurements(manifest, statistic),
+        source_metrics=[native_fact(key, value) for key, value in metrics.items()],
+        protocol=_protocol(run.protocol.name, protocol, statistic),
         protocol_note=SOL_STATISTIC_NOTE if _is_sol_execbench(manifest) else None,
         environment=_environment(manifest, environment_manifest(run.environment), view.gpu_slug),
         artifacts=_artifacts(rerun),
+        cases=case_distribution(
+            manifest, [case.axes for case in workload_manifest(run.workload).spec.cases], rerun.cases if rerun else None
+        ),
         manifests=[
             _block("run", run.name, run),
             _block("protocol", run.protocol.name, run.protocol),
@@ -384,29 +411,43 @@ def _banners(run: Run, rerun: RerunPart | None) -> list[str]:
     return banners
 
 
+def _title_parts(run: Run) -> tuple[str, str, str]:
+    """(implementation, workload, GPU) as a reader names them; one case of a suite says which."""
+    implementation = implementation_manifest(run.implementation).metadata.title or run.implementation.project
+    case = run_manifest(run).spec.case_index
+    workload = run.workload.title + (f", case {case}" if case is not None else "")
+    # Titles like "Liger-Kernel · liger" would read as two parts of the run's title.
+    return (
+        implementation.replace(" · ", " / "),
+        workload,
+        environment_manifest(run.environment).spec.hardware.product,
+    )
+
+
 def _identity(run: Run, view: RunView, rerun: RerunPart | None) -> list[Fact]:
     return [
-        Fact(label="implementation", value=view.implementation_title, url=f"/implementations/{view.project_slug}"),
-        Fact(label="project", value=view.project),
-        Fact(label="revision", value=view.revision, mono=True),
-        Fact(label="workload", value=view.workload_title, url=f"/workloads/{view.workload_slug}"),
+        Fact(label="Implementation", value=view.implementation_title, url=f"/implementations/{view.project_slug}"),
+        Fact(label="Project", value=view.project),
+        Fact(label="Revision", value=view.revision, mono=True),
+        Fact(label="Workload", value=view.workload_title, url=f"/workloads/{view.workload_slug}"),
         Fact(
-            label="source",
+            label="Source",
             value=view.source_name or "–",
             url=f"/sources/{view.source_slug}" if view.source_slug else None,
         ),
-        Fact(label="external id", value=_external_id(view.external_id, rerun), mono=True),
-        Fact(label="comparison key", value=run.comparison_key, mono=True),
-        Fact(label="run digest", value=run.digest, mono=True),
+        Fact(label="Id at the source", value=_external_id(view.external_id, view.source_slug, rerun), mono=True),
+        Fact(label="Comparison key", value=run.comparison_key, digest=True),
+        Fact(label="Run digest", value=run.digest, digest=True),
     ]
 
 
-def _workload(run: Run, view: RunView, protocol: BenchmarkProtocol) -> list[Fact]:
+def _workload(run: Run, view: RunView, protocol: BenchmarkProtocol, statistic: StatisticName) -> list[Fact]:
+    cases = run.workload.case_count
     return [
-        Fact(label="suite", value=f"{run.workload.case_count} cases · {run.primary_statistic} latency"),
-        Fact(label="comparator", value=protocol.spec.correctness.comparator, mono=True),
+        Fact(label="Suite", value=f"{cases} case{'s' if cases != 1 else ''} · {statistic.text}"),
+        Fact(label="Comparator", value=protocol.spec.correctness.comparator, mono=True),
         Fact(
-            label="definition",
+            label="Definition",
             value=workload_manifest(run.workload).spec.definition.name,
             url=f"/workloads/{view.workload_slug}",
             mono=True,
@@ -414,15 +455,33 @@ def _workload(run: Run, view: RunView, protocol: BenchmarkProtocol) -> list[Fact
     ]
 
 
-def _protocol(name: str, protocol: BenchmarkProtocol) -> list[Fact]:
-    spec = protocol.spec
+def _measurements(run: BenchmarkRun, statistic: StatisticName) -> list[Fact]:
+    """The primary latency named as computed, then every other statistic the run carries."""
+    timing = run.spec.timing
     return [
-        Fact(label="harness", value=f"{spec.harness.name} {spec.harness.version}", url=f"/protocols/{name}"),
-        Fact(label="timer", value=spec.measurement.timer, mono=True),
-        Fact(label="primaryStatistic", value=spec.measurement.primary_statistic, mono=True),
-        Fact(label="correctnessReference", value=spec.correctness.reference),
-        Fact(label="comparabilityFamily", value=spec.comparability.family, mono=True),
-        Fact(label="notes", value="–" if spec.comparability.notes is None else spec.comparability.notes),
+        Fact(
+            label="Latency, " + statistic.text
+            if key == timing.primary_statistic
+            else TIMING_LABELS.get(key, key.replace("_", " ").capitalize()),
+            value=latency(ns),
+            native=f"latencyNs.{key}",
+        )
+        for key, ns in timing.latency_ns.items()
+    ]
+
+
+def _protocol(name: str, protocol: BenchmarkProtocol, statistic: StatisticName) -> list[Fact]:
+    spec = protocol.spec
+    published = spec.measurement.primary_statistic
+    inferred = f" (published as “{published}”; the aggregate is inferred)" if statistic.inferred else ""
+    stated = statistic.text + inferred
+    return [
+        native_fact("harness", f"{spec.harness.name} {spec.harness.version}", url=f"/protocols/{name}"),
+        native_fact("timer", spec.measurement.timer),
+        native_fact("primaryStatistic", stated),
+        native_fact("correctnessReference", spec.correctness.reference),
+        native_fact("comparabilityFamily", spec.comparability.family),
+        native_fact("notes", spec.comparability.notes),
     ]
 
 
@@ -432,16 +491,18 @@ def _environment(run: BenchmarkRun, environment: ExecutionEnvironment, gpu_slug:
     gpu = hardware.product + (f" ({hardware.architecture})" if hardware.architecture else "")
     labels = run.metadata.labels or {}
     return [
-        Fact(label="gpu", value=gpu, url=f"/gpus/{gpu_slug}"),
-        *[Fact(label=name, value=value, mono=True) for name, value in environment.spec.software.libraries.items()],
-        *([Fact(label="worker", value=labels["worker"], mono=True)] if "worker" in labels else []),
+        Fact(label="GPU", value=gpu, url=f"/gpus/{gpu_slug}"),
+        *[native_fact(name, value) for name, value in environment.spec.software.libraries.items()],
+        *([native_fact("worker", labels["worker"])] if "worker" in labels else []),
     ]
 
 
-def _external_id(external_id: str | None, rerun: RerunPart | None) -> str:
+def _external_id(external_id: str | None, source_slug: str | None, rerun: RerunPart | None) -> str:
     if external_id is None:
         return "–"
-    return f"bundle/{external_id}" if rerun is not None else f"submission/{external_id}"
+    if rerun is not None:
+        return f"bundle {external_id}"
+    return f"submission {external_id}" if source_slug == "sol-execbench" else external_id
 
 
 def _correctness(status: RunStatus, protocol: BenchmarkProtocol, rerun: RerunPart | None) -> str:
@@ -466,8 +527,8 @@ def _artifacts(rerun: RerunPart | None) -> list[Fact]:
     if rerun is None:
         return []
     return [
-        Fact(label="signed bundle", value=f"{rerun.bundle_id}.json", url=rerun.bundle_url, mono=True),
-        Fact(label="bundle sha256", value=rerun.bundle_sha256, mono=True),
-        Fact(label="implementation source", value=rerun.source_path, url=rerun.source_url, mono=True),
-        Fact(label="source sha256 (as measured)", value=rerun.source_sha256, mono=True),
+        Fact(label="Signed bundle", value=f"{rerun.bundle_id}.json", url=rerun.bundle_url, mono=True),
+        Fact(label="Bundle sha256", value=rerun.bundle_sha256, mono=True),
+        Fact(label="Implementation source", value=rerun.source_path, url=rerun.source_url, mono=True),
+        Fact(label="Source sha256 (as measured)", value=rerun.source_sha256, mono=True),
     ]

@@ -11,10 +11,14 @@ from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
 from kernelindex.store import search as store
+from kernelindex.store.gpu_filter import GpuFilterError, gpu_named, product_of
+from kernelindex.store.schemas import WorkloadItem
+from kernelindex.store.workloads import workloads_on_gpu
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.pages import PageContext, cached_response, dump_json, page_route, render_page
-from kernelindex.web.params import choice
+from kernelindex.web.params import choice, text
+from kernelindex.web.workloads import GpuOption, gpu_options
 
 router = APIRouter()
 
@@ -38,6 +42,17 @@ class HitSource(Part):
     url: str
 
 
+class HitBest(Part):
+    """A workload's fastest eligible run on the GPU the search is filtered by."""
+
+    run: str
+    url: str
+    latency_ns: int
+    primary_statistic: str
+    implementation: str
+    environment: str
+
+
 class Hit(Part):
     kind: str
     slug: str
@@ -45,9 +60,12 @@ class Hit(Part):
     subtitle: str
     url: str
     sources: list[HitSource]  # where its records come from; none for a GPU
+    runs_on_gpu: int | None  # a workload, filtered by GPU: its runs there (0: not measured on it); else None
+    best_on_gpu: HitBest | None  # and its best there, if one is eligible
 
 
-def _hit(hit: store.SearchHit) -> Hit:
+def _hit(hit: store.SearchHit, on_gpu: WorkloadItem | None) -> Hit:
+    best = on_gpu.fastest if on_gpu else None
     return Hit(
         kind=hit.kind,
         slug=hit.slug,
@@ -55,7 +73,27 @@ def _hit(hit: store.SearchHit) -> Hit:
         subtitle=hit.subtitle,
         url=hit.url,
         sources=[HitSource(slug=s.slug, name=s.name, url=urls.source(s.slug)) for s in hit.sources],
+        runs_on_gpu=on_gpu.runs_on_gpu if on_gpu else None,
+        best_on_gpu=None
+        if best is None
+        else HitBest(
+            run=best.run,
+            url=urls.run(best.run),
+            latency_ns=best.latency_ns,
+            primary_statistic=best.primary_statistic,
+            implementation=best.project,
+            environment=best.environment_title,
+        ),
     )
+
+
+class SearchGpu(Part):
+    """The GPU a search is filtered by: its workloads' figures are on it."""
+
+    slug: str
+    product: str
+    url: str
+    everywhere_url: str  # the same search on every GPU
 
 
 class HitGroup(Part):
@@ -77,6 +115,8 @@ class SearchPage(PageContext):
     template: ClassVar[str] = "search.html"
     query: str
     kind: str | None
+    gpu: SearchGpu | None
+    gpus: list[GpuOption]  # the GPU filter's choices
     total: int
     groups: list[HitGroup]
     did_you_mean: str | None
@@ -90,29 +130,48 @@ def checked_query(q: str) -> str:
 
 
 @page_route(router, "/search")
-def search_page(request: Request, session: SessionDep, q: str = "", kind: str | None = None) -> Response:
+def search_page(
+    request: Request, session: SessionDep, q: str = "", kind: str | None = None, gpu: str | None = None
+) -> Response:
     query = checked_query(q)
     kind = choice("kind", kind, KIND_LABELS, "") or None  # the form's "Everything" sends kind=""
+    chosen = text("gpu", gpu)
+    try:
+        slug = gpu_named(session, chosen) if chosen else None
+    except GpuFilterError as exc:
+        raise BadRequest(str(exc)) from None
     limit = 100 if kind else PAGE_LIMIT
     results = store.search(session, query, limit=limit, kinds={kind} if kind else None)
+    found = [hit.slug for hit in results.hits if hit.kind == "workload"]
+    on_gpu = workloads_on_gpu(session, found, slug) if slug and found else {}
     cut_short = kind is None and len(results.hits) >= limit
     kinds = list(dict.fromkeys(hit.kind for hit in results.hits))  # in the order of each kind's best hit
+
+    def hits_of(group: str) -> list[store.SearchHit]:
+        return [hit for hit in results.hits if hit.kind == group]
+
     groups = [
         HitGroup(
             kind=group,
             label=KIND_LABELS[group],
-            hits=[_hit(hit) for hit in results.hits if hit.kind == group],
-            more_url=urls.search(query, group) if cut_short else None,
+            hits=[_hit(hit, on_gpu.get(hit.slug) if hit.kind == "workload" else None) for hit in hits_of(group)],
+            more_url=urls.search(query, group, slug) if cut_short else None,
         )
         for group in kinds
     ]
     context = SearchPage(
         query=query,
         kind=kind,
+        gpu=None
+        if slug is None
+        else SearchGpu(
+            slug=slug, product=product_of(session, slug), url=urls.gpu(slug), everywhere_url=urls.search(query, kind)
+        ),
+        gpus=gpu_options(session, slug),
         total=len(results.hits),
         groups=groups,
         did_you_mean=results.did_you_mean,
-        did_you_mean_url=urls.search(results.did_you_mean, kind) if results.did_you_mean else None,
+        did_you_mean_url=urls.search(results.did_you_mean, kind, slug) if results.did_you_mean else None,
     )
     return render_page(request, context)
 

@@ -7,15 +7,19 @@ from typing import ClassVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
+from sqlalchemy.orm import Session
 
 from kernelindex import urls
+from kernelindex.store.gpu_filter import GpuFilterError, gpu_choices, product_of
 from kernelindex.store.leaderboards import leaderboard as leaderboard_of
 from kernelindex.store.leaderboards import workload_by_slug
+from kernelindex.store.schemas import WorkloadItem
 from kernelindex.store.source_filter import UnknownSource
 from kernelindex.store.workloads import (
     WORKLOAD_SORTS,
     WorkloadFilters,
     facet_values,
+    gpu_coverage,
     source_facets,
     workloads_page,
 )
@@ -60,8 +64,38 @@ class WorkloadRow(Part):
     best_sol_score: float | None
     best_latency_ns: int | None
     best_run: str | None
+    best_url: str | None
     best_gpu: str | None
+    best_implementation: str | None
+    best_environment: str | None
+    runs_on_gpu: int | None  # filtered by GPU, its runs there (0: not measured on it); else None
     last_record_at: datetime | None
+
+
+def workload_row(row: WorkloadItem, source_name: str) -> WorkloadRow:
+    """A row of a workload list; its figures are those the store computed (on one GPU, if filtered by one)."""
+    best = row.fastest
+    return WorkloadRow(
+        slug=row.slug,
+        url=urls.workload(row.slug),
+        title=row.title,
+        source=row.source_slug,
+        source_name=source_name,
+        collection=row.collection,
+        tags=row.tags,
+        origin_model=row.origin_model,
+        cases=row.case_count,
+        eligible_runs=row.eligible_runs,
+        best_sol_score=row.best_sol_score,
+        best_latency_ns=best.latency_ns if best else None,
+        best_run=best.run if best else None,
+        best_url=urls.run(best.run) if best else None,
+        best_gpu=best.gpu_product if best else None,
+        best_implementation=best.project if best else None,
+        best_environment=best.environment_title if best else None,
+        runs_on_gpu=row.runs_on_gpu,
+        last_record_at=row.last_record_at,
+    )
 
 
 class FilterOption(Part):
@@ -80,12 +114,41 @@ class SourceOption(CountedOption):
     collections: list[CountedOption]
 
 
+class GpuOption(FilterOption):
+    """A GPU of the GPU filter (``value`` its slug)."""
+
+    label: str
+
+
+class MeasuredChoice(Part):
+    """One choice of measured on the filtered GPU or not (``value`` None: both), with its count."""
+
+    value: str | None
+    label: str
+    count: int
+    url: str
+    selected: bool
+
+
+class GpuFilter(Part):
+    """The GPU the figures are on: its name, its answer page, and the measured / not measured choice."""
+
+    slug: str
+    product: str
+    url: str
+    measured: int
+    matching: int  # workloads matching the other filters, measured on it or not
+    choices: list[MeasuredChoice]
+
+
 class WorkloadsPage(PageContext):
     template: ClassVar[str] = "workloads.html"
 
     filters: dict[str, str | None]
     sources: list[SourceOption]
     options: dict[str, list[FilterOption]]
+    gpus: list[GpuOption]  # the GPUs with runs, most workloads measured first
+    gpu: GpuFilter | None  # filtered by GPU: every figure is on it
     sort: str
     sorts: list[str]
     total: int
@@ -106,22 +169,26 @@ def workloads(
     model: str | None = None,
     gpu: str | None = None,
     q: str | None = None,
+    measured: str | None = None,
     sort: str | None = None,
     page: str | None = None,
 ) -> Response:
-    filters = WorkloadFilters(
-        source=params.text("source", source, max_length=64),
-        collection=params.text("collection", collection),
-        tag=params.text("tag", tag),
-        model=params.text("model", model),
-        gpu=params.text("gpu", gpu),
-        q=params.text("q", q, max_length=200),
-    )
-    chosen_sort = params.choice("sort", sort, WORKLOAD_SORTS, "name")
-    number = params.page_number(page)
+    chosen_measured = params.choice("measured", measured, ("true", "false"), "")
     try:
+        filters = WorkloadFilters(
+            source=params.text("source", source, max_length=64),
+            collection=params.text("collection", collection),
+            tag=params.text("tag", tag),
+            model=params.text("model", model),
+            gpu=params.text("gpu", gpu),
+            q=params.text("q", q, max_length=200),
+            measured={"true": True, "false": False}.get(chosen_measured),
+        )
+        chosen_sort = params.choice("sort", sort, WORKLOAD_SORTS, "name")
+        number = params.page_number(page)
         rows, total = workloads_page(session, filters, chosen_sort, number, PAGE_SIZE)
-    except UnknownSource as exc:
+        coverage = gpu_coverage(session, filters) if filters.gpu else None
+    except (UnknownSource, GpuFilterError) as exc:
         raise BadRequest(str(exc)) from None
     page_count = max(1, -(-total // PAGE_SIZE))
     if number > page_count:
@@ -131,13 +198,14 @@ def workloads(
         "collection": filters.collection,
         "tag": filters.tag,
         "model": filters.model,
-        "gpu": filters.gpu,
+        "gpu": coverage.gpu if coverage else None,
         "q": filters.q,
+        "measured": chosen_measured or None,
     }
 
-    def url(page_number: int) -> str:
+    def url(page_number: int, **changed: str | None) -> str:
         sort_param = None if chosen_sort == "name" else chosen_sort
-        return urls.workloads(**current, sort=sort_param, page=page_number)
+        return urls.workloads(**(current | changed), sort=sort_param, page=page_number)
 
     def chosen(name: str, value: str) -> bool:
         given = current[name]
@@ -168,6 +236,30 @@ def workloads(
             name: [FilterOption(value=value, selected=value == current[name]) for value in values]
             for name, values in facets.items()
         },
+        gpus=gpu_options(session, current["gpu"]),
+        gpu=None
+        if coverage is None
+        else GpuFilter(
+            slug=coverage.gpu,
+            product=product_of(session, coverage.gpu),
+            url=urls.gpu(coverage.gpu),
+            measured=coverage.measured,
+            matching=coverage.measured + coverage.not_measured,
+            choices=[
+                MeasuredChoice(
+                    value=value,
+                    label=label,
+                    count=count,
+                    url=url(1, measured=value),
+                    selected=value == current["measured"],
+                )
+                for value, label, count in (
+                    (None, "Both", coverage.measured + coverage.not_measured),
+                    ("true", "Measured on it", coverage.measured),
+                    ("false", "Not measured on it", coverage.not_measured),
+                )
+            ],
+        ),
         sort=chosen_sort,
         sorts=list(WORKLOAD_SORTS),
         total=total,
@@ -175,25 +267,17 @@ def workloads(
         page_count=page_count,
         previous_url=url(number - 1) if number > 1 else None,
         next_url=url(number + 1) if number < page_count else None,
-        workloads=[
-            WorkloadRow(
-                slug=row.slug,
-                url=urls.workload(row.slug),
-                title=row.title,
-                source=row.source_slug,
-                source_name=source_names[row.source_slug],
-                collection=row.collection,
-                tags=row.tags,
-                origin_model=row.origin_model,
-                cases=row.case_count,
-                eligible_runs=row.eligible_runs,
-                best_sol_score=row.best_sol_score,
-                best_latency_ns=row.fastest.latency_ns if row.fastest else None,
-                best_run=row.fastest.run if row.fastest else None,
-                best_gpu=row.fastest.gpu_product if row.fastest else None,
-                last_record_at=row.last_record_at,
-            )
-            for row in rows
-        ],
+        workloads=[workload_row(row, source_names[row.source_slug]) for row in rows],
     )
     return render_page(request, context)
+
+
+def gpu_options(session: Session, chosen: str | None) -> list[GpuOption]:
+    """A GPU filter's options: the GPUs with runs, and the chosen one if it has none (a tracked GPU)."""
+    options = [
+        GpuOption(value=c.slug, label=f"{c.product} · {c.workloads}", selected=c.slug == chosen)
+        for c in gpu_choices(session)
+    ]
+    if chosen and not any(option.selected for option in options):
+        options.append(GpuOption(value=chosen, label=f"{product_of(session, chosen)} · 0", selected=True))
+    return options

@@ -1,0 +1,219 @@
+"""Every kind of page in a real browser, at a phone's width (390 px) and a desktop's (1400 px).
+
+Each page is loaded once and checked for two things a reader trips on:
+
+- axe-core (the copy bundled in the axe-playwright-python wheel, injected into the page) finds
+  no violation of impact "serious" or "critical": contrast, names of controls and links,
+  landmarks, keyboard access to scrolling regions...;
+- the page body never scrolls sideways: a wide table or chart scrolls inside its own
+  ``.scroll`` container instead.
+
+A full-page screenshot of each is kept, in ``$KERNELINDEX_SCREENSHOTS`` if set, else in the
+test session's temporary folder (the path is printed). The pages marked ``dark`` are also
+checked in the dark theme (``prefers-color-scheme: dark``), where contrast differs.
+
+The catalogue holds every source: the bundled SOL-ExecBench snapshot, real slices of the
+KernelBench and Liger-Kernel snapshots, and the bundled controlled reruns. It is served by one
+server and one Chromium for the whole module, on SQLite only: what is checked here is the
+rendered page, which the backend does not change.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelindex.app import create_app
+from kernelindex.db.engine import make_engine, make_sessionmaker
+from kernelindex.ingest.rerun_import import import_bundled_reruns
+from kernelindex.ingest.sources import ingest
+from kernelindex.paths import BUNDLED_RERUNS
+from kernelindex.settings import Settings
+from kernelindex.store.accounts import create_user
+from tests import kernelbench_slice, liger_slice
+from tests.chromium import launched
+from tests.servers import serving
+
+# One worker runs the whole module, so the catalogue, the server and Chromium start once.
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("page_kinds")]
+
+MAINTAINER, PASSPHRASE = "maintainer", "a maintainer passphrase"
+WIDTHS = (390, 1400)
+BLOCKING_IMPACTS = {"serious", "critical"}
+
+
+@dataclass(frozen=True)
+class PageKind:
+    name: str
+    path: str
+    signed_in: bool = False
+    dark: bool = False  # also checked in the dark theme
+    status: int = 200
+
+
+PAGE_KINDS = [
+    PageKind("home", "/", dark=True),
+    PageKind("workloads", "/workloads"),
+    PageKind("leaderboard-sol", "/workloads/l1-039-adaptive-instance-normalization-2d-backward", dark=True),
+    PageKind("leaderboard-kernelbench", "/workloads/kernelbench-l1-19-relu-1b0829ac"),
+    PageKind("leaderboard-liger", "/workloads/liger-cross-entropy-full-bt-15df6776", dark=True),
+    PageKind("run-sol", "/runs/sol-submission-36270", dark=True),
+    PageKind("run-kernelbench", "/runs/kernelbench-h100-modal-pytorch-eager-l1-19-e4caede183"),
+    PageKind("run-liger", "/runs/liger-cross-entropy-full-bt-15df6776-liger-triton-b200-v0.8.0-20260705-210035"),
+    PageKind("run-rerun", "/runs/rerun-3a9843b10b3a"),
+    PageKind("gpus", "/gpus"),
+    PageKind("gpu", "/gpus/b200"),
+    PageKind("compare", "/compare?run=sol-submission-36270&run=sol-submission-36339", dark=True),
+    PageKind("search", "/search?q=conv2d"),
+    PageKind("records", "/records"),
+    PageKind("sources", "/sources"),
+    PageKind("source", "/sources/sol-execbench"),
+    PageKind("model", "/models/nafnet"),
+    PageKind("implementation", "/implementations/kernelindex-triton"),
+    PageKind("protocol", "/protocols/kernelindex-rerun-v1"),
+    PageKind("manifest", "/manifests/sha256:2bf653c77d46563eb83343b47dfe4fa0f0ac2777c01facd642bfa93ff4107d34"),
+    PageKind("signin", "/signin"),
+    PageKind("signup", "/signup"),
+    PageKind("account", "/account", signed_in=True),
+    PageKind("admin", "/admin", signed_in=True, dark=True),
+    PageKind("not-found", "/workloads/no-such-workload", status=404),
+]
+CASES = [
+    pytest.param(kind, width, scheme, id=f"{kind.name}-{width}-{scheme}")
+    for kind in PAGE_KINDS
+    for width in WIDTHS
+    for scheme in ("light", "dark")
+    if scheme == "light" or (kind.dark and width == WIDTHS[-1])
+]
+
+# The outermost elements that reach past the window's right edge without a scrolling (or
+# clipping) box around them: what makes the page scroll sideways. An absolutely positioned
+# element escapes every such box up to its containing block, its nearest positioned ancestor.
+OVERFLOWING = """() => {
+  const clipped = e => {
+    const position = getComputedStyle(e).position;
+    let escaping = position === 'absolute' || position === 'fixed';
+    for (let box = e.parentElement; box && box !== document.body; box = box.parentElement) {
+      const style = getComputedStyle(box);
+      if (position === 'absolute' && style.position !== 'static') escaping = false;
+      if (!escaping && style.overflowX !== 'visible') return true;
+    }
+    return false;
+  };
+  const wide = [...document.body.querySelectorAll('*')]
+    .filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5 && !clipped(e));
+  return wide.filter(e => !wide.includes(e.parentElement)).slice(0, 8).map(e => {
+    const box = e.getBoundingClientRect();
+    const name = e.tagName.toLowerCase() + [...e.classList].map(c => '.' + c).join('');
+    return `${name} spans x=${Math.round(box.left)}..${Math.round(box.right)}`;
+  });
+}"""
+
+
+@pytest.fixture(scope="module")
+def catalogue(sqlite_loaded_template: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A SQLite store holding every source and a maintainer's account."""
+    folder = tmp_path_factory.mktemp("page-kinds")
+    shutil.copy(sqlite_loaded_template, folder / "catalogue.db")
+    url = f"sqlite:///{folder / 'catalogue.db'}"
+    engine = make_engine(url)
+    sessions = make_sessionmaker(engine)
+    settings = Settings(database_url=url, github_token=None)
+    for slug, snapshot in (
+        ("kernelbench", kernelbench_slice.make_slice(folder / "kernelbench")),
+        ("liger-kernel", liger_slice.make_slice(folder / "liger-kernel")),
+    ):
+        summary = ingest(sessions, settings, slug, snapshot=snapshot, sleep=lambda _: None)
+        assert summary.status == "succeeded", summary.errors
+    assert all(result.error is None for result in import_bundled_reruns(sessions, BUNDLED_RERUNS))
+    with sessions.begin() as session:
+        create_user(session, MAINTAINER, PASSPHRASE, maintainer=True)
+    engine.dispose()
+    return url
+
+
+@pytest.fixture(scope="module")
+def site(catalogue: str) -> Iterator[str]:
+    with serving(create_app(Settings(database_url=catalogue))) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def axe_script() -> Path:
+    """axe.min.js as the axe-playwright-python wheel ships it."""
+    base = pytest.importorskip("axe_playwright_python.base")
+    return Path(base.AXE_FILE_PATH)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with launched() as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")
+def contexts(browser: Any, site: str, axe_script: Path) -> Iterator[dict[bool, Any]]:
+    """Browser contexts by "signed in": a reader's, and a maintainer's signed in through the form.
+    Every page they open has axe-core loaded (sent to the browser once, not once a page)."""
+    reader, maintainer = browser.new_context(), browser.new_context()
+    for context in (reader, maintainer):
+        context.add_init_script(path=axe_script)
+    page = maintainer.new_page()
+    page.goto(f"{site}/signin")
+    page.fill("#f-handle", MAINTAINER)
+    page.fill("#f-password", PASSPHRASE)
+    page.click('main button:has-text("Sign in")')
+    page.wait_for_url("**/account")
+    page.close()
+    yield {False: reader, True: maintainer}
+    reader.close()
+    maintainer.close()
+
+
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    chosen = os.environ.get("KERNELINDEX_SCREENSHOTS")
+    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"\nscreenshots: {folder}")
+    return folder
+
+
+def serious_violations(page: Any) -> list[str]:
+    """axe-core's serious and critical violations on ``page``, one line per element."""
+    violations = page.evaluate("axe.run(document, {resultTypes: ['violations']}).then(results => results.violations)")
+    return [
+        f"{violation['id']} ({violation['impact']}): {violation['help']}\n"
+        f"    at {' '.join(map(str, node['target']))}: {node['html'][:160]}"
+        for violation in violations
+        if violation["impact"] in BLOCKING_IMPACTS
+        for node in violation["nodes"]
+    ]
+
+
+@pytest.mark.parametrize(("kind", "width", "scheme"), CASES)
+def test_page_kind_is_accessible_and_fits_the_width(
+    kind: PageKind, width: int, scheme: str, site: str, contexts: dict[bool, Any], screenshots: Path
+) -> None:
+    page = contexts[kind.signed_in].new_page()
+    try:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.emulate_media(color_scheme=scheme)
+        response = page.goto(f"{site}{kind.path}")
+        assert response is not None
+        assert response.status == kind.status, page.url
+        page.screenshot(path=screenshots / f"{kind.name}-{width}-{scheme}.png", full_page=True)
+
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        wide = page.evaluate(OVERFLOWING) if overflow > 0 else []
+        problems = [f"the page is {overflow} px wider than the window", *wide] if overflow > 0 else []
+        problems += serious_violations(page)
+        assert not problems, f"{kind.path} at {width} px, {scheme}:\n" + "\n".join(problems)
+    finally:
+        page.close()
