@@ -44,6 +44,8 @@ class Source(Base):
     description: Mapped[str] = mapped_column(Text)
     licence: Mapped[str] = mapped_column(Text)
     attribution: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # What the source calls one of its results ("submissions"), in sentences about its counts.
+    run_noun: Mapped[str] = mapped_column(String(32), default="runs", server_default="runs")
     last_observed_at: Mapped[datetime | None]
 
 
@@ -62,6 +64,10 @@ class Workload(ManifestRecord, Base):
     case_count: Mapped[int]
     # Geometric mean of the per-case speed-of-light bounds: the suite's SOL aggregate.
     sol_aggregate_ms: Mapped[float | None]
+    # How many results the upstream itself counts for this workload, where it publishes a count,
+    # and when that count was read: what the stored runs are a part of.
+    upstream_total: Mapped[int | None]
+    upstream_total_observed_at: Mapped[datetime | None]
     missing_since: Mapped[datetime | None]
     last_seen_at: Mapped[datetime | None]
 
@@ -235,6 +241,12 @@ class IngestionReport(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     source_id: Mapped[int] = mapped_column(ForeignKey("source.id"), index=True)
     origin: Mapped[str] = mapped_column(String(500))
+    # "live" (the upstream itself), "snapshot" (a recorded copy), "bundled" (the recorded copy
+    # shipped with the registry) or "import" (files handed to the registry, e.g. rerun bundles).
+    read_from: Mapped[str] = mapped_column(String(16), default="live", server_default="live")
+    # A snapshot's own record of when it was taken and what part of the upstream it holds.
+    snapshot_observed_at: Mapped[datetime | None]
+    snapshot_scope: Mapped[str | None] = mapped_column(Text)
     status: Mapped[str] = mapped_column(String(16))
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
