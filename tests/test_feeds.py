@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from kernelindex.store.records import catalogue_records, find_workload, workload_records
-from kernelindex.web.feeds import ATOM, Feed, FeedEntry, atom_feed, improvement_ratio
+from kernelindex.web.feeds import ATOM, Feed, FeedEntry, atom_feed
+from kernelindex.web.format import improvement_factor
 
 A = f"{{{ATOM}}}"
 CONV2D = "l1-040-conv2d-residual-block"
@@ -184,7 +185,7 @@ def test_atom_feed_refuses_naive_times():
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(1.2281, "1.23×"), (2.0, "2.00×"), (1.0049, "1.005×"), (1.00049, "1.0005×"), (1.000015, "1.0000×")],
+    [(1.2281, "1.23×"), (2.0, "2.00×"), (12.34, "12.3×"), (1.0049, "0.5%"), (1.00049, "0.05%"), (1.003, "0.3%")],
 )
-def test_improvement_ratio_shows_small_gains_without_reading_as_none(value, text):
-    assert improvement_ratio(value) == text
+def test_improvement_factor_shows_small_gains_without_reading_as_none(value, text):
+    assert improvement_factor(value) == text

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from kernelindex import urls
 from kernelindex.store.records import RecordEntry
-from kernelindex.web.format import latency
+from kernelindex.web.format import improvement_factor, latency
 
 ATOM = "http://www.w3.org/2005/Atom"
 TAG_AUTHORITY = "tag:kernelindex.dev,2026:"
@@ -99,20 +99,12 @@ def group_label(record: RecordEntry) -> str:
     return f"{record.gpu} · stack {record.stack}" if record.stack else record.gpu
 
 
-def improvement_ratio(value: float) -> str:
-    """ "1.23×"; small gains get the decimals they need not to read as "1.00×" (never more than 4)."""
-    decimals = 2
-    while decimals < 4 and round(value, decimals) <= 1:
-        decimals += 1
-    return f"{value:.{decimals}f}×"
-
-
 def improvement_text(record: RecordEntry) -> str:
     """ "1.07× faster than sol-submission-1 (27.7 µs)", or "first record" for a group's first."""
     if record.improvement is None or record.previous_run_name is None or record.previous_latency_ns is None:
         return "first record"
     return (
-        f"{improvement_ratio(record.improvement)} faster than {record.previous_run_name} "
+        f"{improvement_factor(record.improvement)} faster than {record.previous_run_name} "
         f"({latency(record.previous_latency_ns)})"
     )
 

@@ -17,8 +17,8 @@ from kernelindex.store import records as store
 from kernelindex.store.records import RecordEntry
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
-from kernelindex.web.feeds import group_label, improvement_ratio, improvement_text, records_feed, rfc3339
-from kernelindex.web.format import latency
+from kernelindex.web.feeds import group_label, improvement_text, records_feed, rfc3339
+from kernelindex.web.format import improvement_factor, latency
 from kernelindex.web.pages import PageContext, cached_response, page_route, public_url, render_page
 
 router = APIRouter()
@@ -117,7 +117,7 @@ def record_row(record: RecordEntry) -> RecordRow:
         previous_run_url=urls.run(record.previous_run_name) if record.previous_run_name else None,
         previous_latency_ns=record.previous_latency_ns,
         improvement=record.improvement,
-        improvement_ratio=improvement_ratio(record.improvement) if record.improvement is not None else None,
+        improvement_ratio=improvement_factor(record.improvement) if record.improvement is not None else None,
         improvement_text=improvement_text(record),
     )
 
