@@ -42,7 +42,8 @@ class RunFacts:
     latency_ns: int
     observed_at: datetime
     status: RunStatus = RunStatus.PASSED
-    # The implementation's project: best-per-implementation tables group by it.
+    # The implementation across its revisions (``store.runs.implementation_identity``):
+    # best-per-implementation tables group by it.
     implementation: str = ""
     withdrawn: bool = False
     upstream_withdrawn: bool = False
@@ -161,6 +162,20 @@ def best_per_implementation(ranked: Sequence[RankedRun]) -> list[ImplementationB
         best.setdefault(entry.run.implementation, entry)
         counts[entry.run.implementation] = counts.get(entry.run.implementation, 0) + 1
     return [ImplementationBest(best=entry, ranked_runs=counts[name]) for name, entry in best.items()]
+
+
+def rank_implementations(ranked: Sequence[RankedRun]) -> list[tuple[RankedRun, int]]:
+    """A ranked group read one implementation at a time: each implementation's fastest run, ranked
+    among those (equal latencies share a rank, as in ``rank_group``), with its ranked runs' count.
+
+    ``vs_best`` is unchanged: the group's best run is the best of its implementations too."""
+    lines: list[tuple[RankedRun, int]] = []
+    for position, line in enumerate(best_per_implementation(ranked), start=1):
+        previous = lines[-1][0] if lines else None
+        tied = previous is not None and previous.run.latency_ns == line.best.run.latency_ns
+        rank = previous.rank if previous is not None and tied else position
+        lines.append((RankedRun(run=line.best.run, rank=rank, vs_best=line.best.vs_best), line.ranked_runs))
+    return lines
 
 
 def rank_by_group(runs: Iterable[RunFacts]) -> dict[str, list[RankedRun]]:

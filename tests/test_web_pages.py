@@ -60,13 +60,16 @@ def test_leaderboard_of_040_ranks_and_figures_follow_the_rules(client):
     fastest = text(page.select_one("#fastest"))
     assert fastest.startswith("Fastest reported 25.9 µs mean · 87% of SOL Geometric on NVIDIA B200 · stack v1.1")
     assert "Reported by source; not independently reproduced." in fastest
+    # One row per implementation by default: Geometric's three submissions are one implementation.
     ranked = table_rows(page.select_one("table.ranked"))
-    assert [row[1:6] for row in ranked] == [
+    assert [row[1:6] for row in ranked] == [["1", "Geometric best of 3", "25.9 µs mean", "87%", "1.00×"]]
+    assert ranked[0][6] == "Reported license unknown · no source · no install recipe"
+    all_runs = html(client, page.select_one("nav.run-modes a")["href"])
+    assert [row[1:6] for row in table_rows(all_runs.select_one("table.ranked"))] == [
         ["1", "Geometric", "25.9 µs mean", "87%", "1.00×"],
         ["2", "Geometric", "26.1 µs mean", "87%", "1.01×"],
         ["3", "Geometric", "27.7 µs mean", "87%", "1.07×"],
     ]
-    assert ranked[0][6] == "Reported license unknown · no source · no install recipe"
     not_measured = page.select_one("#records p.not-measured")
     assert text(not_measured).startswith("Not measured on NVIDIA H200 ,")
     links = [(a.get_text(), a["href"]) for a in not_measured.select("a[href^='/gpus/']")]
@@ -76,7 +79,12 @@ def test_leaderboard_of_040_ranks_and_figures_follow_the_rules(client):
         ["2026-08-12", "Geometric", "25.9 µs", "1.07× faster"],
         ["2026-08-12", "Geometric", "27.7 µs", "first record"],
     ]
-    assert page.select_one("#history svg path.series")["d"].startswith("M64.0,")
+    # Both records fall on one day: the time axis spans a week around it, one tick a day.
+    chart = page.select_one("#history svg")
+    assert chart.select_one("path.series")["d"].startswith("M")
+    assert text(chart.select_one("title")) == "Latency of the #1 over time, log scale"
+    dates = [text(tick) for tick in chart.select("text.tick") if "-" in text(tick)]
+    assert "2026-08-12" in dates and len(dates) == len(set(dates)) >= 3
     cases = table_rows(page.select_one("table.cases"))
     assert len(cases) == 16
     first = json.loads((BUNDLED_SNAPSHOT / "api" / "kernels" / "40.json").read_text())["data"]["workloads"][0]
@@ -94,12 +102,16 @@ def test_leaderboard_json_twin_has_exact_values(client):
     data = response.json()
     assert data["workload"]["slug"] == L040
     assert data["workload"]["eligibleCount"] == 3
-    assert [(r["rank"], r["name"], r["latencyNs"], r["vsBestText"]) for r in data["ranked"]] == [
+    assert data["runs"] == "best"
+    assert [(r["rank"], r["name"], r["implementationRuns"]) for r in data["ranked"]] == [(1, "sol-submission-36270", 3)]
+    every = client.get(f"/workloads/{L040}.json?runs=all").json()
+    assert every["runs"] == "all"
+    assert [(r["rank"], r["name"], r["latencyNs"], r["vsBestText"]) for r in every["ranked"]] == [
         (1, "sol-submission-36270", 25913, "1.00×"),
         (2, "sol-submission-36339", 26085, "1.01×"),
         (3, "sol-submission-36257", 27739, "1.07×"),
     ]
-    assert data["ranked"][1]["vsBest"] == 26085 / 25913
+    assert every["ranked"][1]["vsBest"] == 26085 / 25913
     assert data["fastest"]["name"] == "sol-submission-36270"
     assert [h["run"] for h in data["history"]] == ["sol-submission-36270", "sol-submission-36257"]
     assert data["history"][0]["improvement"] == 27739 / 25913
@@ -120,7 +132,7 @@ def test_leaderboard_of_039_never_ranks_across_stacks(client):
     # Following the v1.0 group's link selects that group, on the page and in its JSON twin.
     v1_0_url = groups["NVIDIA B200 · stack v1.0"]["url"]
     page = html(client, v1_0_url)
-    assert table_rows(page.select_one("table.ranked"))[0][1:6] == ["1", "ac4k", "209.8 µs mean", "81%", "1.00×"]
+    assert table_rows(page.select_one("table.ranked"))[0][1:6] == ["1", "ac4k", "210 µs mean", "81%", "1.00×"]
     assert page.select_one('nav.groups a[aria-current="page"]').get_text().startswith("NVIDIA B200 · stack v1.0")
     path, query = v1_0_url.split("?", 1)
     v1_0 = client.get(f"{path}.json?{query}").json()
@@ -186,7 +198,7 @@ def test_leaderboard_bad_parameters_are_400_with_a_message(client, query, messag
 def test_run_page_of_16893_shows_what_is_known(client):
     page = html(client, "/runs/sol-submission-16893")
     measurement = text(page.select_one("#measurement"))
-    assert "209.8 µs geometric mean of case latencies (inferred)" in measurement
+    assert "210 µs geometric mean of case latencies (inferred)" in measurement
     assert "Rank 1 of 1 in its comparison group" in measurement
     assert "SOL 0.8055 · 4.05× reference · 16/16 cases faster" in measurement
     assert "Reported by source; not independently reproduced." in measurement
@@ -236,7 +248,7 @@ def test_run_page_has_the_ten_sections_in_order(client):
 
 def test_run_json_twin_has_exact_values_and_verifiable_manifests(client):
     data = client.get("/runs/sol-submission-16893.json").json()
-    assert (data["latencyNs"], data["latency"], data["statistic"]) == (209838, "209.8 µs", "mean")
+    assert (data["latencyNs"], data["latency"], data["statistic"]) == (209838, "210 µs", "mean")
     assert (data["rank"], data["groupSize"], data["solScore"]) == (1, 1, "0.8055")
     assert (data["timesReference"], data["casesFaster"]) == ("4.05× reference", "16/16 cases faster")
     assert data["evidenceSentence"] == "Reported by source; not independently reproduced."

@@ -226,7 +226,7 @@ def test_two_releases_on_one_gpu_are_two_groups_named_by_their_software(site):
         "20.0 µs 18.0 µs–22.0 µs",
         "40.0 µs 36.0 µs–44.0 µs",
         "80.0 µs 72.0 µs–88.0 µs",
-        "160.0 µs 144.0 µs–176.0 µs",
+        "160 µs 144 µs–176 µs",
     ]
 
 

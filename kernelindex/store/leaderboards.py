@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cached_property
@@ -36,6 +36,16 @@ from kernelindex.store.runs import RunView, runs_of_workload
 from kernelindex.store.schemas import ComparisonGroupItem, GroupBest, WorkloadDetail, WorkloadManifest
 from kernelindex.store.workloads import workload_items
 
+# What runs a workload's reference as written, in each source's terms, most preferred first:
+# KernelBench's eager PyTorch, the reruns' eager PyTorch, Liger-Kernel's Hugging Face and then
+# plain PyTorch providers. A speed-up is measured against the first of these a group holds.
+BASELINES: tuple[Callable[[RunView], bool], ...] = (
+    lambda view: view.implementation_name == "pytorch-eager",
+    lambda view: view.project == "KernelIndex PyTorch eager",
+    lambda view: view.implementation_name == "liger-kernel-huggingface",
+    lambda view: view.implementation_name == "liger-kernel-torch",
+)
+
 
 @dataclass(frozen=True)
 class GroupStanding:
@@ -59,6 +69,15 @@ class GroupStanding:
 
     def view(self, name: str) -> RunView:
         return next(view for view in self.runs if view.name == name)
+
+    @property
+    def baseline(self) -> RunView | None:
+        """The fastest ranked run of the group's baseline implementation (``BASELINES``), if it has one."""
+        ranked = [self.view(entry.run.name) for entry in self.ranked]
+        for is_baseline in BASELINES:
+            if found := next((view for view in ranked if is_baseline(view)), None):
+                return found
+        return None
 
 
 @dataclass(frozen=True)

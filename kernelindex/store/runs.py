@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session, joinedload
 
-from kernelindex.db.tables import Run
+from kernelindex.db.tables import Implementation, Run
 from kernelindex.manifests.types import EvidenceLevel, RunStatus
 from kernelindex.ranking import RunFacts
 from kernelindex.store.manifests import Stored, environment_manifest, implementation_manifest, run_manifest
@@ -85,12 +85,24 @@ def run_facts(run: Run | RunView) -> RunFacts:
         latency_ns=run.latency_ns,
         observed_at=run.observed_at,
         status=run.status,
-        implementation=run.project_slug if isinstance(run, RunView) else run.implementation.project_slug,
+        implementation=(
+            run.implementation_title if isinstance(run, RunView) else implementation_identity(run.implementation)
+        ),
         withdrawn=run.withdrawn_at is not None,
         upstream_withdrawn=run.upstream_withdrawn,
         held_for_review=run.held_for_review,
         rejected_on_review=run.review_state == "rejected",
     )
+
+
+def implementation_identity(implementation: Implementation) -> str:
+    """What one implementation is across its revisions: its manifest's title, or its project.
+
+    A manifest is one revision, so its name cannot say it, nor can the project, which one
+    library's several variants share: the title names a SOL-ExecBench submitter, a KernelBench
+    mode ("PyTorch torch.compile, inductor max-autotune"), a Liger-Kernel provider
+    ("Liger-Kernel · liger_triton") or a rerun's kernel and runtime, whatever its revision."""
+    return implementation_manifest(implementation).metadata.title or implementation.project
 
 
 def availability_text(license: str | None, source_available: bool, install_recipe: bool) -> str:
@@ -177,7 +189,7 @@ def to_view(run: Run) -> RunView:
         workload_slug=run.workload.name,
         workload_title=run.workload.title,
         implementation_name=run.implementation.name,
-        implementation_title=implementation_manifest(run.implementation).metadata.title or run.implementation.project,
+        implementation_title=implementation_identity(run.implementation),
         project=run.implementation.project,
         project_slug=run.implementation.project_slug,
         revision=run.implementation.revision,

@@ -1,23 +1,30 @@
-"""A server-side SVG chart of record history: latency of the #1 over time, log scale."""
+"""A server-side SVG chart of record history: latency of the #1 over time, log scale.
+
+Also the axes the other charts share: ``LogScale`` for latency and ``time_ticks`` for dates.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel
 
-from kernelindex.web.format import latency
+from kernelindex.web.format import improvement, latency
 
 WIDTH, HEIGHT = 640, 240
-LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 32
+LEFT, RIGHT, TOP, BOTTOM = 64, 24, 16, 32
+DAY = 86_400.0
+# The most date ticks an axis carries: at 11 px type a date label needs about 70 px.
+MAX_TIME_TICKS = 6
 
 
 class ChartPoint(BaseModel):
     x: float
     y: float
-    label: str
+    title: str  # the point's tooltip: date, implementation, latency and gain
 
 
 class ChartTick(BaseModel):
@@ -28,52 +35,115 @@ class ChartTick(BaseModel):
 class HistoryChart(BaseModel):
     width: int = WIDTH
     height: int = HEIGHT
+    left: int = LEFT
+    right_edge: int = WIDTH - RIGHT
+    axis_y: int = HEIGHT - BOTTOM
     path: str
     points: list[ChartPoint]
     y_ticks: list[ChartTick]
     x_ticks: list[ChartTick]
+    # The current record, labelled on the chart; anchored to its left when near the right edge.
+    label: str
+    label_x: float
+    label_y: float
+    label_anchor: str
 
 
-def history_chart(points: Sequence[tuple[datetime, int, str]], until: datetime | None = None) -> HistoryChart | None:
-    """Chart ``(observed_at, latency_ns, label)`` record breaks as a step line.
+@dataclass(frozen=True)
+class RecordPoint:
+    observed_at: datetime
+    latency_ns: int
+    implementation: str
+    improvement: float | None  # how many times faster than the record it broke; None for the first
+
+
+def _month_start(moment: datetime, months: int) -> datetime:
+    index = (moment.year * 12 + moment.month - 1) // months * months
+    return datetime(index // 12, index % 12 + 1, 1, tzinfo=UTC)
+
+
+def _add_months(moment: datetime, months: int) -> datetime:
+    index = moment.year * 12 + moment.month - 1 + months
+    return datetime(index // 12, index % 12 + 1, 1, tzinfo=UTC)
+
+
+# Tick steps, fine to coarse: (days, months); a step in months starts on the first of a month.
+TIME_STEPS = ((1, 0), (2, 0), (7, 0), (14, 0), (0, 1), (0, 2), (0, 3), (0, 6), (0, 12), (0, 24), (0, 60))
+
+
+def time_ticks(start: datetime, end: datetime) -> list[datetime]:
+    """Calendar dates inside ``[start, end]``, evenly spaced (days, weeks, months or years apart),
+    at most ``MAX_TIME_TICKS`` of them, each a distinct date; the start's date for a shorter span."""
+    for days, months in TIME_STEPS:
+        if days:
+            first = datetime(start.year, start.month, start.day, tzinfo=UTC)
+            first += timedelta(days=(-first.toordinal()) % days)  # align on a multiple of the step
+            moments = [first + timedelta(days=days * i) for i in range(MAX_TIME_TICKS + 2)]
+        else:
+            first = _month_start(start, months)
+            moments = [_add_months(first, months * i) for i in range(MAX_TIME_TICKS + 2)]
+        inside = [moment for moment in moments if start <= moment <= end]
+        if len(inside) <= MAX_TIME_TICKS and (len(inside) >= 2 or moments[1] > end):
+            return inside or [datetime(start.year, start.month, start.day, tzinfo=UTC)]
+    return [start]
+
+
+def _tick_label(moment: datetime, ticks: Sequence[datetime]) -> str:
+    """A date as precise as the ticks need: "2026-07-05" days or weeks apart, "2026-07" months
+    apart, "2026" years apart."""
+    if len(ticks) > 1 and all(tick.day == 1 for tick in ticks):
+        if all(tick.month == 1 for tick in ticks):
+            return moment.strftime("%Y")
+        return moment.strftime("%Y-%m")
+    return moment.strftime("%Y-%m-%d")
+
+
+def history_chart(points: Sequence[RecordPoint], until: datetime | None = None) -> HistoryChart | None:
+    """Chart record breaks, oldest first, as a step line on a calendar time axis.
 
     The record holds until the next break, so the line steps down at each one and runs
     on to ``until`` (the newest observation). ``None`` when there is nothing to draw.
     """
     if not points:
         return None
-    times = [moment.timestamp() for moment, _, _ in points]
-    end = max(times[-1], until.timestamp() if until else times[-1])
-    start = times[0]
-    span = (end - start) or 86_400.0
-    logs = [math.log10(ns) for _, ns, _ in points]
-    low, high = math.floor(min(logs) * 4) / 4, math.ceil(max(logs) * 4) / 4
-    if high - low < 0.25:
-        low, high = low - 0.25, high + 0.25
+    newest = max(points[-1].observed_at, until or points[-1].observed_at)
+    first, last = points[0].observed_at, newest
+    if (last - first).total_seconds() < DAY:
+        # One day's records: a week around them, so that the day has room and its own tick.
+        first, last = first - timedelta(days=3), last + timedelta(days=3)
+    start, end = first.timestamp(), last.timestamp()
+    scale = log_scale([point.latency_ns for point in points], HEIGHT - BOTTOM, TOP)
 
     def x(moment: float) -> float:
-        return round(LEFT + (moment - start) / span * (WIDTH - LEFT - RIGHT), 1)
+        return round(LEFT + (moment - start) / (end - start) * (WIDTH - LEFT - RIGHT), 1)
 
-    def y(log_value: float) -> float:
-        return round(TOP + (high - log_value) / (high - low) * (HEIGHT - TOP - BOTTOM), 1)
-
-    coordinates = [(x(t), y(v)) for t, v in zip(times, logs, strict=True)]
+    coordinates = [(x(point.observed_at.timestamp()), scale.at(point.latency_ns)) for point in points]
     steps = [f"M{coordinates[0][0]},{coordinates[0][1]}"]
     steps.extend(f"H{nx}V{ny}" for nx, ny in coordinates[1:])
-    steps.append(f"H{x(end)}")
-    decades = [low + (high - low) * i / 4 for i in range(5)]
-    labelled = len(points) <= 8
+    steps.append(f"H{x(newest.timestamp())}")
+    ticks = time_ticks(first, last)
+    current = points[-1]
+    label_x, label_y = coordinates[-1]
+    near_right = label_x > (LEFT + WIDTH - RIGHT) / 2
     return HistoryChart(
         path="".join(steps),
         points=[
-            ChartPoint(x=cx, y=cy, label=label if labelled else "")
-            for (cx, cy), (_, _, label) in zip(coordinates, points, strict=True)
+            ChartPoint(
+                x=cx,
+                y=cy,
+                title=(
+                    f"{point.observed_at:%Y-%m-%d}: {point.implementation}, {latency(point.latency_ns)}, "
+                    + ("first record" if point.improvement is None else improvement(point.improvement))
+                ),
+            )
+            for (cx, cy), point in zip(coordinates, points, strict=True)
         ],
-        y_ticks=[ChartTick(position=y(value), label=latency(round(10**value))) for value in decades],
-        x_ticks=[
-            ChartTick(position=x(moment), label=datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d"))
-            for moment in (start, end)
-        ],
+        y_ticks=scale.ticks(),
+        x_ticks=[ChartTick(position=x(moment.timestamp()), label=_tick_label(moment, ticks)) for moment in ticks],
+        label=f"{current.implementation}, {latency(current.latency_ns)}",
+        label_x=round(label_x - 8 if near_right else label_x + 8, 1),
+        label_y=round(max(label_y - 8, TOP + 10), 1),
+        label_anchor="end" if near_right else "start",
     )
 
 

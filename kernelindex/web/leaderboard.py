@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -14,7 +14,13 @@ from kernelindex import urls
 from kernelindex.gpus import TRACKED_GPUS
 from kernelindex.manifests.kinds import Definition, WorkloadCase
 from kernelindex.manifests.types import EvidenceLevel
-from kernelindex.ranking import RankedRun, best_per_implementation, current_record, ineligibility_reasons
+from kernelindex.ranking import (
+    RankedRun,
+    best_per_implementation,
+    current_record,
+    ineligibility_reasons,
+    rank_implementations,
+)
 from kernelindex.slugs import slugify
 from kernelindex.store.completeness import workload_completeness
 from kernelindex.store.cross_gpu import cross_gpu_view
@@ -25,14 +31,26 @@ from kernelindex.store.runs import RunView
 from kernelindex.store.schemas import Completeness, CrossGpuFigure, CrossGpuView, WorkloadRevision
 from kernelindex.store.sweeps import group_sweep
 from kernelindex.web import params
-from kernelindex.web.chart import HistoryChart, history_chart
+from kernelindex.web.bar_chart import Bar, BarChart, bar_chart, latency_tick, ratio_tick
+from kernelindex.web.chart import HistoryChart, RecordPoint, history_chart
 from kernelindex.web.errors import BadRequest
-from kernelindex.web.format import latency, percent_of_sol, ratio
+from kernelindex.web.format import (
+    improvement,
+    latency,
+    latency_column,
+    latency_in,
+    latency_unit,
+    percent_of_sol,
+    ratio,
+    source_figures,
+)
 from kernelindex.web.gpu_chart import GpuChart, GpuFigures, gpu_chart
 from kernelindex.web.pages import PageContext
 from kernelindex.web.sweep_part import SweepPart, cases_text, sweep_part
 
 PAGE_SIZE = 50
+# What the ranked table lists: each implementation's best run (the default), or every ranked run.
+RUN_MODES = {"best": "Best run per implementation", "all": "All runs"}
 SORTS = {
     "rank": "Rank (fastest first)",
     "observed": "Newest first",
@@ -67,6 +85,8 @@ class RunRow(Part):
     stack: str | None
     cases_text: str | None  # "6 of 8 cases" for a run that measured part of the suite
     reasons: list[str]
+    # In the best-per-implementation table: how many ranked runs the implementation has here.
+    implementation_runs: int | None = None
 
 
 class GroupTab(Part):
@@ -88,6 +108,7 @@ class GroupTab(Part):
 
 class ImplementationRow(Part):
     project: str
+    variant: str | None
     url: str
     runtime: str
     run_count: int
@@ -210,6 +231,8 @@ class LeaderboardPage(PageContext):
     selected_group: GroupTab | None
     sort: str
     sort_links: list[SortLink]
+    runs: str  # a key of RUN_MODES
+    run_mode_links: list[SortLink]
     implementation_filter: str
     ranked: list[RunRow]
     ranked_total: int
@@ -219,6 +242,8 @@ class LeaderboardPage(PageContext):
     next_url: str | None
     ineligible: list[RunRow]
     implementations: list[ImplementationRow]
+    ranked_chart: BarChart | None
+    speedup_chart: BarChart | None
     history: list[RecordRow]
     chart: HistoryChart | None
     tensors: list[TensorRow]
@@ -239,11 +264,24 @@ class LeaderboardPage(PageContext):
     revisions: list[WorkloadRevision]
 
 
-def _ms_text(value: float | None) -> str:
-    return "–" if value is None else latency(round(value * 1_000_000))
+def _ms_column(values_ms: Sequence[float | None]) -> list[str]:
+    """A column of the source's per-case figures (ms), in one unit, never more precise than given."""
+    return latency_column(
+        [None if value is None else value * 1_000_000 for value in values_ms],
+        [3 if value is None else source_figures(value) for value in values_ms],
+    )
 
 
-def _row(view: RunView, ranked: RankedRun | None, case_count: int) -> RunRow:
+Row = TypeVar("Row", bound=BaseModel)
+
+
+def _one_unit(rows: list[Row], ns_field: str, text_field: str) -> list[Row]:
+    """``rows`` with ``text_field`` rewritten so that the column's latencies share one unit."""
+    unit = latency_unit(getattr(row, ns_field) for row in rows)
+    return [row.model_copy(update={text_field: latency_in(getattr(row, ns_field), unit)}) for row in rows]
+
+
+def _row(view: RunView, ranked: RankedRun | None, case_count: int, implementation_runs: int | None = None) -> RunRow:
     return RunRow(
         rank=ranked.rank if ranked else None,
         name=view.name,
@@ -270,6 +308,7 @@ def _row(view: RunView, ranked: RankedRun | None, case_count: int) -> RunRow:
         stack=view.stack,
         cases_text=cases_text(view.cases_measured, case_count),
         reasons=ineligibility_reasons(view.facts),
+        implementation_runs=implementation_runs,
     )
 
 
@@ -280,6 +319,11 @@ def _variant(project: str, title: str) -> str | None:
         if title.startswith(project + separator):
             return title.removeprefix(project + separator) or None
     return None if title == project else title
+
+
+def _display_name(project: str, variant: str | None) -> str:
+    """An implementation as charts name it: its project and what its title adds ("Liger-Kernel liger_triton")."""
+    return f"{project} {variant}" if variant else project
 
 
 def _group_label(view: RunView) -> str:
@@ -346,6 +390,7 @@ def _implementation_rows(standing: GroupStanding) -> list[ImplementationRow]:
         rows.append(
             ImplementationRow(
                 project=view.project,
+                variant=_variant(view.project, view.implementation_title),
                 url=urls.implementation(view.project_slug),
                 runtime=view.runtime or "unknown",
                 run_count=line.ranked_runs,
@@ -358,7 +403,7 @@ def _implementation_rows(standing: GroupStanding) -> list[ImplementationRow]:
                 availability=view.availability,
             )
         )
-    return rows
+    return _one_unit(rows, "best_latency_ns", "best_latency")
 
 
 def _record_rows(standing: GroupStanding) -> list[RecordRow]:
@@ -367,11 +412,13 @@ def _record_rows(standing: GroupStanding) -> list[RecordRow]:
             observed_at=brk.run.observed_at,
             run=brk.run.name,
             url=urls.run(brk.run.name),
-            implementation=standing.view(brk.run.name).project,
+            implementation=_display_name(
+                (view := standing.view(brk.run.name)).project, _variant(view.project, view.implementation_title)
+            ),
             latency_ns=brk.run.latency_ns,
             latency=latency(brk.run.latency_ns),
             improvement=brk.improvement,
-            improvement_text="first record" if brk.improvement is None else f"{brk.improvement:.2f}× faster",
+            improvement_text="first record" if brk.improvement is None else improvement(brk.improvement),
         )
         for brk in standing.history
     ]
@@ -425,20 +472,89 @@ def _axis_rows(definition: Definition) -> list[AxisRow]:
 def _case_rows(
     cases: list[WorkloadCase], variable_axes: list[str], dtypes: list[str], bounds: RerunBounds | None
 ) -> list[CaseRow]:
+    baselines = _ms_column([case.baseline_latency_ms for case in cases])
+    sols = _ms_column([case.sol_latency_ms for case in cases])
+    rerun_bounds = [_bound(bounds, index) for index in range(len(cases))]
+    rerun_texts = latency_column(rerun_bounds)
     return [
         CaseRow(
             index=index + 1,
             values=[str(case.axes.get(name, "–")) for name in variable_axes],
             dtype=", ".join(dtypes),
-            baseline_latency=_ms_text(case.baseline_latency_ms),
-            sol_latency=_ms_text(case.sol_latency_ms),
+            baseline_latency=baselines[index],
+            sol_latency=sols[index],
             baseline_latency_ms=case.baseline_latency_ms,
             sol_latency_ms=case.sol_latency_ms,
-            rerun_bound=latency(bound) if (bound := _bound(bounds, index)) else None,
-            rerun_bound_ns=bound,
+            rerun_bound=rerun_texts[index] if rerun_bounds[index] else None,
+            rerun_bound_ns=rerun_bounds[index],
         )
         for index, case in enumerate(cases)
     ]
+
+
+CHART_BARS = 20
+
+
+def _ranked_chart(rows: Sequence[RunRow], label: str) -> BarChart | None:
+    """The ranked table as bars, fastest first: at most the ``CHART_BARS`` fastest rows."""
+    shown = sorted(rows, key=ROW_ORDERS["rank"])[:CHART_BARS]
+    unit = latency_unit(row.latency_ns for row in shown)
+    statistics = sorted({row.statistic for row in shown})
+    return bar_chart(
+        [
+            Bar(
+                label=_display_name(row.implementation, row.variant),
+                value=row.latency_ns,
+                value_text=latency_in(row.latency_ns, unit),
+                url=row.url,
+                highlight=row.rank == 1,
+            )
+            for row in shown
+        ],
+        title=f"Latency per implementation on {label}, fastest first",
+        description=(
+            f"One bar per row of the ranked table below ({len(shown)} of {len(rows)}), its length the "
+            f"{', '.join(statistics)} latency on a linear axis from zero; shorter is faster. "
+            "The table holds the same figures."
+        ),
+        axis_title=f"latency ({', '.join(statistics)}), shorter is faster",
+        tick_text=latency_tick(unit),
+    )
+
+
+def _speedup_chart(standing: GroupStanding, label: str) -> BarChart | None:
+    """Each implementation's speed-up over the group's baseline run, or, where the source reports
+    one per run (SOL-ExecBench's ``avg_speedup``), over the reference as the source measured it."""
+    lines = [(standing.view(entry.run.name), entry) for entry, _ in rank_implementations(standing.ranked)]
+    baseline = standing.baseline
+    if baseline is not None:
+        figures = [(view, baseline.latency_ns / view.latency_ns) for view, _ in lines]
+        against = f"{baseline.implementation_title} ({latency(baseline.latency_ns)})"
+    elif lines and all(isinstance(view.metrics.get("avg_speedup"), int | float) for view, _ in lines):
+        figures = [(view, float(view.metrics["avg_speedup"])) for view, _ in lines]
+        against = "the reference, as the source averages it over the cases"
+    else:
+        return None
+    return bar_chart(
+        [
+            Bar(
+                label=_display_name(view.project, _variant(view.project, view.implementation_title)),
+                value=value,
+                value_text=ratio(value),
+                url=urls.run(view.name),
+                highlight=baseline is not None and view.name == baseline.name,
+            )
+            for view, value in figures[:CHART_BARS]
+        ],
+        title=f"Speed-up over {against} on {label}",
+        description=(
+            f"One bar per implementation, its best ranked run's speed-up over {against}; "
+            "the rule marks 1×, longer is faster. The ranked table holds the latencies."
+        ),
+        axis_title=f"speed-up over {against}, longer is faster",
+        tick_text=ratio_tick,
+        rule_at=1.0,
+    )
 
 
 ROW_ORDERS: dict[str, Callable[[RunRow], Any]] = {
@@ -450,10 +566,20 @@ ROW_ORDERS: dict[str, Callable[[RunRow], Any]] = {
 
 
 def _ranked_rows(
-    members: Sequence[RunView], rank_of: dict[str, RankedRun], case_count: int, implementation_filter: str, sort: str
+    standing: GroupStanding | None, runs: str, case_count: int, implementation_filter: str, sort: str
 ) -> list[RunRow]:
-    """The ranked runs of the selected group, filtered by implementation name and sorted for display."""
-    rows = [_row(view, rank_of[view.name], case_count) for view in members if view.name in rank_of]
+    """The ranked table of the selected group: each implementation's best run, ranked among the
+    implementations (``runs="best"``), or every ranked run; filtered by implementation name and
+    sorted for display."""
+    if standing is None:
+        return []
+    if runs == "all":
+        rows = [_row(standing.view(entry.run.name), entry, case_count) for entry in standing.ranked]
+    else:
+        rows = [
+            _row(standing.view(entry.run.name), entry, case_count, implementation_runs=count)
+            for entry, count in rank_implementations(standing.ranked)
+        ]
     if implementation_filter:
         needle = implementation_filter.casefold()
         rows = [row for row in rows if needle in f"{row.implementation}\n{row.variant or ''}".casefold()]
@@ -529,12 +655,14 @@ def build_leaderboard(
     sort: str | None,
     implementation_filter: str | None,
     page_value: str | None,
+    runs: str | None = None,
 ) -> LeaderboardPage:
     """The context of ``/workloads/{slug}``; raises ``BadRequest`` for unusable parameters.
 
     ``session`` answers what the leaderboard does not hold: the figures across GPUs, the
     selected group's sweep and the other revisions of the workload's problem."""
     sort = params.choice("sort", sort, SORTS, "rank")
+    runs = params.choice("runs", runs, RUN_MODES, "best")
     implementation_filter = params.text("implementation", implementation_filter) or ""
     page = params.page_number(page_value)
     workload, views = board.workload, board.runs
@@ -550,7 +678,7 @@ def build_leaderboard(
     selected_tab = next((tab for tab in tabs if tab.selected), None)
 
     members = selected.runs if selected else []
-    ranked_rows = _ranked_rows(members, rank_of, workload.case_count, implementation_filter, sort)
+    ranked_rows = _ranked_rows(selected, runs, workload.case_count, implementation_filter, sort)
     page_count = max(1, -(-len(ranked_rows) // PAGE_SIZE))
     if page > page_count:
         raise BadRequest(f"page {page} is past the last page ({page_count}).")
@@ -562,13 +690,17 @@ def build_leaderboard(
             group=group_param,
             sort=None if sort == "rank" else sort,
             implementation=implementation_filter or None,
+            runs=None if runs == "best" else runs,
             page=number,
         )
 
-    ineligible_rows = [_row(v, None, workload.case_count) for v in members if v.name not in rank_of]
+    ranked_rows = _one_unit(ranked_rows, "latency_ns", "latency")
+    ineligible_rows = _one_unit(
+        [_row(v, None, workload.case_count) for v in members if v.name not in rank_of], "latency_ns", "latency"
+    )
     history = _record_rows(selected) if selected else []
     chart = history_chart(
-        [(row.observed_at, row.latency_ns, row.implementation) for row in history],
+        [RecordPoint(row.observed_at, row.latency_ns, row.implementation, row.improvement) for row in history],
         until=max((v.observed_at for v in members), default=None),
     )
     fastest_view = board.fastest
@@ -601,10 +733,27 @@ def build_leaderboard(
                     group=group_param,
                     sort=None if key == "rank" else key,
                     implementation=implementation_filter or None,
+                    runs=None if runs == "best" else runs,
                 ),
                 current=key == sort,
             )
             for key, label in SORTS.items()
+        ],
+        runs=runs,
+        run_mode_links=[
+            SortLink(
+                key=key,
+                label=label,
+                url=urls.workload(
+                    slug,
+                    group=group_param,
+                    sort=None if sort == "rank" else sort,
+                    implementation=implementation_filter or None,
+                    runs=None if key == "best" else key,
+                ),
+                current=key == runs,
+            )
+            for key, label in RUN_MODES.items()
         ],
         implementation_filter=implementation_filter,
         ranked=ranked_rows[(page - 1) * PAGE_SIZE : page * PAGE_SIZE],
@@ -615,7 +764,9 @@ def build_leaderboard(
         next_url=page_url(page + 1) if page < page_count else None,
         ineligible=ineligible_rows,
         implementations=_implementation_rows(selected) if selected else [],
-        history=list(reversed(history)),
+        ranked_chart=_ranked_chart(ranked_rows, selected_tab.label) if selected_tab else None,
+        speedup_chart=_speedup_chart(selected, selected_tab.label) if selected and selected_tab else None,
+        history=_one_unit(list(reversed(history)), "latency_ns", "latency"),
         chart=chart,
         tensors=_tensor_rows(definition),
         axes=_axis_rows(definition),

@@ -42,11 +42,12 @@ def leaderboard(
     sort: str | None = None,
     implementation: str | None = None,
     page: str | None = None,
+    runs: str | None = None,
 ) -> Response:
     workload = workload_by_slug(session, slug)
     if workload is None:
         raise NotFound(f"No workload has the slug {slug!r}. Slugs look like l1-040-conv2d-residual-block.")
-    context = build_leaderboard(session, leaderboard_of(session, workload), group, sort, implementation, page)
+    context = build_leaderboard(session, leaderboard_of(session, workload), group, sort, implementation, page, runs)
     return render_page(request, context)
 
 

@@ -1,0 +1,131 @@
+"""A server-side SVG horizontal bar chart: one bar per implementation on a linear axis from zero.
+
+The leaderboard draws its ranked table with it (latency per implementation) and, where the
+group has a baseline, each implementation's speed-up over it, with a rule at 1×. Bars start
+at zero, so their lengths compare as the figures do.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from kernelindex.web.chart import ChartTick
+from kernelindex.web.format import UNITS, significant
+
+WIDTH = 640
+LEFT, RIGHT, TOP, BOTTOM = 200, 72, 8, 40
+ROW = 24
+BAR = 14
+# The label column holds this many characters; longer names end in an ellipsis (the full name is the bar's title).
+LABEL_CHARACTERS = 30
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    value: float
+    value_text: str  # the figure as the table beside the chart writes it
+    url: str | None = None
+    highlight: bool = False  # the #1, or the baseline itself
+
+
+class ChartBar(BaseModel):
+    label: str
+    full_label: str
+    y: float  # the bar's top
+    text_y: float  # the baseline of its labels
+    width: float
+    value_text: str
+    url: str | None
+    highlight: bool
+
+
+class BarChart(BaseModel):
+    title: str
+    description: str
+    width: int = WIDTH
+    height: int
+    left: int = LEFT
+    right_edge: int = WIDTH - RIGHT
+    bar_height: int = BAR
+    axis_y: float
+    axis_title: str
+    bars: list[ChartBar]
+    x_ticks: list[ChartTick]
+    rule_x: float | None = None  # a reference rule, e.g. at 1× on a speed-up chart (its tick names it)
+
+
+def nice_ticks(high: float, count: int = 5) -> list[float]:
+    """Round values from 0 to at least ``high``: steps of 1, 2 or 5 × a power of ten, about ``count`` of them."""
+    raw = high / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    return [step * index for index in range(math.ceil(high / step - 1e-9) + 1)]
+
+
+def _short(label: str) -> str:
+    return label if len(label) <= LABEL_CHARACTERS else label[: LABEL_CHARACTERS - 1] + "…"
+
+
+def bar_chart(
+    bars: Sequence[Bar],
+    *,
+    title: str,
+    description: str,
+    axis_title: str,
+    tick_text: Callable[[float], str],
+    rule_at: float | None = None,
+) -> BarChart | None:
+    """``None`` with fewer than two bars: one figure needs no chart. ``tick_text`` writes an axis value."""
+    if len(bars) < 2 or any(bar.value <= 0 for bar in bars):
+        return None
+    ticks = nice_ticks(max(bar.value for bar in bars) if rule_at is None else max(rule_at, *(b.value for b in bars)))
+    top = ticks[-1]
+    span = WIDTH - RIGHT - LEFT
+
+    def x(value: float) -> float:
+        return round(LEFT + value / top * span, 1)
+
+    axis_y = TOP + ROW * len(bars)
+    return BarChart(
+        title=title,
+        description=description,
+        height=round(axis_y + BOTTOM),
+        axis_y=axis_y,
+        axis_title=axis_title,
+        bars=[
+            ChartBar(
+                label=_short(bar.label),
+                full_label=bar.label,
+                y=TOP + ROW * index + (ROW - BAR) / 2,
+                text_y=TOP + ROW * index + ROW / 2 + 4,
+                width=max(round(x(bar.value) - LEFT, 1), 1.0),
+                value_text=bar.value_text,
+                url=bar.url,
+                highlight=bar.highlight,
+            )
+            for index, bar in enumerate(bars)
+        ],
+        x_ticks=[ChartTick(position=x(value), label=tick_text(value)) for value in ticks],
+        rule_x=x(rule_at) if rule_at is not None else None,
+    )
+
+
+def _plain(value: float) -> str:
+    text = significant(value)
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def ratio_tick(value: float) -> str:
+    """An axis value of a ratio axis: "0×", "1×", "2.5×", "10×"."""
+    return "0×" if value == 0 else f"{_plain(value)}×"
+
+
+def latency_tick(unit: str) -> Callable[[float], str]:
+    """Axis values of a latency axis (ns) in ``unit``: "0", "20 µs", "1.5 ms"."""
+    size = dict(UNITS)[unit]
+    return lambda value: "0" if value == 0 else f"{_plain(value / size)} {unit}"
