@@ -249,7 +249,8 @@ def test_the_reference_program_is_shown_escaped_and_collapsed(site):
     code = details.select_one("pre code").get_text()
     assert code.startswith("import torch\n") and '<script>alert("x")</script>' in code
     note = text(html.select_one("#reference").find_next_sibling("p"))
-    assert "KernelBench/level1/19_ReLU.py" in note and NEW_SHA in note
+    assert "KernelBench/level1/19_ReLU.py" in note and f"sha256 {NEW_SHA[:12]}…" in note
+    assert html.select_one("#reference").find_next_sibling("p").select_one(".digest code")["title"] == NEW_SHA
     upstream = html.select_one("#reference").find_next_sibling("p").select_one("a")
     assert upstream["href"] == f"https://raw.example.org/{NEW_SHA[:8]}/KernelBench/level1/19_ReLU.py"
     attribution = details.find_next_sibling("p")
@@ -267,10 +268,13 @@ def test_each_revision_links_the_others_with_content_hash_and_first_publication(
     html = page(site, f"/workloads/{NEW_WORKLOAD}")
     revisions = html.select_one("#overview .revisions")
     assert "Revision of level1/19" in text(revisions)
-    assert [" ".join(li.get_text().split()) for li in revisions.select("li")] == [
+    # Each hash is shortened as every digest is: 12 hex characters, the whole value in its title and copy button.
+    assert [" ".join(li.get_text().replace("Copy", "").split()) for li in revisions.select("li")] == [
         f"ReLU (first revision) (content sha256 {OLD_SHA[:12]}…, first published 2024-11-05)",
         f"This revision (content sha256 {NEW_SHA[:12]}…, first published 2025-03-03)",
     ]
+    assert [code["title"] for code in revisions.select(".digest code")] == [OLD_SHA, NEW_SHA]
+    assert [button["data-copy"] for button in revisions.select(".digest button.copy")] == [OLD_SHA, NEW_SHA]
     assert [a["href"] for a in revisions.select("a")] == [f"/workloads/{OLD_WORKLOAD}"]
     older = page(site, f"/workloads/{OLD_WORKLOAD}").select_one("#overview .revisions")
     assert [a["href"] for a in older.select("a")] == [f"/workloads/{NEW_WORKLOAD}"]
