@@ -16,6 +16,7 @@ from sqlalchemy.orm import aliased
 from kernelindex.compare import ComparedRun, CompareError, compare_runs
 from kernelindex.db.tables import Run
 from kernelindex.paths import BUNDLED_SNAPSHOT
+from kernelindex.web.compare import comparison_result
 
 L039 = "l1-039-adaptive-instance-normalization-2d-backward"
 L040 = "l1-040-conv2d-residual-block"
@@ -58,6 +59,7 @@ BASE = ComparedRun(
     protocol_digest="sha256:" + "3" * 64,
     environment_name="env-b200-v1-1",
     environment_title="B200 v1.1",
+    environment_label="NVIDIA B200 · stack v1.1",
     gpu_product="NVIDIA B200",
     gpu_slug="b200",
     stack="v1.1",
@@ -123,6 +125,21 @@ def test_a_v1_0_and_a_v1_1_run_differ_in_stack_and_protocol_but_give_one_reason(
     comparison = compare_runs([run("a"), old])
     assert comparison.reasons == ("different evaluation stacks",)
     assert field(comparison, "stack").differs and field(comparison, "comparisonKey").differs
+
+
+def test_a_field_differs_only_where_the_shown_values_differ():
+    # 26,085 ns and 26,091 ns both read "26.1 µs", observed on one day at different hours.
+    runs = [
+        run("a", latency_ns=26085, observed_at=datetime(2026, 8, 1, 9, tzinfo=UTC)),
+        run("b", latency_ns=26091, observed_at=datetime(2026, 8, 1, 17, tzinfo=UTC)),
+    ]
+    result = comparison_result(compare_runs(runs), runs)
+    shown = {f.key: (f.display, f.differs) for f in result.fields}
+    assert shown["latencyNs"] == (["26.1 µs", "26.1 µs"], False)
+    assert shown["observedAt"] == (["2026-08-01", "2026-08-01"], False)
+    assert shown["vsFastest"] == (["1.00×", "1.00×"], False)
+    assert shown["digest"][1] is True
+    assert next(f for f in compare_runs(runs).fields if f.key == "latencyNs").differs
 
 
 @pytest.mark.parametrize(

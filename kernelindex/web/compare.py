@@ -15,6 +15,7 @@ from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
 from kernelindex.compare import MAX_RUNS, ComparedRun, CompareError, Comparison, check_run_names, compare_runs
+from kernelindex.compare import Field as AlignedField
 from kernelindex.manifests.types import EvidenceLevel, format_utc
 from kernelindex.store.run_queries import runs_to_compare
 from kernelindex.web.deps import SessionDep
@@ -121,6 +122,15 @@ def _display(key: str, value: Any) -> str:
     return str(value)
 
 
+def _shown_differs(field: AlignedField, display: Sequence[str]) -> bool:
+    """Whether a reader sees different values: a figure differs only where it reads differently at
+    the precision shown (26,085 ns and 26,091 ns both read "26.1 µs"); a digest, shortened on the
+    page but whole in its title, wherever the values differ."""
+    if FIELD_KINDS.get(field.key) == "digest":
+        return field.differs
+    return field.differs and len(set(display)) > 1
+
+
 def comparison_result(comparison: Comparison, runs: Sequence[ComparedRun]) -> CompareResult:
     names = list(comparison.runs)
     fields = [
@@ -129,8 +139,8 @@ def comparison_result(comparison: Comparison, runs: Sequence[ComparedRun]) -> Co
             label=field.label,
             kind=FIELD_KINDS.get(field.key, "text"),
             values=[_machine(value) for value in field.values],
-            display=[_display(field.key, value) for value in field.values],
-            differs=field.differs,
+            display=(display := [_display(field.key, value) for value in field.values]),
+            differs=_shown_differs(field, display),
         )
         for field in comparison.fields
     ]
