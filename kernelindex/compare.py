@@ -55,6 +55,7 @@ class ComparedRun:
     protocol_digest: str
     environment_name: str
     environment_title: str
+    environment_label: str  # the one name every page gives the environment (GPU · setup · stack)
     gpu_product: str
     gpu_slug: str
     stack: str
@@ -186,7 +187,7 @@ def _fields(runs: Sequence[ComparedRun], fastest_ns: int | None) -> list[Field]:
         ("revision", "Revision", [run.revision for run in runs]),
         ("gpu", "GPU", [run.gpu_product for run in runs]),
         ("stack", "Evaluation stack", [run.stack for run in runs]),
-        ("environment", "Environment", [run.environment_name for run in runs]),
+        ("environment", "Environment", [run.environment_label for run in runs]),
         ("protocol", "Protocol", [run.protocol_name for run in runs]),
         ("evidence", "Evidence", [run.evidence for run in runs]),
         ("availability", "Availability", [run.availability for run in runs]),

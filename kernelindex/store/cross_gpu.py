@@ -20,6 +20,7 @@ from kernelindex.db.tables import Environment, Implementation, Run, Workload
 from kernelindex.gpus import TRACKED_GPUS
 from kernelindex.store.manifests import environment_manifest, implementation_manifest
 from kernelindex.store.reads import eligible
+from kernelindex.store.runs import environment_label
 from kernelindex.store.schemas import CrossGpuFigure, CrossGpuView, GpuFigure, ImplementationOnGpus
 
 CROSS_GPU_NOTE = (
@@ -120,6 +121,7 @@ def _figure(run: _EligibleRun, environment: Environment, implementation: Impleme
         project=implementation.project,
         environment=environment.name,
         environment_title=environment.title,
+        environment_label=environment_label(environment),
         provider=environment_manifest(environment).spec.provider,
         comparison_key=run.comparison_key,
         observed_at=run.observed_at,

@@ -20,7 +20,7 @@ from kernelindex.store.keyset import SLUG_ORDER, Position, keyset_page
 from kernelindex.store.manifests import implementation_manifest
 from kernelindex.store.reads import eligible
 from kernelindex.store.run_queries import run_fields
-from kernelindex.store.runs import availability_text, with_references
+from kernelindex.store.runs import availability_text, environment_label, with_references
 from kernelindex.store.schemas import (
     ImplementationDetail,
     ImplementationItem,
@@ -114,6 +114,7 @@ def implementation_detail(session: Session, ref: str) -> ImplementationDetail | 
                 **fields,
                 rank=rank,
                 environment_title=run.environment.title,
+                environment_label=environment_label(run.environment),
                 availability=availability_text(
                     run.implementation.license,
                     run.implementation.source_available,

@@ -171,6 +171,7 @@ def workload_detail(session: Session, workload: Workload) -> WorkloadDetail:
             gpu_product=group.sample.gpu_product,
             environment=group.sample.environment_name,
             environment_title=group.sample.environment_title,
+            environment_label=group.sample.environment_label,
             stack=group.sample.software,
             protocol=group.sample.protocol_name,
             protocol_title=group.sample.protocol_title,

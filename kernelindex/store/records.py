@@ -25,7 +25,7 @@ from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Wo
 from kernelindex.ranking import RecordBreak, RunFacts, record_history
 from kernelindex.store.manifests import StoredText
 from kernelindex.store.reads import eligible
-from kernelindex.store.runs import evaluation_stack
+from kernelindex.store.runs import environment_label, evaluation_stack
 
 # Bound parameters per IN (…) list; well under SQLite's and PostgreSQL's limits.
 _IN_CHUNK = 500
@@ -40,6 +40,7 @@ class RecordEntry:
     comparison_key: str
     gpu: str  # Environment.gpu_product, e.g. "NVIDIA B200"
     environment_title: str
+    environment_label: str  # ``store.runs.environment_label``
     protocol_title: str
     run_name: str
     implementation: str  # Implementation.project
@@ -186,6 +187,7 @@ def _entries(session: Session, breaks: Sequence[RecordBreak]) -> list[RecordEntr
     names = [brk.run.name for brk in breaks]
     details: dict[str, Any] = {}
     stacks: dict[str, str | None] = {}
+    labels: dict[str, str] = {}
     for start in range(0, len(names), _IN_CHUNK):
         rows = session.execute(
             select(
@@ -210,9 +212,9 @@ def _entries(session: Session, breaks: Sequence[RecordBreak]) -> list[RecordEntr
         for row in rows:
             details[row.name] = row
             if row.environment_name not in stacks:
-                stacks[row.environment_name] = evaluation_stack(
-                    StoredText(row.environment_digest, row.environment_manifest)
-                )
+                stored = StoredText(row.environment_digest, row.environment_manifest)
+                stacks[row.environment_name] = evaluation_stack(stored)
+                labels[row.environment_name] = environment_label(stored)
     entries = []
     for brk in breaks:
         row = details[brk.run.name]
@@ -223,6 +225,7 @@ def _entries(session: Session, breaks: Sequence[RecordBreak]) -> list[RecordEntr
                 comparison_key=brk.run.comparison_key,
                 gpu=row.gpu_product,
                 environment_title=row.environment_title,
+                environment_label=labels[row.environment_name],
                 protocol_title=row.protocol_title,
                 run_name=brk.run.name,
                 implementation=row.project,

@@ -20,7 +20,14 @@ from kernelindex.store.common import history, name_by_ref, rank_expression, sour
 from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page
 from kernelindex.store.manifests import manifest_document
 from kernelindex.store.reads import eligible
-from kernelindex.store.runs import availability_text, run_facts, run_metrics, stack_text, with_references
+from kernelindex.store.runs import (
+    availability_text,
+    environment_label,
+    run_facts,
+    run_metrics,
+    stack_text,
+    with_references,
+)
 from kernelindex.store.schemas import (
     Availability,
     EnvironmentManifest,
@@ -240,6 +247,7 @@ def runs_to_compare(session: Session, names: Sequence[str]) -> tuple[list[Compar
                 protocol_digest=protocol.digest,
                 environment_name=environment.name,
                 environment_title=environment.title,
+                environment_label=environment_label(environment),
                 gpu_product=environment.gpu_product,
                 gpu_slug=environment.gpu_slug,
                 stack=stack_text(environment),

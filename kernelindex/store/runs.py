@@ -61,6 +61,7 @@ class RunView:
     architecture: str | None
     environment_name: str
     environment_title: str
+    environment_label: str  # ``environment_label``: the one name every page gives the environment
     provider: str | None  # the machine setup the environment names; two setups of one GPU are two groups
     stack: str | None
     software: str  # every library, version and driver the environment names (``stack_text``)
@@ -130,6 +131,15 @@ def _cases_measured(run: Stored) -> int | None:
 def evaluation_stack(environment: Stored) -> str | None:
     """The evaluation stack an environment's manifest names (e.g. "v1.1"), if it names one."""
     return environment_manifest(environment).spec.software.libraries.get("evaluation_stack")
+
+
+def environment_label(environment: Stored) -> str:
+    """How every page names an environment: its GPU, the machine setup it names and its
+    evaluation stack, e.g. "NVIDIA B200 · stack v1.1" or "NVIDIA H100 SXM · H100_together"."""
+    spec = environment_manifest(environment).spec
+    stack = spec.software.libraries.get("evaluation_stack")
+    parts = [spec.hardware.product, *([spec.provider] if spec.provider else []), *([f"stack {stack}"] if stack else [])]
+    return " · ".join(parts)
 
 
 def stack_text(environment: Stored) -> str:
@@ -202,6 +212,7 @@ def to_view(run: Run) -> RunView:
         architecture=run.environment.architecture,
         environment_name=run.environment.name,
         environment_title=run.environment.title,
+        environment_label=environment_label(run.environment),
         provider=environment_manifest(run.environment).spec.provider,
         stack=evaluation_stack(run.environment),
         software=stack_text(run.environment),

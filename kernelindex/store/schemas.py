@@ -109,6 +109,7 @@ class FastestRun(GroupBest):
     gpu_product: str
     environment: str
     environment_title: str
+    environment_label: str = Field(description="the environment as the pages name it: GPU · setup · stack")
     stack: str | None = Field(description="the evaluation stack the environment names, e.g. v1.1")
     evidence: EvidenceLevelField = Field(title="Evidence")
 
@@ -149,6 +150,7 @@ class ComparisonGroupItem(ApiModel):
     gpu_product: str
     environment: str
     environment_title: str
+    environment_label: str = Field(description="the environment as the pages name it: GPU · setup · stack")
     stack: str
     protocol: str
     protocol_title: str
@@ -169,6 +171,7 @@ class CrossGpuFigure(ApiModel):
     project: str
     environment: str
     environment_title: str
+    environment_label: str = Field(description="the environment as the pages name it: GPU · setup · stack")
     provider: str | None = Field(description="the machine setup the environment names, if it names one")
     comparison_key: DigestText
     observed_at: datetime
@@ -368,6 +371,7 @@ class ImplementationItem(ApiModel):
 
 class ImplementationRun(RankedRunItem):
     environment_title: str
+    environment_label: str = Field(description="the environment as the pages name it: GPU · setup · stack")
     availability: str = Field(examples=["license unknown · no source · no install recipe"])
     group_size: int = Field(description="number of eligible runs in its comparison group")
 

@@ -34,7 +34,7 @@ from kernelindex.store.common import contains, fastest_eligible_runs, name_by_re
 from kernelindex.store.gpu_filter import MeasuredWithoutGpu, gpu_named
 from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page, numbered_page
 from kernelindex.store.reads import eligible
-from kernelindex.store.runs import evaluation_stack
+from kernelindex.store.runs import environment_label, evaluation_stack
 from kernelindex.store.schemas import FastestRun, WorkloadItem
 from kernelindex.store.source_filter import source_named
 
@@ -318,6 +318,7 @@ def fastest_run(run: Run) -> FastestRun:
         gpu_product=run.environment.gpu_product,
         environment=run.environment.name,
         environment_title=run.environment.title,
+        environment_label=environment_label(run.environment),
         stack=evaluation_stack(run.environment),
         evidence=run.evidence,
     )

@@ -95,8 +95,8 @@ def record_title(record: RecordEntry) -> str:
 
 
 def group_label(record: RecordEntry) -> str:
-    """ "NVIDIA B200 · stack v1.1": the GPU and stack of the record's comparison group."""
-    return f"{record.gpu} · stack {record.stack}" if record.stack else record.gpu
+    """ "NVIDIA B200 · stack v1.1": the environment of the record's comparison group, as every page names it."""
+    return record.environment_label
 
 
 def improvement_text(record: RecordEntry) -> str:

@@ -129,7 +129,7 @@ def _workload_part(w: WorkloadItem) -> WorkloadPart:
             primary_statistic=w.fastest.primary_statistic,
             sol_score=w.fastest.sol_score,
             implementation=w.fastest.project,
-            environment=w.fastest.environment_title,
+            environment=w.fastest.environment_label,
             evidence=w.fastest.evidence,
         ),
     )

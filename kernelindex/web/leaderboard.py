@@ -326,17 +326,11 @@ def _display_name(project: str, variant: str | None) -> str:
     return f"{project} {variant}" if variant else project
 
 
-def _group_label(view: RunView) -> str:
-    """The GPU, the machine setup where the environment names one, and the evaluation stack."""
-    parts = [view.gpu_product, *([view.provider] if view.provider else [])]
-    return " · ".join([*parts, f"stack {view.stack}"] if view.stack else parts)
-
-
 def _group_labels(board: Leaderboard) -> dict[str, str]:
     """Each group's label; where two groups would read alike (two releases of a library on one
     GPU), the environment's software and then the protocol are added until they differ."""
     samples = {group.key: group.sample for group in board.groups}
-    labels = {key: _group_label(view) for key, view in samples.items()}
+    labels = {key: view.environment_label for key, view in samples.items()}
     details: tuple[Callable[[RunView], str], ...] = (lambda view: view.software, lambda view: view.protocol_title)
     for detail in details:
         alike = [key for key, label in labels.items() if list(labels.values()).count(label) > 1]

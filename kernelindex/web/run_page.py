@@ -321,13 +321,7 @@ def build_run_page(
         upstream=upstream_record(run),
         rank=standing.rank,
         group_size=standing.group_size,
-        group_label=" · ".join(
-            [
-                view.gpu_product,
-                *([view.provider] if view.provider else []),
-                *([f"stack {view.stack}"] if view.stack else []),
-            ]
-        ),
+        group_label=view.environment_label,
         group_url=f"/workloads/{view.workload_slug}?group={run.comparison_key.removeprefix('sha256:')[:16]}",
         comparison_key=run.comparison_key,
         not_ranked_because=standing.reasons,
