@@ -36,7 +36,7 @@ from kernelindex.store.workloads import facet_values, gpu_coverage, source_facet
 from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
-from kernelindex.web.format import latency
+from kernelindex.web.format import latency, one_unit
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.pages import PageContext, page_route, render_page
 
@@ -122,7 +122,11 @@ def implementation(request: Request, slug: str, session: SessionDep) -> Response
     detail = implementation_detail(session, slug)
     if detail is None:
         raise NotFound(f"No implementation has the slug {slug!r}.")
-    lines = [_run_line(result.title, run) for result in detail.workload_results for run in result.runs]
+    lines = one_unit(
+        [_run_line(result.title, run) for result in detail.workload_results for run in result.runs],
+        "latency_ns",
+        "latency",
+    )
     context = ImplementationPage(
         slug=detail.slug,
         project=detail.project,
@@ -393,7 +397,11 @@ def model(request: Request, slug: str, session: SessionDep) -> Response:
     detail = model_detail(session, slug)
     if detail is None:
         raise NotFound(f"No origin model has the slug {slug!r}.")
-    best = [_best_line(w.slug, w.title, run) for w in detail.workload_list for run in w.best_by_gpu]
+    best = one_unit(
+        [_best_line(w.slug, w.title, run) for w in detail.workload_list for run in w.best_by_gpu],
+        "latency_ns",
+        "latency",
+    )
     context = ModelPage(
         slug=detail.slug,
         name=detail.name,

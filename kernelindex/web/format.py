@@ -12,6 +12,9 @@ import statistics
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from decimal import Decimal
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 SIGNIFICANT = 3
 # Each unit with its size in ns, small to large.
@@ -63,6 +66,16 @@ def latency_column(values_ns: Sequence[float | None], figures: Sequence[int] | N
         "–" if value is None else latency_in(value, unit, figures[index] if figures else SIGNIFICANT)
         for index, value in enumerate(values_ns)
     ]
+
+
+Row = TypeVar("Row", bound=BaseModel)
+
+
+def one_unit(rows: Sequence[Row], ns_field: str, text_field: str) -> list[Row]:
+    """``rows`` (page models) with ``text_field`` rewritten from ``ns_field`` so that the column
+    they make shares one unit."""
+    unit = latency_unit(getattr(row, ns_field) for row in rows)
+    return [row.model_copy(update={text_field: latency_in(getattr(row, ns_field), unit)}) for row in rows]
 
 
 def ratio(value: float) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -40,6 +40,7 @@ from kernelindex.web.format import (
     latency_column,
     latency_in,
     latency_unit,
+    one_unit,
     percent_of_sol,
     ratio,
     source_figures,
@@ -187,6 +188,7 @@ class CrossGpuRow(Part):
     implementation: str
     title: str
     cells: list[CrossGpuFigure | None]
+    texts: list[str]  # each cell's latency in its GPU column's unit; "–" where it has none
 
 
 class WorkloadHeader(Part):
@@ -257,6 +259,7 @@ class LeaderboardPage(PageContext):
     sources: list[SourceRow]
     cross_gpu: CrossGpuView | None
     cross_gpu_rows: list[CrossGpuRow]
+    cross_gpu_fastest: list[str]  # each GPU's fastest latency, the column in one unit
     cross_gpu_chart: GpuChart | None
     sweep: SweepPart | None
     reference: ReferencePart | None
@@ -270,15 +273,6 @@ def _ms_column(values_ms: Sequence[float | None]) -> list[str]:
         [None if value is None else value * 1_000_000 for value in values_ms],
         [3 if value is None else source_figures(value) for value in values_ms],
     )
-
-
-Row = TypeVar("Row", bound=BaseModel)
-
-
-def _one_unit(rows: list[Row], ns_field: str, text_field: str) -> list[Row]:
-    """``rows`` with ``text_field`` rewritten so that the column's latencies share one unit."""
-    unit = latency_unit(getattr(row, ns_field) for row in rows)
-    return [row.model_copy(update={text_field: latency_in(getattr(row, ns_field), unit)}) for row in rows]
 
 
 def _row(view: RunView, ranked: RankedRun | None, case_count: int, implementation_runs: int | None = None) -> RunRow:
@@ -397,7 +391,7 @@ def _implementation_rows(standing: GroupStanding) -> list[ImplementationRow]:
                 availability=view.availability,
             )
         )
-    return _one_unit(rows, "best_latency_ns", "best_latency")
+    return one_unit(rows, "best_latency_ns", "best_latency")
 
 
 def _record_rows(standing: GroupStanding) -> list[RecordRow]:
@@ -614,13 +608,19 @@ def _reference(definition: Definition, source: SourceRow) -> ReferencePart | Non
 
 
 def _cross_gpu_rows(view: CrossGpuView) -> list[CrossGpuRow]:
+    """The matrix, each GPU's column of latencies in one unit."""
+    cells = [[line.best_by_gpu.get(gpu.gpu) for gpu in view.gpus] for line in view.implementations]
+    columns = [
+        latency_column([cell.latency_ns if cell else None for cell in column]) for column in zip(*cells, strict=True)
+    ]
     return [
         CrossGpuRow(
             implementation=line.implementation,
             title=line.implementation_title,
-            cells=[line.best_by_gpu.get(gpu.gpu) for gpu in view.gpus],
+            cells=row,
+            texts=[column[index] for column in columns],
         )
-        for line in view.implementations
+        for index, (line, row) in enumerate(zip(view.implementations, cells, strict=True))
     ]
 
 
@@ -688,8 +688,8 @@ def build_leaderboard(
             page=number,
         )
 
-    ranked_rows = _one_unit(ranked_rows, "latency_ns", "latency")
-    ineligible_rows = _one_unit(
+    ranked_rows = one_unit(ranked_rows, "latency_ns", "latency")
+    ineligible_rows = one_unit(
         [_row(v, None, workload.case_count) for v in members if v.name not in rank_of], "latency_ns", "latency"
     )
     history = _record_rows(selected) if selected else []
@@ -760,7 +760,7 @@ def build_leaderboard(
         implementations=_implementation_rows(selected) if selected else [],
         ranked_chart=_ranked_chart(ranked_rows, selected_tab.label) if selected_tab else None,
         speedup_chart=_speedup_chart(selected, selected_tab.label) if selected and selected_tab else None,
-        history=_one_unit(list(reversed(history)), "latency_ns", "latency"),
+        history=one_unit(list(reversed(history)), "latency_ns", "latency"),
         chart=chart,
         tensors=_tensor_rows(definition),
         axes=_axis_rows(definition),
@@ -773,6 +773,7 @@ def build_leaderboard(
         sources=sources,
         cross_gpu=cross_gpu,
         cross_gpu_rows=_cross_gpu_rows(cross_gpu) if cross_gpu else [],
+        cross_gpu_fastest=latency_column([gpu.best.latency_ns for gpu in cross_gpu.gpus]) if cross_gpu else [],
         cross_gpu_chart=_cross_gpu_chart(cross_gpu) if cross_gpu else None,
         sweep=sweep_part(sweep) if sweep else None,
         reference=_reference(definition, own_source),
