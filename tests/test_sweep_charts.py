@@ -1,10 +1,13 @@
-"""The server-side charts of the workload page, as plain functions: axes, gaps and categories."""
+"""The server-side charts of the workload page, as plain functions: axes, gaps, categories, bars and dates."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from kernelindex.web.chart import log_scale, round_latency
+from kernelindex.web.bar_chart import Bar, bar_chart, latency_tick, nice_ticks, ratio_tick
+from kernelindex.web.chart import RecordPoint, history_chart, log_scale, round_latency, time_ticks
 from kernelindex.web.gpu_chart import GpuFigures, gpu_chart
 from kernelindex.web.sweep_chart import SweepLine, sweep_chart
 
@@ -66,3 +69,80 @@ def test_one_gpu_is_no_chart_across_gpus():
     assert chart is not None
     assert chart.axis_title == "latency (mean, median), log scale"
     assert [row.gpu for row in chart.rows] == ["NVIDIA B200", "NVIDIA L40S"]
+
+
+def day(month: int, date: int, hour: int = 0) -> datetime:
+    return datetime(2026, month, date, hour, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "labels"),
+    [
+        (day(6, 16, 5), day(7, 5, 9), ["2026-06-21", "2026-06-28", "2026-07-05"]),
+        (day(1, 1), day(3, 30), ["2026-01", "2026-02", "2026-03"]),
+        (datetime(2023, 1, 3, tzinfo=UTC), day(8, 1), ["2024", "2025", "2026"]),
+    ],
+)
+def test_the_history_time_axis_has_distinct_evenly_spaced_calendar_ticks(start, end, labels):
+    points = [RecordPoint(start, 30_000, "A", None), RecordPoint(end, 25_000, "B", 1.2)]
+    chart = history_chart(points)
+    assert chart is not None
+    assert [tick.label for tick in chart.x_ticks] == labels
+    gaps = [b.position - a.position for a, b in zip(chart.x_ticks, chart.x_ticks[1:], strict=False)]
+    if "-" in labels[0] and len(labels[0]) == 10:  # days or weeks apart: exactly even
+        assert max(gaps) - min(gaps) < 0.2
+    assert all(chart.left <= tick.position <= chart.right_edge for tick in chart.x_ticks)
+    assert len(time_ticks(start, end)) == len(labels)
+
+
+def test_records_of_one_day_get_a_week_around_them_and_one_label_for_the_current_record():
+    points = [
+        RecordPoint(day(8, 12, 1), 27_739, "Geometric", None),
+        RecordPoint(day(8, 12, 9), 25_913, "Geometric", 27_739 / 25_913),
+    ]
+    chart = history_chart(points)
+    assert chart is not None
+    labels = [tick.label for tick in chart.x_ticks]
+    assert "2026-08-12" in labels and len(labels) == len(set(labels)) >= 3
+    assert chart.label == "Geometric, 25.9 µs"
+    assert [point.title for point in chart.points] == [
+        "2026-08-12: Geometric, 27.7 µs, first record",
+        "2026-08-12: Geometric, 25.9 µs, 1.07× faster",
+    ]
+    assert chart.label_anchor in {"start", "end"} and chart.left <= chart.label_x <= chart.right_edge
+
+
+def test_a_tiny_gain_is_a_percentage_not_one_times_faster():
+    points = [RecordPoint(day(8, 1), 26_091, "A", None), RecordPoint(day(8, 9), 26_013, "B", 26_091 / 26_013)]
+    chart = history_chart(points)
+    assert chart is not None and chart.points[1].title.endswith("0.3% faster")
+
+
+def test_bars_start_at_zero_and_scale_with_their_figures():
+    bars = [Bar("fast", 20_000, "20.0 µs", highlight=True), Bar("slow", 80_000, "80.0 µs")]
+    chart = bar_chart(bars, title="t", description="d", axis_title="latency", tick_text=latency_tick("µs"))
+    assert chart is not None
+    assert chart.bars[1].width == pytest.approx(4 * chart.bars[0].width, rel=0.01)
+    assert [tick.label for tick in chart.x_ticks] == ["0", "20 µs", "40 µs", "60 µs", "80 µs"]
+    assert chart.x_ticks[0].position == chart.left and chart.bars[0].highlight and not chart.bars[1].highlight
+    assert chart.height == chart.axis_y + 40
+
+
+def test_a_speed_up_chart_draws_its_rule_at_one_and_a_single_bar_draws_nothing():
+    bars = [Bar("a", 2.5, "2.50×"), Bar("baseline", 1.0, "1.00×", highlight=True)]
+    chart = bar_chart(bars, title="t", description="d", axis_title="x", tick_text=ratio_tick, rule_at=1.0)
+    assert chart is not None and chart.rule_x == next(t.position for t in chart.x_ticks if t.label == "1×")
+    assert bar_chart(bars[:1], title="t", description="d", axis_title="x", tick_text=ratio_tick) is None
+
+
+def test_long_names_are_shortened_in_the_chart_and_whole_in_the_tooltip():
+    name = "PyTorch torch.compile, inductor max-autotune-no-cudagraphs"
+    chart = bar_chart([Bar(name, 2, "2"), Bar("b", 1, "1")], title="t", description="d", axis_title="x", tick_text=str)
+    assert chart is not None and chart.bars[0].label.endswith("…") and chart.bars[0].full_label == name
+
+
+@pytest.mark.parametrize(
+    ("high", "ticks"), [(981_000, [0, 200_000, 400_000, 600_000, 800_000, 1_000_000]), (1.38, [0, 0.5, 1.0, 1.5])]
+)
+def test_nice_ticks_cover_the_largest_bar_in_round_steps(high, ticks):
+    assert nice_ticks(high) == pytest.approx(ticks)

@@ -87,6 +87,9 @@ def test_leaderboard_of_040_ranks_and_figures_follow_the_rules(client):
     assert "2026-08-12" in dates and len(dates) == len(set(dates)) >= 3
     cases = table_rows(page.select_one("table.cases"))
     assert len(cases) == 16
+    # T_b and T_SOL are each written in one unit down their column.
+    for column in (-2, -1):
+        assert len({row[column].split(" ")[-1] for row in cases}) == 1
     first = json.loads((BUNDLED_SNAPSHOT / "api" / "kernels" / "40.json").read_text())["data"]["workloads"][0]
     assert cases[0][:4] == [
         "1",

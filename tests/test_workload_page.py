@@ -156,6 +156,60 @@ def test_groups_of_one_gpu_in_two_setups_are_told_apart(site):
     ]
 
 
+def test_the_ranked_table_is_charted_as_bars_with_a_title_a_description_and_its_figures(site):
+    html = page(site, f"/workloads/{NEW_WORKLOAD}")
+    svg = html.select_one("#leaderboard figure.bars svg.bar-chart")
+    assert svg["role"] == "img"
+    title_id, desc_id = svg["aria-labelledby"].split()
+    assert text(svg.select_one(f"title#{title_id}")).startswith("Latency per implementation on ")
+    assert "linear axis from zero" in text(svg.select_one(f"desc#{desc_id}"))
+    table = rows(html.select_one("table.ranked"))
+    bars = svg.select("rect.bar")
+    assert len(bars) == len(table) == 2
+    # Each bar carries the figure its row shows; the ticks are distinct.
+    assert [text(bar.select_one("title")).split(": ")[-1] for bar in bars] == [
+        row[3].split(" ")[0] + " µs" for row in table
+    ]
+    ticks = [text(tick) for tick in svg.select("text.tick")]
+    assert len(ticks) == len(set(ticks)) >= 3
+
+
+def test_the_speed_up_over_eager_pytorch_is_charted_per_implementation(site):
+    html = page(site, f"/workloads/{NEW_WORKLOAD}")
+    svgs = html.select("#leaderboard figure.bars svg")
+    speedup = next(svg for svg in svgs if "Speed-up over PyTorch eager" in text(svg.select_one("title")))
+    labels = [text(node) for node in speedup.select("text.value")]
+    twin = site.get(f"/workloads/{NEW_WORKLOAD}.json").json()
+    eager, compiled = (
+        next(r for r in twin["ranked"] if r["variant"] == v) for v in ("eager", "torch.compile, max-autotune")
+    )
+    assert labels == [f"{eager['latencyNs'] / compiled['latencyNs']:.2f}×", "1.00×"]
+    assert speedup.select_one("line.rule") is not None
+    assert len(speedup.select("rect.bar.highlight")) == 1  # the baseline itself
+
+
+def test_the_ranked_table_lists_one_row_per_implementation_and_every_run_on_request(site):
+    twin = site.get(f"/workloads/{NEW_WORKLOAD}.json").json()
+    h100 = next(group for group in twin["groups"] if group["label"] == "NVIDIA H100 SXM · Cloud One")
+    best = site.get(f"/workloads/{NEW_WORKLOAD}.json", params={"group": h100["key"][7:23]}).json()
+    every = site.get(f"/workloads/{NEW_WORKLOAD}.json", params={"group": h100["key"][7:23], "runs": "all"}).json()
+    names = [row["implementation"] + " " + (row["variant"] or "") for row in best["ranked"]]
+    assert len(names) == len(set(names))
+    assert sum(row["implementationRuns"] for row in best["ranked"]) == len(every["ranked"])
+    html = page(site, h100["url"])
+    toggle = html.select_one("nav.run-modes")
+    assert text(toggle.select_one('[aria-current="true"]')) == "Best run per implementation"
+    assert "runs=all" in toggle.select_one("a")["href"]
+    shown = page(site, toggle.select_one("a")["href"])
+    assert len(rows(shown.select_one("table.ranked"))) == len(every["ranked"])
+    assert shown.select_one('#leaderboard form.controls input[name="runs"]')["value"] == "all"
+
+
+def test_a_bad_runs_value_is_a_clear_400(site):
+    response = site.get(f"/workloads/{NEW_WORKLOAD}?runs=some")
+    assert response.status_code == 400 and "runs" in response.text
+
+
 # --- The sweep -------------------------------------------------------------------------
 
 
