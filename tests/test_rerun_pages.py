@@ -197,3 +197,12 @@ def test_the_implementation_page_lists_rerun_revisions_as_revisions(client, reru
     text = section.get_text(" ", strip=True)
     assert "submission" not in text.lower() and f"{len(labels)} revision" in text
     assert [code.get_text() for code in section.select("li code")] == labels
+
+
+def test_the_matrix_holds_one_line_per_implementation_across_its_revisions(client, reruns) -> None:
+    # ac4k's submissions 16893 (stack v1.0) and 20275 (stack v1.1) are two revisions of one implementation.
+    lines = client.get(f"/workloads/{ADAIN}.json").json()["crossGpu"]["implementations"]
+    titles = [line["implementationTitle"] for line in lines]
+    assert titles.count("ac4k") == 1 and len(titles) == len(set(titles))
+    ac4k = next(line for line in lines if line["implementationTitle"] == "ac4k")
+    assert ac4k["bestByGpu"]["b200"]["run"] == "sol-submission-20275"

@@ -18,9 +18,9 @@ from sqlalchemy.orm import Session
 from kernelindex import urls
 from kernelindex.db.tables import Environment, Implementation, Run, Workload
 from kernelindex.gpus import TRACKED_GPUS
-from kernelindex.store.manifests import environment_manifest, implementation_manifest
+from kernelindex.store.manifests import environment_manifest
 from kernelindex.store.reads import eligible
-from kernelindex.store.runs import environment_label
+from kernelindex.store.runs import environment_label, implementation_identity
 from kernelindex.store.schemas import CrossGpuFigure, CrossGpuView, GpuFigure, ImplementationOnGpus
 
 CROSS_GPU_NOTE = (
@@ -76,11 +76,13 @@ def cross_gpu_view(session: Session, workload: Workload) -> CrossGpuView | None:
         best_of_gpu.setdefault(gpu, figure)
         setups_of_gpu.setdefault(gpu, set()).add(environment.id)
         runs_of_gpu[gpu] = runs_of_gpu.get(gpu, 0) + 1
-        cells.setdefault(implementation.name, {}).setdefault(gpu, figure)
+        # One line per implementation across its revisions: its fastest revision on each GPU.
+        cells.setdefault(implementation_identity(implementation), {}).setdefault(gpu, figure)
 
     products = {environment.gpu_slug: environment.gpu_product for environment in environments.values()}
     gpus = sorted(best_of_gpu, key=lambda slug: (_GPU_ORDER.get(slug, len(_GPU_ORDER)), products[slug], slug))
-    titles = {name: next(iter(figures.values())) for name, figures in cells.items()}
+    # Each line's fastest figure over every GPU: whose manifest name the line gives.
+    titles = {key: min(figures.values(), key=lambda f: (f.latency_ns, f.run)) for key, figures in cells.items()}
     return CrossGpuView(
         note=CROSS_GPU_NOTE,
         gpus=[
@@ -95,12 +97,12 @@ def cross_gpu_view(session: Session, workload: Workload) -> CrossGpuView | None:
         ],
         implementations=[
             ImplementationOnGpus(
-                implementation=name,
-                implementation_title=titles[name].implementation_title,
-                project=titles[name].project,
-                best_by_gpu={slug: cells[name][slug] for slug in gpus if slug in cells[name]},
+                implementation=titles[key].implementation,
+                implementation_title=titles[key].implementation_title,
+                project=titles[key].project,
+                best_by_gpu={slug: cells[key][slug] for slug in gpus if slug in cells[key]},
             )
-            for name in sorted(cells, key=lambda name: (titles[name].implementation_title.casefold(), name))
+            for key in sorted(cells, key=lambda key: (key.casefold(), key))
         ],
     )
 
@@ -117,7 +119,7 @@ def _figure(run: _EligibleRun, environment: Environment, implementation: Impleme
         latency_ns=run.latency_ns,
         primary_statistic=run.primary_statistic,
         implementation=implementation.name,
-        implementation_title=implementation_manifest(implementation).metadata.title or implementation.project,
+        implementation_title=implementation_identity(implementation),
         project=implementation.project,
         environment=environment.name,
         environment_title=environment.title,

@@ -187,7 +187,9 @@ class GpuFigure(ApiModel):
 
 
 class ImplementationOnGpus(ApiModel):
-    implementation: str = Field(description="the implementation's manifest name")
+    """One implementation across its revisions (one line for a submitter's several submissions)."""
+
+    implementation: str = Field(description="the manifest name of its fastest revision here")
     implementation_title: str
     project: str
     best_by_gpu: dict[str, CrossGpuFigure] = Field(
