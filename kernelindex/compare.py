@@ -222,7 +222,8 @@ def compare_runs(runs: Sequence[ComparedRun]) -> Comparison:
         others = sorted(run.latency_ns for run in runs if run.latency_ns != fastest)
         if len(leaders) == 1:
             winner = leaders[0].name
-            margin = f", {others[0] / fastest:.2f}× faster than the next" if others else ""
+            # Three significant figures, as every ratio on the site ("1.20×", "12.3×").
+            margin = f", {format(others[0] / fastest, '#.3g').rstrip('.')}× faster than the next" if others else ""
             verdict = (
                 f"{winner} ({leaders[0].project}) is fastest{margin}. "
                 "All runs share one comparison group and all are eligible."
