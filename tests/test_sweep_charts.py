@@ -118,9 +118,13 @@ def test_a_tiny_gain_is_a_percentage_not_one_times_faster():
     assert chart is not None and chart.points[1].title.endswith("0.3% faster")
 
 
+# A bar chart's title, description and headings, which these tests do not look at.
+WORDS = {"title": "t", "description": "d", "axis_title": "x", "value_heading": "x"}
+
+
 def test_bars_start_at_zero_and_scale_with_their_figures():
     bars = [Bar("fast", 20_000, "20.0 µs", highlight=True), Bar("slow", 80_000, "80.0 µs")]
-    chart = bar_chart(bars, title="t", description="d", axis_title="latency", tick_text=latency_tick("µs"))
+    chart = bar_chart(bars, **WORDS, tick_text=latency_tick("µs"))
     assert chart is not None
     assert chart.bars[1].width == pytest.approx(4 * chart.bars[0].width, rel=0.01)
     assert [tick.label for tick in chart.x_ticks] == ["0", "20 µs", "40 µs", "60 µs", "80 µs"]
@@ -130,14 +134,21 @@ def test_bars_start_at_zero_and_scale_with_their_figures():
 
 def test_a_speed_up_chart_draws_its_rule_at_one_and_a_single_bar_draws_nothing():
     bars = [Bar("a", 2.5, "2.50×"), Bar("baseline", 1.0, "1.00×", highlight=True)]
-    chart = bar_chart(bars, title="t", description="d", axis_title="x", tick_text=ratio_tick, rule_at=1.0)
+    chart = bar_chart(bars, **WORDS, tick_text=ratio_tick, rule_at=1.0)
     assert chart is not None and chart.rule_x == next(t.position for t in chart.x_ticks if t.label == "1×")
-    assert bar_chart(bars[:1], title="t", description="d", axis_title="x", tick_text=ratio_tick) is None
+    assert bar_chart(bars[:1], **WORDS, tick_text=ratio_tick) is None
 
 
 def test_long_names_are_shortened_in_the_chart_and_whole_in_the_tooltip():
     name = "PyTorch torch.compile, inductor max-autotune-no-cudagraphs"
-    chart = bar_chart([Bar(name, 2, "2"), Bar("b", 1, "1")], title="t", description="d", axis_title="x", tick_text=str)
+    chart = bar_chart(
+        [Bar(name, 2, "2"), Bar("b", 1, "1")],
+        title="t",
+        description="d",
+        axis_title="x",
+        value_heading="x",
+        tick_text=str,
+    )
     assert chart is not None and chart.bars[0].label.endswith("…") and chart.bars[0].full_label == name
 
 

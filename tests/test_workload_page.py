@@ -186,6 +186,9 @@ def test_the_speed_up_over_eager_pytorch_is_charted_per_implementation(site):
     assert labels == [f"{eager['latencyNs'] / compiled['latencyNs']:.2f}×", "1.00×"]
     assert speedup.select_one("line.rule") is not None
     assert len(speedup.select("rect.bar.highlight")) == 1  # the baseline itself
+    # The same figures stand in a table beside the chart.
+    figures = rows(speedup.find_parent("figure").select_one("details.chart-data table"))
+    assert [row[1] for row in figures] == labels
 
 
 def test_the_ranked_table_lists_one_row_per_implementation_and_every_run_on_request(site):

@@ -54,6 +54,7 @@ class BarChart(BaseModel):
     bar_height: int = BAR
     axis_y: float
     axis_title: str
+    value_heading: str  # the figures' column in the table beside the chart
     bars: list[ChartBar]
     x_ticks: list[ChartTick]
     rule_x: float | None = None  # a reference rule, e.g. at 1× on a speed-up chart (its tick names it)
@@ -77,6 +78,7 @@ def bar_chart(
     title: str,
     description: str,
     axis_title: str,
+    value_heading: str,
     tick_text: Callable[[float], str],
     rule_at: float | None = None,
 ) -> BarChart | None:
@@ -97,6 +99,7 @@ def bar_chart(
         height=round(axis_y + BOTTOM),
         axis_y=axis_y,
         axis_title=axis_title,
+        value_heading=value_heading,
         bars=[
             ChartBar(
                 label=_short(bar.label),

@@ -506,6 +506,7 @@ def _ranked_chart(rows: Sequence[RunRow], label: str) -> BarChart | None:
             "The table holds the same figures."
         ),
         axis_title=f"latency ({', '.join(statistics)}), shorter is faster",
+        value_heading=f"Latency ({', '.join(statistics)})",
         tick_text=latency_tick(unit),
     )
 
@@ -540,6 +541,7 @@ def _speedup_chart(standing: GroupStanding, label: str) -> BarChart | None:
             "the rule marks 1×, longer is faster. The ranked table holds the latencies."
         ),
         axis_title=f"speed-up over {against}, longer is faster",
+        value_heading=f"Speed-up over {against}",
         tick_text=ratio_tick,
         rule_at=1.0,
     )
