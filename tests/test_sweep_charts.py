@@ -140,7 +140,7 @@ def test_a_speed_up_chart_draws_its_rule_at_one_and_a_single_bar_draws_nothing()
 
 
 def test_long_names_are_shortened_in_the_chart_and_whole_in_the_tooltip():
-    name = "PyTorch torch.compile, inductor max-autotune-no-cudagraphs"
+    name = "Liger-Kernel · liger_cutile_fused_add_rms_norm, with a long description of its configuration"
     chart = bar_chart(
         [Bar(name, 2, "2"), Bar("b", 1, "1")],
         title="t",

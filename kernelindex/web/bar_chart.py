@@ -16,12 +16,12 @@ from pydantic import BaseModel
 from kernelindex.web.chart import ChartTick
 from kernelindex.web.format import UNITS, significant
 
-WIDTH = 640
-LEFT, RIGHT, TOP, BOTTOM = 200, 72, 8, 40
+WIDTH = 840
+LEFT, RIGHT, TOP, BOTTOM = 380, 72, 8, 40
 ROW = 24
 BAR = 14
 # The label column holds this many characters; longer names end in an ellipsis (the full name is the bar's title).
-LABEL_CHARACTERS = 30
+LABEL_CHARACTERS = 58
 
 
 @dataclass(frozen=True)
