@@ -73,9 +73,9 @@ Row = TypeVar("Row", bound=BaseModel)
 
 def one_unit(rows: Sequence[Row], ns_field: str, text_field: str) -> list[Row]:
     """``rows`` (page models) with ``text_field`` rewritten from ``ns_field`` so that the column
-    they make shares one unit."""
-    unit = latency_unit(getattr(row, ns_field) for row in rows)
-    return [row.model_copy(update={text_field: latency_in(getattr(row, ns_field), unit)}) for row in rows]
+    they make shares one unit ("–" where a row has no latency)."""
+    texts = latency_column([getattr(row, ns_field) for row in rows])
+    return [row.model_copy(update={text_field: text}) for row, text in zip(rows, texts, strict=True)]
 
 
 def ratio(value: float) -> str:

@@ -671,6 +671,7 @@ def build_leaderboard(
         _tab(standing, labels[standing.key], selected_key)
         for standing in sorted(board.groups, key=lambda g: (labels[g.key], g.key))
     ]
+    tabs = one_unit(tabs, "best_latency_ns", "best_latency")
     selected_tab = next((tab for tab in tabs if tab.selected), None)
 
     members = selected.runs if selected else []
