@@ -521,7 +521,7 @@ def _speedup_chart(standing: GroupStanding, label: str) -> BarChart | None:
         against = f"{baseline.implementation_title} ({latency(baseline.latency_ns)})"
     elif lines and all(isinstance(view.metrics.get("avg_speedup"), int | float) for view, _ in lines):
         figures = [(view, float(view.metrics["avg_speedup"])) for view, _ in lines]
-        against = "the reference, as the source averages it over the cases"
+        against = "the reference (the source's average over the cases)"
     else:
         return None
     return bar_chart(
