@@ -22,6 +22,7 @@ from kernelindex.ranking import (
     is_faster_than_bound,
     rank_by_group,
     rank_group,
+    rank_implementations,
     record_history,
 )
 
@@ -476,3 +477,22 @@ def test_best_per_implementation_keeps_each_projects_fastest_run_and_counts_its_
         ("compile", 3, 1),
         ("eager-1", 4, 2),
     ]
+
+
+def test_implementations_are_ranked_among_themselves_and_equal_bests_share_a_rank():
+    ranked = rank_group(
+        [
+            run("triton-1", 120, implementation="triton"),
+            run("triton-2", 100, implementation="triton"),
+            run("cuda", 100, implementation="cuda"),
+            run("eager-1", 400, implementation="eager"),
+            run("eager-2", 410, implementation="eager"),
+        ]
+    )
+    lines = rank_implementations(ranked)
+    assert [(entry.run.name, entry.rank, entry.vs_best, runs) for entry, runs in lines] == [
+        ("cuda", 1, 1.0, 1),
+        ("triton-2", 1, 1.0, 2),
+        ("eager-1", 3, 4.0, 2),
+    ]
+    assert rank_implementations([]) == []
