@@ -218,6 +218,11 @@ def test_a_bad_runs_value_is_a_clear_400(site):
 
 def test_the_sweep_table_has_cases_by_implementations_with_spread_and_memory(site):
     section = page(site, f"/workloads/{SWEEP_WORKLOAD}").select_one("section#sweep")
+    # Each implementation's column is written in one unit, its spreads too.
+    table_rows = rows(section.select_one("table.sweep-table"))
+    for column in range(2, len(table_rows[0])):
+        units = {word for row in table_rows for word in row[column].split() if word in {"ns", "µs", "ms", "s"}}
+        assert len(units) <= 1, (column, units)
     assert text(section.select_one("h2")).startswith("Sweep over vocab_size")
     table = section.select_one("table.sweep-table")
     assert [text(th) for th in table.select("thead th")] == [

@@ -8,7 +8,7 @@ from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
 from kernelindex.store.sweeps import Sweep, SweepPoint, SweepSeries
-from kernelindex.web.format import latency
+from kernelindex.web.format import latency_in, latency_unit
 from kernelindex.web.sweep_chart import SweepChart, SweepLine, sweep_chart
 
 
@@ -69,7 +69,8 @@ def megabytes(value: float) -> str:
     return f"{value:,.0f} MB" if value >= 100 else f"{value:,.1f} MB"
 
 
-def _cell(point: SweepPoint | None) -> SweepCell:
+def _cell(point: SweepPoint | None, unit: str) -> SweepCell:
+    """One case of one implementation, written in ``unit``: its column's, shared by every case."""
     if point is None:
         return SweepCell(
             latency_ns=None,
@@ -81,13 +82,13 @@ def _cell(point: SweepPoint | None) -> SweepCell:
             peak_memory=None,
         )
     spread = (
-        f"{latency(point.low_ns)}–{latency(point.high_ns)}"
+        f"{latency_in(point.low_ns, unit)}–{latency_in(point.high_ns, unit)}"
         if point.low_ns is not None and point.high_ns is not None
         else None
     )
     return SweepCell(
         latency_ns=point.latency_ns,
-        latency=latency(point.latency_ns),
+        latency=latency_in(point.latency_ns, unit),
         low_ns=point.low_ns,
         high_ns=point.high_ns,
         spread=spread,
@@ -130,6 +131,7 @@ def sweep_part(sweep: Sweep) -> SweepPart:
     columns = [
         _column(series, sweep.case_count, chart.series[position].style) for position, series in enumerate(sweep.series)
     ]
+    units = [latency_unit(point.latency_ns for point in series.points if point is not None) for series in sweep.series]
     return SweepPart(
         axis=sweep.axis,
         axis_description=sweep.axis_description,
@@ -140,7 +142,7 @@ def sweep_part(sweep: Sweep) -> SweepPart:
             SweepRow(
                 index=index + 1,
                 value=str(value),
-                cells=[_cell(series.points[index]) for series in sweep.series],
+                cells=[_cell(series.points[index], unit) for series, unit in zip(sweep.series, units, strict=True)],
             )
             for index, value in enumerate(sweep.values)
         ],
