@@ -82,7 +82,7 @@ def _hit(hit: store.SearchHit, on_gpu: WorkloadItem | None) -> Hit:
             latency_ns=best.latency_ns,
             primary_statistic=best.primary_statistic,
             implementation=best.project,
-            environment=best.environment_title,
+            environment=best.environment_label,
         ),
     )
 

@@ -93,7 +93,7 @@ def workload_row(row: WorkloadItem, source_name: str) -> WorkloadRow:
         best_url=urls.run(best.run) if best else None,
         best_gpu=best.gpu_product if best else None,
         best_implementation=best.project if best else None,
-        best_environment=best.environment_title if best else None,
+        best_environment=best.environment_label if best else None,
         runs_on_gpu=row.runs_on_gpu,
         last_record_at=row.last_record_at,
     )
