@@ -127,6 +127,10 @@ def test_api_docs_page_loads_and_references_only_same_origin_assets(client):
         assert url.startswith("/") and not url.startswith("//"), url
         assert client.get(url).status_code == 200, url
     assert page.select_one("#swagger-ui")["data-openapi-url"] == "/api/openapi.json"
+    # Swagger UI renders the page's <main> and <h1>; without script, the fallback has both.
+    fallback = BeautifulSoup(page.select_one("noscript").decode_contents(), "html.parser")
+    assert fallback.select_one("main h1").get_text(strip=True) == "KernelIndex API reference"
+    assert fallback.select_one("main a")["href"] == "/api/openapi.json"
     # The vendored bundle keeps its licence beside it.
     assert "Apache License" in (STATIC / "swagger" / "LICENSE").read_text()
 

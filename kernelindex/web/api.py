@@ -473,9 +473,10 @@ DOCS_PAGE = """<!doctype html>
   <link rel="icon" href="{icon}" type="image/svg+xml">
 </head>
 <body>
-  <noscript><p>The interactive reference needs JavaScript. The API is described by its OpenAPI document,
-  <a href="{openapi}">{openapi}</a>.</p></noscript>
   <header class="kernelindex-bar"><a href="/">KernelIndex</a> <span>· JSON API reference</span></header>
+  <!-- Swagger UI renders the page's <main> and <h1>; without script, this stands in for them. -->
+  <noscript><main><h1>KernelIndex API reference</h1><p>The interactive reference needs JavaScript. The API is
+  described by its OpenAPI document, <a href="{openapi}">{openapi}</a>.</p></main></noscript>
   <div id="swagger-ui" data-openapi-url="{openapi}"></div>
   <script src="{bundle}"></script>
   <script src="{init}"></script>
