@@ -350,7 +350,8 @@ def import_store(file: Path, replace: bool, key_file: Path | None, database_url:
 @main.command()
 @click.argument("target")
 def verify(target: str) -> None:
-    """Recompute and check the digests of the manifests in FILE or URL (JSON or JSON Lines)."""
+    """Recompute and check the digests of the manifests in FILE or URL: JSON or JSON Lines, plain or
+    gzip (so the catalogue export, /exports/catalog.jsonl.gz, as served)."""
     from kernelindex.verify import digest_in_url, load_document, verify_document
 
     if target.startswith(("http://", "https://")):
@@ -362,25 +363,26 @@ def verify(target: str) -> None:
         if response.status_code != 200:
             err.print(f"[red]{target} answered HTTP {response.status_code}.[/]")
             sys.exit(2)
-        text, expected = response.text, digest_in_url(target)
+        data, expected = response.content, digest_in_url(target)
     else:
         path = Path(target)
         if not path.is_file():
             err.print(f"[red]No such file:[/] {target}")
             sys.exit(2)
-        text, expected = path.read_text(encoding="utf-8", errors="replace"), None
+        data, expected = path.read_bytes(), None
     try:
-        document = load_document(text)
+        document = load_document(data)
     except ValueError as exc:
         err.print(f"[red]{target}:[/] {exc}")
         sys.exit(2)
-    checks = verify_document(document, expected_digest=expected)
+    checks = verify_document(document.value, expected_digest=expected, lines=document.lines)
     if not checks:
         err.print(f"[red]{target} holds no manifest (objects with apiVersion, kind and spec).[/]")
         sys.exit(1)
     for check in checks:
         mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]"
-        out.print(f"{mark} {check.kind} {check.name} {check.digest} — {check.message}", highlight=False)
+        where = f"line {check.line}: " if check.line is not None else ""
+        out.print(f"{mark} {where}{check.kind} {check.name} {check.digest} — {check.message}", highlight=False)
     failed = sum(not check.ok for check in checks)
     err.print(f"{len(checks) - failed} of {len(checks)} manifests verified.")
     sys.exit(1 if failed else 0)

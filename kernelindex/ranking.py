@@ -47,6 +47,8 @@ class RunFacts:
     withdrawn: bool = False
     upstream_withdrawn: bool = False
     held_for_review: bool = False
+    # Held, looked at by a maintainer and rejected: it stays out for that reason.
+    rejected_on_review: bool = False
 
 
 INELIGIBLE_REASONS = {
@@ -54,6 +56,7 @@ INELIGIBLE_REASONS = {
     "withdrawn": "withdrawn by a maintainer",
     "upstream_withdrawn": "disqualified by the source",
     "held_for_review": "held for review: faster than the suite's speed-of-light bound",
+    "rejected_on_review": "rejected on review by a maintainer: faster than the suite's speed-of-light bound",
 }
 
 
@@ -66,7 +69,9 @@ def ineligibility_reasons(run: RunFacts) -> list[str]:
         reasons.append(INELIGIBLE_REASONS["withdrawn"])
     if run.upstream_withdrawn:
         reasons.append(INELIGIBLE_REASONS["upstream_withdrawn"])
-    if run.held_for_review:
+    if run.rejected_on_review:
+        reasons.append(INELIGIBLE_REASONS["rejected_on_review"])
+    elif run.held_for_review:
         reasons.append(INELIGIBLE_REASONS["held_for_review"])
     return reasons
 

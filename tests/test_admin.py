@@ -14,15 +14,21 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from kernelindex.accounts.ratelimit import LIMITS, Limit
 from kernelindex.db.account_tables import AuditEntry
 from kernelindex.db.tables import Attestation, ManifestVersion, Report, Run
+from kernelindex.ingest.runner import run_ingest
 from kernelindex.store import accounts, moderation
 from tests.factories import PASSWORD, attestation_row, csrf_token, sign_in
+from tests.upstream import FakeUpstream
 
 ATTESTED_RUN = "sol-submission-16893"
 LEADER = "sol-submission-36270"  # #1 of its group on the leaderboard below
 RUNNER_UP = "sol-submission-36339"
 WORKLOAD = "l1-040-conv2d-residual-block"
+# Every run of kernel 62 beats its suite's speed-of-light bound: all three are held for review.
+HELD_WORKLOAD = "l1-062-kv-cache-update-with-rope-backward"
+HELD, OTHER_HELD = "sol-submission-33453", "sol-submission-20107"
 PUBLISHED, HIDDEN = "att-published", "att-hidden"
 CREATED = datetime(2026, 7, 4, 10, 0, tzinfo=UTC)
 
@@ -104,6 +110,8 @@ ROUTES: list[tuple[str, str, dict[str, str], Callable[[Site], None] | None]] = [
     ("POST", f"/admin/attestations/{HIDDEN}/unhide", {"reason": "Not spam after all."}, None),
     ("POST", f"/admin/runs/{ATTESTED_RUN}/withdraw", {"reason": "Wrong result."}, None),
     ("POST", f"/admin/runs/{ATTESTED_RUN}/restore", {"reason": "The report was mistaken."}, withdraw_first),
+    ("POST", f"/admin/runs/{HELD}/release", {"note": "Checked the trace: the bound is wrong."}, None),
+    ("POST", f"/admin/runs/{HELD}/reject", {"note": "Skips work on the large cases."}, None),
 ]
 ROUTE_IDS = [f"{method} {path.split('?')[0]}{'?run' if '?' in path else ''}" for method, path, _, _ in ROUTES]
 
@@ -180,6 +188,13 @@ def admin_state(site: Site) -> tuple[object, ...]:
             tuple(session.execute(select(Report.id, Report.state, Report.resolution_note).order_by(Report.id))),
             tuple(session.execute(select(Attestation.name, Attestation.state, Attestation.hidden_reason))),
             tuple(session.execute(select(Run.name, Run.withdrawn_at).where(Run.withdrawn_at.is_not(None)))),
+            tuple(
+                session.execute(
+                    select(Run.name, Run.held_for_review, Run.review_state, Run.review_note)
+                    .where(Run.held_for_review.is_(True) | Run.review_state.is_not(None))
+                    .order_by(Run.name)
+                )
+            ),
         )
 
 
@@ -211,6 +226,9 @@ def test_admin_lookup_finds_a_run_to_act_on_or_says_there_is_none(site):
     missing = client.get("/admin?run=sol-submission-0")
     assert missing.status_code == 404
     assert "no run named 'sol-submission-0'" in page_of(missing).select_one("#admin-error").get_text()
+    held = page_of(client.get(f"/admin?run={HELD}")).select("#run-found form")
+    assert [form["action"] for form in held] == [f"/admin/runs/{HELD}/release", f"/admin/runs/{HELD}/withdraw"]
+    assert held[0].select_one("button[formaction]")["formaction"] == f"/admin/runs/{HELD}/reject"
     attestation_card = page_of(client.get(f"/admin?attestation={HIDDEN}")).select_one("#attestation-found form")
     assert attestation_card["action"] == f"/admin/attestations/{HIDDEN}/unhide"
 
@@ -270,6 +288,130 @@ def test_withdrawing_a_run_unranks_it_keeps_its_record_and_restoring_ranks_it_ag
         ["mod", "run.restore", f"run {LEADER}", "The report was wrong."],
         ["mod", "run.withdraw", f"run {LEADER}", reason],
     ]
+
+
+# --- Reviewing runs held for review ---------------------------------------------------------
+
+
+def held_board(client: TestClient) -> tuple[list[str], dict[str, list[str]]]:
+    board = client.get(f"/workloads/{HELD_WORKLOAD}.json").json()
+    return [row["name"] for row in board["ranked"]], {row["name"]: row["reasons"] for row in board["ineligible"]}
+
+
+def banners(client: TestClient, run: str) -> list[str]:
+    return [banner.get_text(" ", strip=True) for banner in page_of(client.get(f"/runs/{run}")).select(".banner")]
+
+
+def test_the_queue_lists_each_held_run_with_its_reason_and_figures(site):
+    page = page_of(site.client("mod").get("/admin"))
+    rows = {row["id"]: row for row in page.select("#held tbody tr")}
+    with site.sessions() as session:
+        held = session.scalars(select(Run).where(Run.held_for_review.is_(True))).all()
+    assert set(rows) == {f"held-{run.name}" for run in held} and len(held) == 9
+    assert page.select_one("#count-held").get_text() == "9"
+    row = rows[f"held-{HELD}"]
+    cells = [cell.get_text(" ", strip=True) for cell in row.select("td")]
+    assert row.select_one("td a")["href"] == f"/runs/{HELD}"
+    assert cells[1] == "KV cache update with RoPE backward" or HELD_WORKLOAD in row.select("td a")[1]["href"]
+    assert cells[2] == "Faster than the suite's speed-of-light bound"
+    latency, bound, percent = cells[3:6]
+    assert latency.endswith("µs") and bound.endswith("µs")
+    assert float(percent.rstrip("%")) < 100  # what put it in the queue
+    assert cells[6] == next(run.observed_at for run in held if run.name == HELD).strftime("%Y-%m-%d")
+    form = row.select_one("form")
+    assert form["action"] == f"/admin/runs/{HELD}/release" and form.select_one('input[name="note"][required]')
+    assert form.select_one("button[formaction]")["formaction"] == f"/admin/runs/{HELD}/reject"
+
+
+def test_releasing_a_held_run_ranks_it_shows_the_note_and_is_audited(site):
+    client, reader = site.client("mod"), site.client()
+    ranked, ineligible = held_board(reader)  # read first, so a cached page would be served stale
+    assert ranked == [] and ineligible[HELD] == ["held for review: faster than the suite's speed-of-light bound"]
+    note = "Checked the trace: the bound on these shapes is wrong."
+
+    response = client.post(f"/admin/runs/{HELD}/release", data={"csrf_token": token(client), "note": note})
+    assert response.status_code == 200 and response.history[0].status_code == 303
+    page = page_of(response)
+    assert f"The run {HELD} is released" in page.select_one('[role="status"]').get_text()
+    assert page.select_one(f"#held-{HELD}") is None and page.select_one("#count-held").get_text() == "8"
+    assert note in page.select_one(f"#reviewed-{HELD}").get_text()
+
+    ranked, ineligible = held_board(reader)
+    assert ranked == [HELD] and HELD not in ineligible
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    api = reader.get(f"/api/v1/runs/{HELD}").json()
+    assert api["heldForReview"] is False and api["rank"] == 1 and api["ineligibilityReasons"] == []
+    run = reader.get(f"/runs/{HELD}.json").json()
+    assert run["rank"] == 1 and run["review"] == api["review"]
+    assert run["review"]["state"] == "released" and run["review"]["note"] == note
+    assert run["review"]["at"].startswith(today)
+    assert any("Released on review" in b and note.rstrip(".") in b and today in b for b in banners(reader, HELD))
+    assert audit_rows(client)[0][1:] == ["mod", "run.release", f"run {HELD}", note]
+
+    again = client.post(f"/admin/runs/{HELD}/reject", data={"csrf_token": token(client), "note": "x"})
+    assert again.status_code == 409 and "already released" in page_of(again).select_one("#admin-error").get_text()
+    assert audit_count(site) == 1
+
+
+def test_rejecting_a_held_run_keeps_it_shown_and_out_of_the_rankings(site):
+    client, reader = site.client("mod"), site.client()
+    with site.sessions() as session:
+        digest = session.scalar(select(Run.digest).where(Run.name == OTHER_HELD))
+    assert held_board(reader)[0] == []
+    note = "Skips the work on the large cases."
+
+    response = client.post(f"/admin/runs/{OTHER_HELD}/reject", data={"csrf_token": token(client), "note": note})
+    assert response.status_code == 200 and response.history[0].status_code == 303
+    assert page_of(response).select_one(f"#held-{OTHER_HELD}") is None
+
+    ranked, ineligible = held_board(reader)
+    assert ranked == []
+    rejected = "rejected on review by a maintainer: faster than the suite's speed-of-light bound"
+    assert ineligible[OTHER_HELD] == [rejected]
+    api = reader.get(f"/api/v1/runs/{OTHER_HELD}").json()
+    assert api["digest"] == digest and api["rank"] is None and api["heldForReview"] is True
+    run = reader.get(f"/runs/{OTHER_HELD}.json").json()
+    assert run["rank"] is None and run["review"] == api["review"]
+    assert (run["review"]["state"], run["review"]["note"]) == ("rejected", note)
+    assert any("Rejected on review" in b and note.rstrip(".") in b for b in banners(reader, OTHER_HELD))
+    assert not any(b.startswith("Held for review") for b in banners(reader, OTHER_HELD))
+    assert audit_rows(client)[0][1:] == ["mod", "run.reject", f"run {OTHER_HELD}", note]
+
+
+def test_a_decision_outlives_a_re_ingest_of_the_same_runs(db):
+    upstream = FakeUpstream()
+    run_ingest(upstream.adapter(), db.sessions, origin="fake upstream")
+    released, rejected = "sol-submission-33453", "sol-submission-20107"
+    with db.sessions.begin() as session:
+        mod = accounts.create_user(session, "mod", PASSWORD, maintainer=True)
+        moderation.release_run(session, mod, released, "The bound is wrong for these shapes.")
+        moderation.reject_run(session, mod, rejected, "Skips the work on the large cases.")
+    # New upstream values for both: new digests, so the ingest rewrites the two rows. The
+    # rejected run is now slower than the bound, which alone would no longer hold it.
+    for submission in upstream.submissions[62]:
+        if submission["id"] == 33453:
+            submission["sol_score"] = 0.5
+        if submission["id"] == 20107:
+            submission["latency_ms"] *= 100
+    summary = run_ingest(upstream.adapter(), db.sessions, origin="fake upstream")
+    assert summary.counts["updated"] == {"run": 2}
+    with db.sessions() as session:
+        stored = {run.name: run for run in session.scalars(select(Run).where(Run.name.in_([released, rejected])))}
+    assert (stored[released].held_for_review, stored[released].review_state) == (False, "released")
+    assert (stored[rejected].held_for_review, stored[rejected].review_state) == (True, "rejected")
+    assert stored[rejected].review_note == "Skips the work on the large cases."
+
+
+def test_moderation_actions_are_rate_limited_per_maintainer(site, monkeypatch):
+    monkeypatch.setitem(LIMITS, "moderate", Limit("moderate", 1, 3600, "Too many moderation actions."))
+    client = site.client("mod")
+    first = client.post(f"/admin/runs/{HELD}/release", data={"csrf_token": token(client), "note": "fine"})
+    assert first.status_code == 200
+    before = admin_state(site)
+    second = client.post(f"/admin/runs/{OTHER_HELD}/reject", data={"csrf_token": token(client), "note": "no"})
+    assert second.status_code == 429 and second.headers["retry-after"] == "3600"
+    assert "Too many moderation actions." in page_of(second).select_one("#admin-error").get_text()
+    assert admin_state(site) == before
 
 
 # --- Reports and attestations -------------------------------------------------------------
@@ -346,6 +488,8 @@ def test_hiding_an_attestation_takes_it_off_the_run_page_and_unhiding_brings_it_
 # --- Refusals -----------------------------------------------------------------------------
 
 NEEDS_REASON = [
+    (f"/admin/runs/{HELD}/release", f"release:{HELD}", None),
+    (f"/admin/runs/{HELD}/reject", f"reject:{HELD}", None),
     (f"/admin/attestations/{PUBLISHED}/hide", f"hide:{PUBLISHED}", None),
     (f"/admin/attestations/{HIDDEN}/unhide", f"unhide:{HIDDEN}", None),
     (f"/admin/runs/{LEADER}/withdraw", f"withdraw:{LEADER}", None),
@@ -361,11 +505,12 @@ def test_an_action_without_a_reason_is_refused_on_the_page_and_changes_nothing(s
         prepare(site)
     client = site.client("mod")
     before = admin_state(site)
-    data = {"csrf_token": token(client)} | ({} if reason is None else {"reason": reason})
+    field = "note" if key.startswith(("release:", "reject:")) else "reason"
+    data = {"csrf_token": token(client)} | ({} if reason is None else {field: reason})
     response = client.post(path, data=data, follow_redirects=False)
     assert response.status_code == 400
     page = page_of(response)
-    assert "Give a reason" in page.select_one("#admin-error").get_text()
+    assert ("Write a note" if field == "note" else "Give a reason") in page.select_one("#admin-error").get_text()
     invalid = page.select('input[aria-invalid="true"]')
     assert invalid and all(field["aria-describedby"] == "admin-error" for field in invalid)
     assert admin_state(site) == before
@@ -380,6 +525,8 @@ def test_an_action_without_a_reason_is_refused_on_the_page_and_changes_nothing(s
         ("/admin/attestations/att-nobody/unhide", "There is no attestation named 'att-nobody'."),
         ("/admin/runs/sol-submission-0/withdraw", "There is no run named 'sol-submission-0'."),
         ("/admin/runs/sol-submission-0/restore", "There is no run named 'sol-submission-0'."),
+        ("/admin/runs/sol-submission-0/release", "There is no run named 'sol-submission-0'."),
+        ("/admin/runs/sol-submission-0/reject", "There is no run named 'sol-submission-0'."),
     ],
 )
 def test_an_action_on_an_unknown_record_is_a_404_on_the_page(site, path, message):
@@ -398,6 +545,8 @@ def test_an_action_on_an_unknown_record_is_a_404_on_the_page(site, path, message
         (f"/admin/attestations/{HIDDEN}/hide", {"reason": "x"}, "is already hidden"),
         (f"/admin/runs/{LEADER}/restore", {"reason": "x"}, "is not withdrawn"),
         (f"/admin/runs/{LEADER}/withdraw", {"reason": "x" * 501}, "Keep it to 500 characters"),
+        (f"/admin/runs/{LEADER}/release", {"note": "x"}, "is not held for review"),
+        (f"/admin/runs/{HELD}/reject", {"note": "x" * 2001}, "Keep it to 2,000 characters"),
         ("/admin/reports/{report}/resolve", {"note": "x" * 2001}, "Keep it to 2,000 characters"),
     ],
 )

@@ -100,6 +100,14 @@ def test_openapi_document_describes_every_api_path_with_problem_responses(client
     assert set(schemas["WorkloadItem"]["properties"]) == set(schemas["WorkloadItem"]["required"])
 
 
+def test_openapi_document_lists_only_the_json_api(client):
+    paths = client.get("/api/openapi.json").json()["paths"]
+    assert paths, "the document lists the API"
+    # Pages, their JSON twins and the sign-up, account and moderation forms are not the API.
+    assert [path for path in paths if not path.startswith("/api/v1/")] == []
+    assert "/api/v1/runs/{name}/attestations" in paths  # the API's one write is still there
+
+
 def test_openapi_names_every_sort_and_the_limit_range(client):
     document = client.get("/api/openapi.json").json()
     params = {p["name"]: p for p in document["paths"]["/api/v1/workloads"]["get"]["parameters"]}

@@ -60,7 +60,8 @@ def body(lines: list[bytes]) -> list[bytes]:
 
 def community(url: str) -> None:
     """Everything a store holds beyond an ingest: accounts, API keys, attestations (one
-    hidden), reports (one resolved), a withdrawal, the audit log, and record history."""
+    hidden), reports (one resolved), a withdrawal, a release on review, the audit log, and
+    record history."""
     engine = make_engine(url)
     sessions = make_sessionmaker(engine)
     upstream = FakeUpstream()
@@ -81,6 +82,7 @@ def community(url: str) -> None:
         moderation.hide_attestation(session, grace, hidden.name, "spam")
         moderation.resolve_report(session, grace, report.id, "checked", dismissed=False)
         moderation.withdraw_run(session, grace, runs[2].name, "duplicate upload")
+        moderation.release_run(session, grace, "sol-submission-33453", "bound checked")
         assert kept.name
     # Controlled reruns: signed bundles, their results and case-scoped runs.
     assert all(result.error is None for result in import_bundled_reruns(sessions, BUNDLED_RERUNS))
@@ -259,6 +261,18 @@ FORGERIES: dict[str, tuple[str, Callable[[dict[str, Any]], None], Callable[[dict
         lambda row: row.update(withdrawn_at=None, withdrawn_reason=None),
         lambda row: row["withdrawn_at"] is not None,
         "withdrawn_at is None in the file, but 'withdrawn' according to its audit log",
+    ),
+    "run-release-forged": (
+        "run",
+        lambda row: row.update(held_for_review=False, review_state="released", review_note="forged"),
+        lambda row: row["held_for_review"] is True,
+        "review_state is 'released' in the file, but None according to its audit log",
+    ),
+    "run-release-dropped": (
+        "run",
+        lambda row: row.update(held_for_review=True, review_state=None, review_note=None, reviewed_at=None),
+        lambda row: row["review_state"] == "released",
+        "review_state is None in the file, but 'released' according to its audit log",
     ),
     "attestation-unhidden": (
         "attestation",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -207,6 +208,59 @@ def test_verify_explains_unusable_input(tmp_path, content, message):
     result = invoke("verify", str(path))
     assert result.exit_code in (1, 2)
     assert message in result.output
+
+
+@pytest.fixture
+def catalogue_export(client, tmp_path) -> Path:
+    """The site's own catalogue export, saved as a reader downloads it."""
+    response = client.get("/exports/catalog.jsonl.gz")
+    assert response.status_code == 200
+    path = tmp_path / "catalog.jsonl.gz"
+    path.write_bytes(response.content)
+    return path
+
+
+def test_verify_accepts_the_catalogue_export(catalogue_export):
+    lines = gzip.decompress(catalogue_export.read_bytes()).decode().splitlines()
+    result = invoke("verify", str(catalogue_export))
+    assert result.exit_code == 0, result.output[-2000:]
+    assert f"{len(lines)} of {len(lines)} manifests verified" in result.output
+    assert "ok   line 1: " in result.output
+
+
+def test_verify_names_the_line_of_a_tampered_manifest_in_the_export(catalogue_export):
+    lines = gzip.decompress(catalogue_export.read_bytes()).decode().splitlines()
+    number, tampered = next(
+        (number, json.loads(line))
+        for number, line in enumerate(lines, start=1)
+        if json.loads(line)["manifest"]["kind"] == "BenchmarkRun" and number > 1
+    )
+    tampered["manifest"]["spec"]["timing"]["latencyNs"]["mean"] = 1
+    lines[number - 1] = json.dumps(tampered)
+    catalogue_export.write_bytes(gzip.compress("\n".join(lines).encode()))
+    result = invoke("verify", str(catalogue_export))
+    assert result.exit_code == 1
+    failed = [line for line in result.output.splitlines() if line.startswith("FAIL")]
+    name = tampered["manifest"]["metadata"]["name"]
+    assert len(failed) == 1 and failed[0].startswith(f"FAIL line {number}: BenchmarkRun {name} ")
+    assert f"claimed {tampered['digest']}, recomputed" in failed[0]
+    assert f"{len(lines) - 1} of {len(lines)} manifests verified" in result.output
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"a": 1}\n{"b": \n', "line 2: Expecting value"),
+        (gzip.compress(b"x" * 100, mtime=0)[:20], "damaged gzip file"),
+    ],
+    ids=["json-lines", "gzip"],
+)
+def test_verify_says_where_an_unreadable_file_breaks(tmp_path, content, message):
+    path = tmp_path / "broken.jsonl.gz"
+    path.write_bytes(content)
+    result = invoke("verify", str(path))
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
 
 
 def test_verify_missing_file_is_a_clear_error():

@@ -67,6 +67,36 @@ def test_unreadable_kernel_fails_alone_and_writes_nothing_for_it(db, body):
         assert report.status == "partial" and report.errors == summary.errors
 
 
+@pytest.mark.parametrize(
+    ("path", "url", "where"),
+    [
+        pytest.param("/kernels/40", f"{BASE_URL}kernels/40", "", id="detail"),
+        pytest.param(
+            "/submissions",
+            f"{BASE_URL}submissions?kernel_id=40&offset=0&limit=2",
+            "its submissions: ",
+            id="submissions-page",
+        ),
+    ],
+)
+def test_a_body_that_is_not_json_is_reported_with_the_kernel_and_the_url(db, path, url, where):
+    upstream = FakeUpstream()
+
+    def broken(request: httpx.Request) -> httpx.Response | None:
+        is_40 = path == "/kernels/40" or request.url.params.get("kernel_id") == "40"
+        if request.url.path.endswith(path) and is_40:
+            return httpx.Response(200, content=b"<html>Bad gateway</html>")
+        return None
+
+    upstream.intercept = broken
+    summary = ingest(db, upstream)
+    assert summary.errors == [
+        f"kernel 40 (040_conv2d_residual_block): {where}{url}: the response is not valid JSON "
+        "(Expecting value: line 1 column 1 (char 0))"
+    ]
+    assert workload_ids(db) == {"39", "62"}
+
+
 def test_kernel_without_workloads_is_reported_by_field(db):
     upstream = FakeUpstream()
     del upstream.kernels[40]["workloads"]
@@ -268,7 +298,9 @@ def test_a_kernel_failing_to_store_leaves_nothing_half_written(db, monkeypatch, 
     summary = ingest(db, upstream)
     assert summary.status == "partial"
     # The report is public: one plain line; what went wrong is in the server's log.
-    assert summary.errors == ["kernel 40: could not be stored (a database error; the server log has the details)"]
+    assert summary.errors == [
+        "kernel 40 (040_conv2d_residual_block): could not be stored (a database error; the server log has the details)"
+    ]
     assert "disk full" in caplog.text
     assert workload_ids(db) == {"39", "62"}
     with db.sessions() as session:
@@ -375,7 +407,7 @@ def test_a_control_character_in_a_kernel_fails_it_with_one_plain_line(db):
     upstream.kernels[40]["name"] = "conv\x00"
     summary = ingest(db, upstream)
     assert summary.status == "partial"
-    assert summary.errors == ["kernel 40: a text field holds control characters"]
+    assert summary.errors == [f"kernel 40: {BASE_URL}kernels/40: a text field holds control characters"]
     assert workload_ids(db) == {"39", "62"}
 
 

@@ -397,6 +397,7 @@ def test_a_timing_file_that_is_not_as_published_is_refused_whole(db, snapshot, b
     assert summary.status == "partial"
     failed = [line for line in summary.errors if H100 in line]
     assert len(failed) == 1 and reason in failed[0] and LATE[:12] in failed[0]
+    assert f"{github.SNAPSHOT_RAW}ScalingIntelligence/KernelBench/{LATE}/{H100}: " in failed[0]
     assert "nothing from this file was stored" in failed[0]
     counts = runs_by_file(db)
     assert f"{H100}@{LATE[:7]}" not in counts
@@ -541,8 +542,8 @@ def test_timing_content_that_differs_from_the_tree_is_refused(db, snapshot, monk
     misbehave(monkeypatch, github.SNAPSHOT_RAW, f"/{LATE}/{H100}", httpx.Response(200, content=b"{}"))
     summary = run_ingest(db, snapshot)
     assert [line for line in summary.errors if H100 in line] == [
-        f"{H100} at {LATE[:12]}: the raw host served other content than the tree lists; nothing from this file "
-        "was stored"
+        f"{H100} at {LATE[:12]}: {github.SNAPSHOT_RAW}ScalingIntelligence/KernelBench/{LATE}/{H100}: the raw host "
+        "served other content than the tree lists; nothing from this file was stored"
     ]
     assert f"{H100}@{LATE[:7]}" not in runs_by_file(db)
 

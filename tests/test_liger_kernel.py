@@ -458,6 +458,7 @@ def test_an_unreadable_file_is_one_error_and_the_others_go_on(liger_slice, conte
     data_file(liger_slice, CUTILE).write_bytes(content)
     discovery = adapter_on(liger_slice).discover()
     assert len(discovery.errors) == 1 and discovery.errors[0].startswith(message)
+    assert discovery.errors[0].endswith(f" ({github.SNAPSHOT_RAW}{OWNER}/{REPO}/main/{CUTILE})")
     assert not discovery.complete
     assert len(discovery.units) == 4  # the other two files still hold every workload
 
@@ -536,9 +537,12 @@ def test_a_script_the_raw_host_fails_on_fails_its_workloads_alone(db, liger_slic
         )
     assert summary.status == "partial"
     assert summary.counts["units"] == {"listed": 4, "ingested": 1, "failed": 3}
+    # Each error names its workload, then the script and the URL that failed.
+    units, reasons = zip(*(error.split(": ", 1) for error in summary.errors), strict=True)
+    assert len(set(units)) == 3 and all(unit.startswith("cross_entropy/") for unit in units)
     assert (
-        summary.errors
-        == [f"{SCRIPT}: could not be read ({raw_url}/{OWNER}/{REPO}/main/{SCRIPT}: HTTP 500 after 1 attempt(s))"] * 3
+        reasons
+        == (f"{SCRIPT}: could not be read ({raw_url}/{OWNER}/{REPO}/main/{SCRIPT}: HTTP 500 after 1 attempt(s))",) * 3
     )
     with db.sessions() as session:
         # Nothing of the three cross-entropy workloads was written: not the workload, not one run.

@@ -179,3 +179,19 @@ def test_the_measured_source_is_served_with_its_digest(client) -> None:
     assert hashlib.sha256(response.content).hexdigest() == response.headers["x-source-sha256"]
     assert client.get("/reruns/sources/..%2Fsettings.py").status_code == 404
     assert client.get("/reruns/sources/nothing.py").status_code == 404
+
+
+def test_the_implementation_page_lists_rerun_revisions_as_revisions(client, reruns) -> None:
+    data = client.get("/implementations/kernelindex-triton.json").json()
+    groups = data["revisionsBySource"]
+    assert [group["unit"] for group in groups] == ["revision"]
+    labels = [r["revision"] for r in groups[0]["revisions"]]
+    assert labels and all(label.startswith("rerun-") and "+sha256." in label for label in labels)
+    # The two agreeing reruns measured one revision of the source: one label, not two.
+    assert sum(r["runs"] for r in groups[0]["revisions"]) == len(data["runs"]) >= 2
+    assert len(labels) < len(data["runs"])
+    section = html(client, "/implementations/kernelindex-triton").select_one("#revisions")
+    assert section.select_one("h2").get_text() == "Revisions"
+    text = section.get_text(" ", strip=True)
+    assert "submission" not in text.lower() and f"{len(labels)} revision" in text
+    assert [code.get_text() for code in section.select("li code")] == labels

@@ -310,6 +310,15 @@ def test_gpu_pages_show_coverage_and_gaps(client):
 def test_implementation_model_and_source_pages(client):
     impl = client.get("/implementations/ac4k.json").json()
     assert impl["project"] == "ac4k" and "submission-16893" in impl["revisions"]
+    # A SOL-ExecBench label names one submission to the board, not a revision of published code.
+    assert [(g["source"], g["unit"]) for g in impl["revisionsBySource"]] == [("sol-execbench", "submission")]
+    assert [r["revision"] for r in impl["revisionsBySource"][0]["revisions"]] == sorted(impl["revisions"])
+    section = html(client, "/implementations/ac4k").select_one("#revisions")
+    assert section.select_one("h2").get_text() == "Submissions"
+    revisions = section.get_text(" ", strip=True)
+    count = len(impl["revisions"])
+    assert f"{count} submission{'s' if count > 1 else ''} to NVIDIA SOL-ExecBench" in revisions
+    assert "is not a revision of published code" in revisions
     model = client.get("/models/nafnet.json").json()
     assert L040 in [w["slug"] for w in model["workloads"]]
     source = client.get("/sources/sol-execbench.json").json()

@@ -33,6 +33,8 @@ class FakeUpstream:
             k: _read(API / "submissions" / f"kernel-{k}.json")["submissions"] for k in kernel_ids
         }
         self.totals: dict[int, int] = {}
+        # More fields of a kernel's entry in the /kernels listing (e.g. its submission_count).
+        self.listing_extra: dict[int, dict[str, Any]] = {}
         self.intercept: Callable[[httpx.Request], httpx.Response | None] | None = None
         self.requests: list[httpx.Request] = []
 
@@ -45,7 +47,7 @@ class FakeUpstream:
             return response
         path = request.url.path.removeprefix("/api/")
         if path == "kernels":
-            listing = [{"id": k, "name": d["name"]} for k, d in self.kernels.items()]
+            listing = [{"id": k, "name": d["name"], **self.listing_extra.get(k, {})} for k, d in self.kernels.items()]
             return httpx.Response(200, json={"data": {"kernels": listing}})
         if path.startswith("kernels/"):
             kernel = self.kernels.get(int(path.split("/")[1]))

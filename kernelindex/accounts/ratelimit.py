@@ -39,6 +39,8 @@ LIMITS = {
         "signin_account", 20, 3600, "Too many failed sign-ins to this account; try again in an hour."
     ),
     "report": Limit("report", 10, 3600, "Too many reports from this address; try again in an hour."),
+    # Per maintainer: generous for real work, a stop for a runaway script or a stolen session.
+    "moderate": Limit("moderate", 120, 3600, "Too many moderation actions from this account; try again in an hour."),
     "attest": Limit("attest", 20, 86400, "You have added 20 attestations today, the daily limit; try again tomorrow."),
 }
 

@@ -44,6 +44,8 @@ class Source(Base):
     description: Mapped[str] = mapped_column(Text)
     licence: Mapped[str] = mapped_column(Text)
     attribution: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # What the source calls one of its results ("submissions"), in sentences about its counts.
+    run_noun: Mapped[str] = mapped_column(String(32), default="runs", server_default="runs")
     last_observed_at: Mapped[datetime | None]
 
 
@@ -62,6 +64,10 @@ class Workload(ManifestRecord, Base):
     case_count: Mapped[int]
     # Geometric mean of the per-case speed-of-light bounds: the suite's SOL aggregate.
     sol_aggregate_ms: Mapped[float | None]
+    # How many results the upstream itself counts for this workload, where it publishes a count,
+    # and when that count was read: what the stored runs are a part of.
+    upstream_total: Mapped[int | None]
+    upstream_total_observed_at: Mapped[datetime | None]
     missing_since: Mapped[datetime | None]
     last_seen_at: Mapped[datetime | None]
 
@@ -147,7 +153,12 @@ class Run(ManifestRecord, Base):
     upstream_withdrawn: Mapped[bool] = mapped_column(Boolean)
     upstream_withdrawn_reason: Mapped[str | None] = mapped_column(Text)
     # Faster than the suite's speed-of-light bound: shown, not ranked until reviewed.
+    # A maintainer's release clears it; a rejection keeps it. Either decision is kept
+    # below and outlives a re-ingest, which never sets the flag again on a reviewed run.
     held_for_review: Mapped[bool] = mapped_column(Boolean)
+    review_state: Mapped[str | None] = mapped_column(String(16))  # "released" or "rejected"
+    reviewed_at: Mapped[datetime | None]
+    review_note: Mapped[str | None] = mapped_column(Text)
     # Withdrawn by a maintainer of this registry.
     withdrawn_at: Mapped[datetime | None]
     withdrawn_reason: Mapped[str | None] = mapped_column(Text)
@@ -230,6 +241,12 @@ class IngestionReport(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     source_id: Mapped[int] = mapped_column(ForeignKey("source.id"), index=True)
     origin: Mapped[str] = mapped_column(String(500))
+    # "live" (the upstream itself), "snapshot" (a recorded copy), "bundled" (the recorded copy
+    # shipped with the registry) or "import" (files handed to the registry, e.g. rerun bundles).
+    read_from: Mapped[str] = mapped_column(String(16), default="live", server_default="live")
+    # A snapshot's own record of when it was taken and what part of the upstream it holds.
+    snapshot_observed_at: Mapped[datetime | None]
+    snapshot_scope: Mapped[str | None] = mapped_column(Text)
     status: Mapped[str] = mapped_column(String(16))
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]

@@ -101,6 +101,10 @@ class GitHubRaw:
     def file(self, ref: str, path: str) -> bytes:
         return self.fetcher.get_bytes(f"{self.owner}/{self.repo}/{ref}/{path}")
 
+    def url(self, ref: str, path: str) -> str:
+        """The URL ``file`` reads, as errors name it."""
+        return self.fetcher.url(f"{self.owner}/{self.repo}/{ref}/{path}")
+
     def public_url(self, ref: str, path: str) -> str:
         """Where a reader finds the file on github.com (not the mirror we may have read it from)."""
         return f"https://github.com/{self.owner}/{self.repo}/blob/{ref}/{path}"

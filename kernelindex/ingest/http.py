@@ -71,14 +71,16 @@ class Fetcher:
 
     def get(self, path: str, params: Mapping[str, str | int] | None = None) -> Any:
         """The decoded JSON body at ``path``; ``UpstreamError`` if it cannot be had or is not JSON."""
-        return decode_json(self.get_bytes(path, params), self.url(path))
+        return decode_json(self.get_bytes(path, params), self.url(path, params))
 
-    def url(self, path: str) -> str:
-        return str(self.client.base_url.join(path.lstrip("/")) if self.client.base_url else path)
+    def url(self, path: str, params: Mapping[str, str | int] | None = None) -> str:
+        """The URL a GET of ``path`` with ``params`` asks for, as errors name it."""
+        url = self.client.base_url.join(path.lstrip("/")) if self.client.base_url else httpx.URL(path)
+        return str(url.copy_merge_params(params) if params else url)
 
     def get_bytes(self, path: str, params: Mapping[str, str | int] | None = None) -> bytes:
         """The body at ``path`` as bytes (a file from a raw host), with the same retries and limits."""
-        url = self.url(path)
+        url = self.url(path, params)
         for attempt in range(self.retries + 1):
             last_try = attempt == self.retries
             try:

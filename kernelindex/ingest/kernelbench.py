@@ -250,15 +250,16 @@ class KernelBench:
         self, file: TimingFile, discovery: Discovery
     ) -> dict[tuple[str, str], TimingEntry | None] | None:
         """The parsed file, or ``None`` after reporting why it cannot be used."""
+        url = self.raw.url(file.commit.sha, file.path)
         try:
             body = self.raw.file(file.commit.sha, file.path)
             if git_blob_sha(body) != file.blob:
-                raise UpstreamError(f"{file.label()}: the raw host served other content than the tree lists")
-            return parse_timing_file(decode_json(body, file.label()))
+                raise UpstreamError(f"{url}: the raw host served other content than the tree lists")
+            return parse_timing_file(decode_json(body, url))
         except UpstreamError as exc:
-            reason = str(exc)
+            reason = f"{file.label()}: {exc}"
         except TimingFileError as exc:
-            reason = f"{file.label()}: not a timing file as published ({exc})"
+            reason = f"{file.label()}: {url}: not a timing file as published ({exc})"
         self.timings_complete = False
         discovery.errors.append(f"{reason}; nothing from this file was stored")
         return None
@@ -267,15 +268,17 @@ class KernelBench:
         self, path: str, blob: str, commit: Commit, measurements: list[Measurement], discovery: Discovery
     ) -> None:
         """Read one problem file (at the first commit that holds this content) and file its measurements."""
-        label = f"{path} at {commit.sha[:12]}"
+        label, url = f"{path} at {commit.sha[:12]}", self.raw.url(commit.sha, path)
         try:
             content = self.raw.file(commit.sha, path)
             if git_blob_sha(content) != blob:
-                raise UpstreamError(f"{label}: the raw host served other content than the tree lists")
+                raise UpstreamError(f"{url}: the raw host served other content than the tree lists")
         except UpstreamError as exc:
             discovery.complete = False
             discovery.skipped["problem_unreadable"] += len(measurements)
-            discovery.errors.append(f"{exc}; the {len(measurements)} figure(s) of this problem were not stored")
+            discovery.errors.append(
+                f"{label}: {exc}; the {len(measurements)} figure(s) of this problem were not stored"
+            )
             return
         first = measurements[0]
         sha256 = hashlib.sha256(content).hexdigest()
@@ -298,13 +301,12 @@ class KernelBench:
     def map(self, unit: str, fetched: Problem) -> Batch:
         """The workload of one problem content and one run per measurement; raises ``ProblemError``."""
         problem = fetched
-        code, facts, warnings = _reference(problem)
+        label = f"{problem.path} ({problem.sha256[:8]}): {self.raw.url(problem.commit.sha, problem.path)}"
+        code, facts, warnings = _reference(problem, label)
         try:
             workload = workload_manifest(problem, code, facts, self.raw)
         except ValidationError as exc:
-            raise ProblemError(
-                f"{problem.path} ({problem.sha256[:8]}): cannot be mapped ({first_error(exc)})"
-            ) from None
+            raise ProblemError(f"{label}: cannot be mapped ({first_error(exc)})") from None
         batch = Batch(
             unit=f"{problem.path} ({problem.external_id})",
             workload=workload,
@@ -349,9 +351,9 @@ class KernelBench:
         return batch
 
 
-def _reference(problem: Problem) -> tuple[str, ProblemFacts, list[str]]:
-    """The problem file's text and what it declares; raises ``ProblemError`` if it cannot be kept."""
-    label = f"{problem.path} ({problem.sha256[:8]})"
+def _reference(problem: Problem, label: str) -> tuple[str, ProblemFacts, list[str]]:
+    """The problem file's text and what it declares; raises ``ProblemError`` (naming the file as
+    ``label`` does) if it cannot be kept."""
     try:
         code = problem.content.decode("utf-8")
     except UnicodeDecodeError:

@@ -102,8 +102,11 @@ class LigerKernel:
         for path in DATA_FILES:
             try:
                 reading = read_file(path, self.raw.file(self.ref, path))
-            except (UpstreamError, FileError) as exc:
-                discovery.errors.append(str(exc))
+            except UpstreamError as exc:
+                discovery.errors.append(str(exc))  # it names the URL, which names the file
+                continue
+            except FileError as exc:
+                discovery.errors.append(f"{exc} ({self.raw.url(self.ref, path)})")
                 continue
             discovery.skipped.update(reading.skipped)
             discovery.warnings += reading.warnings
@@ -123,7 +126,11 @@ class LigerKernel:
         """The workload's rows and its script; raises ``SweepError`` when the script cannot be read."""
         rows = self._rows[unit]
         key = rows[0].workload
-        return WorkloadReading(key, rows, self._script(key.kernel))
+        try:
+            script = self._script(key.kernel)
+        except SweepError as exc:
+            raise SweepError(f"{unit}: {exc}") from None
+        return WorkloadReading(key, rows, script)
 
     def map(self, unit: str, fetched: WorkloadReading) -> Batch:
         """The workload, its runs and what they refer to; raises ``SweepError``."""
@@ -132,7 +139,8 @@ class LigerKernel:
         try:
             workload = workload_manifest(key, sweeps, fetched.script)
         except ValidationError as exc:
-            raise SweepError(f"{unit}: cannot be mapped ({first_error(exc, whole='manifest')})") from None
+            files = ", ".join(self.raw.url(self.ref, path) for path in sorted({row.file for row in fetched.rows}))
+            raise SweepError(f"{unit}: {files}: cannot be mapped ({first_error(exc, whole='manifest')})") from None
         protocol = protocol_manifest()
         environments = {
             (run.gpu, run.key.version): environment_manifest(run.gpu, run.key.version) for run in sweeps.runs
@@ -205,13 +213,14 @@ class LigerKernel:
         except UpstreamError as exc:
             # A 404 means there is no script of that name; any other failure leaves the workload unread.
             return None if exc.status == 404 else SweepError(f"{path}: could not be read ({exc})")
+        url = self.raw.url(self.ref, path)
         try:
             code = body.decode("utf-8")
         except UnicodeDecodeError:
-            return SweepError(f"{path}: not UTF-8 text")
+            return SweepError(f"{path}: {url}: not UTF-8 text")
         # PostgreSQL cannot store NUL in text, and no Python source holds one.
         if "\x00" in code or not code.strip():
-            return SweepError(f"{path}: not a Python source file (empty or holding NUL)")
+            return SweepError(f"{path}: {url}: not a Python source file (empty or holding NUL)")
         return Script(path, self.raw.public_url(self.ref, path), hashlib.sha256(body).hexdigest(), code)
 
 

@@ -28,9 +28,12 @@ from kernelindex.ingest.reruns import VerifiedBundle, map_bundle, read_bundle
 from kernelindex.ingest.snapshot import verify_checksums
 from kernelindex.rerun.bundle import BundleError, key_id
 from kernelindex.rerun.cases import cases_sha256
-from kernelindex.store.reruns import rerun_workload, stored_bundle, write_rerun
+from kernelindex.store.batch import ReadFrom
+from kernelindex.store.ingest import ensure_source, finish_report, start_report
+from kernelindex.store.reruns import RERUN_SOURCE, rerun_workload, stored_bundle, write_rerun
 
 BUNDLED_KEYS_FILE = "runner-keys.json"
+IMPORTED = ReadFrom("import")
 
 
 class KeysError(ValueError):
@@ -111,9 +114,37 @@ def import_bundle(session: Session, bundle: VerifiedBundle, now: datetime) -> Im
 
 
 def import_bundle_files(
-    sessions: sessionmaker[Session], paths: Iterable[Path], approved: dict[str, str]
+    sessions: sessionmaker[Session], paths: Iterable[Path], approved: dict[str, str], origin: str | None = None
 ) -> list[BundleResult]:
-    """Import each file in its own transaction; a refused bundle leaves no row behind."""
+    """Import each file in its own transaction; a refused bundle leaves no row behind. The import
+    is recorded as an ingestion report of the reruns source (``origin`` says what was read), each
+    refused file named in its errors."""
+    paths = list(paths)
+    origin = origin or f"{len(paths)} bundle file{'' if len(paths) == 1 else 's'}"
+    with sessions.begin() as session:
+        report_id = start_report(session, ensure_source(session, RERUN_SOURCE), origin, datetime.now(UTC), IMPORTED).id
+    results = _import_each(sessions, paths, approved)
+    with sessions.begin() as session:
+        _finish(session, report_id, results)
+    return results
+
+
+def _finish(session: Session, report_id: int, results: list[BundleResult]) -> None:
+    added = sum(1 for r in results if r.outcome is not None and not r.outcome.already_imported)
+    unchanged = sum(1 for r in results if r.outcome is not None and r.outcome.already_imported)
+    # The file's name only: the report is public, and a server's folders are nobody else's business.
+    errors = [f"{Path(r.path).name}: {r.error}" for r in results if r.error is not None]
+    imported = added + unchanged
+    status = "succeeded" if not errors else "partial" if imported else "failed"
+    counts = {
+        "added": {"run": added},
+        "unchanged": {"run": unchanged},
+        "units": {"listed": len(results), "ingested": imported, "failed": len(errors)},
+    }
+    finish_report(session, report_id, status, datetime.now(UTC), counts, errors, [])
+
+
+def _import_each(sessions: sessionmaker[Session], paths: list[Path], approved: dict[str, str]) -> list[BundleResult]:
     results = []
     for path in paths:
         try:
@@ -139,4 +170,5 @@ def import_bundled_reruns(sessions: sessionmaker[Session], root: Path) -> list[B
     """Load the bundled rerun dataset (checksummed folder with its own runner keys)."""
     verify_checksums(root)
     approved = load_approved_keys(root / BUNDLED_KEYS_FILE)
-    return import_bundle_files(sessions, sorted((root / "bundles").glob("*.json")), approved)
+    files = sorted((root / "bundles").glob("*.json"))
+    return import_bundle_files(sessions, files, approved, origin=f"bundled reruns ({len(files)} bundles)")

@@ -21,7 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from kernelindex.ingest.http import UpstreamError
-from kernelindex.store.batch import Batch, SourceInfo, UnitFailure
+from kernelindex.store.batch import LIVE, Batch, ReadFrom, SourceInfo, UnitFailure
 from kernelindex.store.ingest import (
     apply_batch,
     begin_writing,
@@ -117,13 +117,15 @@ def run_ingest(
     observed_at: datetime | None = None,
     progress: Progress | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    read_from: ReadFrom = LIVE,
 ) -> IngestSummary:
-    """Ingest everything the adapter lists; see the module docstring for the guarantees."""
+    """Ingest everything the adapter lists; see the module docstring for the guarantees.
+    ``read_from`` says whether it reads the live upstream or a snapshot (recorded in the report)."""
     started = clock()
     observed = observed_at or started
     with sessions.begin() as session:
         source = ensure_source(session, adapter.source)
-        report_id = start_report(session, source, origin, started).id
+        report_id = start_report(session, source, origin, started, read_from).id
         source_id = source.id
 
     counts: Counter[str] = Counter()
@@ -176,8 +178,12 @@ def run_ingest(
             progress(unit, done, len(units))
         try:
             batch = adapter.map(unit, adapter.fetch(unit))
-        except (UnitFailure, UpstreamError, ValueError) as exc:
-            errors.append(str(exc))
+        except (UnitFailure, UpstreamError) as exc:
+            errors.append(str(exc))  # the adapter's own line, naming the unit and the URL
+            counts["units.failed"] += 1
+            continue
+        except ValueError as exc:
+            errors.append(f"{unit}: {exc}")
             counts["units.failed"] += 1
             continue
         drift |= batch.drift

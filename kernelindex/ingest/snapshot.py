@@ -12,8 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -48,15 +50,62 @@ def verify_checksums(root: Path) -> int:
     return checked
 
 
-def observed_at(root: Path) -> datetime | None:
-    """When the snapshot was recorded, from ``snapshot.json`` if present."""
+@dataclass(frozen=True)
+class SnapshotFacts:
+    """What a snapshot says of itself in ``snapshot.json``: when it was recorded, what part of
+    the upstream it holds (``scope``), and which of the per-unit totals it carries are the
+    upstream's own counts (``upstreamTotals.units``, read at ``upstreamTotals.observedAt``).
+    Any other total in a snapshot is not an upstream count: without the list, none is."""
+
+    observed_at: datetime | None = None
+    scope: str | None = None
+    upstream_total_units: frozenset[str] = frozenset()
+    upstream_totals_observed_at: datetime | None = None
+
+
+def _time(path: Path, value: Any, name: str) -> datetime:
+    if not isinstance(value, str):
+        raise SnapshotError(f"{path}: {name} must be an ISO 8601 time")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise SnapshotError(f"{path}: {name} is not an ISO 8601 time ({value!r})") from None
+    if parsed.tzinfo is None:
+        raise SnapshotError(f"{path}: {name} needs a time zone")
+    return parsed.astimezone(UTC)
+
+
+def snapshot_facts(root: Path) -> SnapshotFacts:
+    """The snapshot's ``snapshot.json`` (no file: nothing is known of it); ``SnapshotError`` if malformed."""
     path = root / OBSERVED_AT_FILE
     if not path.exists():
-        return None
-    value = datetime.fromisoformat(json.loads(path.read_text())["observedAt"].replace("Z", "+00:00"))
-    if value.tzinfo is None:
-        raise SnapshotError(f"{path}: observedAt needs a time zone")
-    return value.astimezone(UTC)
+        return SnapshotFacts()
+    try:
+        document = json.loads(path.read_text())
+    except ValueError as exc:
+        raise SnapshotError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(document, dict):
+        raise SnapshotError(f"{path}: expected an object")
+    scope = document.get("scope")
+    if scope is not None and not isinstance(scope, str):
+        raise SnapshotError(f"{path}: scope must be text")
+    totals = document.get("upstreamTotals", {})
+    units = totals.get("units", []) if isinstance(totals, dict) else None
+    if not isinstance(units, list) or not all(isinstance(unit, str) for unit in units):
+        raise SnapshotError(f'{path}: upstreamTotals must be {{"units": ["<unit>", …], "observedAt": …}}')
+    return SnapshotFacts(
+        observed_at=_time(path, document["observedAt"], "observedAt") if "observedAt" in document else None,
+        scope=scope,
+        upstream_total_units=frozenset(units),
+        upstream_totals_observed_at=_time(path, totals["observedAt"], "upstreamTotals.observedAt")
+        if "observedAt" in totals
+        else None,
+    )
+
+
+def observed_at(root: Path) -> datetime | None:
+    """When the snapshot was recorded, from ``snapshot.json`` if present."""
+    return snapshot_facts(root).observed_at
 
 
 def _page(body: bytes, offset: int, limit: int) -> bytes:

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kernelindex.ingest.http import Fetcher, UpstreamError
 from kernelindex.ingest.reading import Opened, Reading
 from kernelindex.ingest.runner import Discovery
-from kernelindex.ingest.snapshot import SNAPSHOT_BASE_URL, snapshot_transport
+from kernelindex.ingest.snapshot import SNAPSHOT_BASE_URL, snapshot_facts, snapshot_transport
 from kernelindex.ingest.values import first_error, holds_control_characters, ms_to_ns, utc
 from kernelindex.manifests import (
     BenchmarkProtocol,
@@ -56,6 +56,7 @@ SOURCE = SourceInfo(
         "are redistributed."
     ),
     attribution="Data: NVIDIA SOL-ExecBench leaderboard, under the NVIDIA website Terms of Service.",
+    run_noun="submissions",
 )
 SOURCE_KEY = "sol-execbench"
 PAGE_LIMIT = 100
@@ -443,41 +444,66 @@ class SolExecBench:
 
     source = SOURCE
 
-    def __init__(self, fetcher: Fetcher, page_limit: int = PAGE_LIMIT):
+    def __init__(
+        self,
+        fetcher: Fetcher,
+        page_limit: int = PAGE_LIMIT,
+        counted: frozenset[str] | None = None,
+        counted_at: datetime | None = None,
+    ):
+        """``counted``: the kernels whose ``submission_count`` is the upstream's own (``None``:
+        every kernel's, as on the live API; a snapshot may hold counts of its own files), read at
+        ``counted_at`` (``None``: at the ingest's observation time)."""
         self.fetcher = fetcher
         self.page_limit = page_limit
+        self.counted = counted
+        self.counted_at = counted_at
+        self.totals: dict[str, int] = {}
+        self.names: dict[str, str] = {}
         self.drift: set[str] = set()
 
     def _data(self, path: str, params: dict[str, str | int] | None = None) -> Any:
         body = self.fetcher.get(path, params)
         if not isinstance(body, dict) or "data" not in body:
-            raise UpstreamError(f'{path}: expected an object wrapped as {{"data": …}}')
+            raise UpstreamError(f'{self.fetcher.url(path, params)}: expected an object wrapped as {{"data": …}}')
         return body["data"]
+
+    def _label(self, unit: str) -> str:
+        """How errors name a kernel: its id, and its name where the listing gave one."""
+        name = self.names.get(unit)
+        return f"kernel {unit} ({name})" if name else f"kernel {unit}"
 
     def discover(self) -> Discovery:
         """Every kernel id the upstream lists (raises ``UpstreamError`` if it cannot be read)."""
         try:
             listing = KernelList.model_validate(self._data("kernels"))
         except ValidationError as exc:
-            raise UpstreamError(f"kernels: unexpected shape ({first_error(exc)})") from None
+            raise UpstreamError(f"{self.fetcher.url('kernels')}: unexpected shape ({first_error(exc)})") from None
         self.drift |= listing.extra_fields("kernels")
         for kernel in listing.kernels:
             self.drift |= kernel.extra_fields("kernels[]")
+            unit = str(kernel.id)
+            if not holds_control_characters(kernel.name):
+                self.names[unit] = kernel.name
+            counted = self.counted is None or unit in self.counted
+            if kernel.submission_count is not None and kernel.submission_count >= 0 and counted:
+                self.totals[unit] = kernel.submission_count
         return Discovery(units=[str(kernel.id) for kernel in sorted(listing.kernels, key=lambda kernel: kernel.id)])
 
     def fetch(self, unit: str) -> KernelReading:
-        """Read one kernel and all its submissions; raises ``KernelError``."""
+        """Read one kernel and all its submissions; raises ``KernelError`` naming the kernel and the URL."""
+        label, url = self._label(unit), self.fetcher.url(f"kernels/{unit}")
         try:
             data = self._data(f"kernels/{unit}")
             if holds_control_characters(data):
-                raise KernelError(f"kernel {unit}: a text field holds control characters")
+                raise KernelError(f"{label}: {url}: a text field holds control characters")
             kernel = KernelDetail.model_validate(data)
         except UpstreamError as exc:
-            raise KernelError(str(exc)) from None
+            raise KernelError(f"{label}: {exc}") from None
         except ValidationError as exc:
-            raise KernelError(f"kernel {unit}: unexpected shape ({first_error(exc)})") from None
+            raise KernelError(f"{label}: {url}: unexpected shape ({first_error(exc)})") from None
         if str(kernel.id) != unit:
-            raise KernelError(f"kernel {unit}: the detail answers for kernel {kernel.id}")
+            raise KernelError(f"{label}: {url}: the detail answers for kernel {kernel.id}")
         reading = KernelReading(kernel)
         reading.drift |= kernel.extra_fields("kernel")
         for case in kernel.workloads:
@@ -491,15 +517,18 @@ class SolExecBench:
         try:
             workload = workload_manifest(kernel)
         except ValidationError as exc:
-            raise KernelError(f"kernel {unit}: cannot be mapped ({first_error(exc)})") from None
+            url = self.fetcher.url(f"kernels/{unit}")
+            raise KernelError(f"{self._label(unit)}: {url}: cannot be mapped ({first_error(exc)})") from None
         batch = Batch(
-            unit=f"kernel {unit}",
+            unit=self._label(unit),
             workload=workload,
             external_id=unit,
             skipped=fetched.skipped,
             anomalies=fetched.anomalies,
             drift=fetched.drift,
             warnings=fetched.warnings,
+            upstream_total=self.totals.get(unit),
+            upstream_total_observed_at=self.counted_at if unit in self.totals else None,
         )
         bound = sol_aggregate_ms(kernel)
         protocols: dict[str, BenchmarkProtocol] = {}
@@ -550,15 +579,16 @@ class SolExecBench:
         offset, total = 0, None
         # A bound on pages, so an upstream that ignores offset cannot loop us forever.
         max_pages = 10_000
+        label = f"kernel {kernel.id} ({kernel.name})"
         for _ in range(max_pages):
+            params: dict[str, str | int] = {"kernel_id": kernel.id, "offset": offset, "limit": self.page_limit}
             try:
-                page = SubmissionPage.model_validate(
-                    self._data("submissions", {"kernel_id": kernel.id, "offset": offset, "limit": self.page_limit})
-                )
+                page = SubmissionPage.model_validate(self._data("submissions", params))
             except UpstreamError as exc:
-                raise KernelError(str(exc)) from None
+                raise KernelError(f"{label}: its submissions: {exc}") from None
             except ValidationError as exc:
-                raise KernelError(f"submissions of kernel {kernel.id}: unexpected shape ({first_error(exc)})") from None
+                url = self.fetcher.url("submissions", params)
+                raise KernelError(f"{label}: its submissions: {url}: unexpected shape ({first_error(exc)})") from None
             batch.drift |= page.extra_fields("submissions")
             total = page.total
             new = 0
@@ -594,7 +624,12 @@ def open_source(reading: Reading) -> Opened:
     if reading.snapshot is not None:
         client = httpx.Client(transport=snapshot_transport(reading.snapshot), base_url=SNAPSHOT_BASE_URL)
         origin, observed = reading.snapshot_origin()
+        facts = snapshot_facts(reading.snapshot)
+        adapter = SolExecBench(
+            reading.fetcher(client), counted=facts.upstream_total_units, counted_at=facts.upstream_totals_observed_at
+        )
     else:
         url = (reading.options.get("base_url") or reading.settings.sol_execbench_url).rstrip("/") + "/"
         client, origin, observed = reading.client(url), url, None
-    return Opened(SolExecBench(reading.fetcher(client)), origin, observed, [client])
+        adapter = SolExecBench(reading.fetcher(client))
+    return Opened(adapter, origin, observed, [client])

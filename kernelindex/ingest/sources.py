@@ -18,10 +18,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from kernelindex.ingest import kernelbench, liger_kernel, sol_execbench
 from kernelindex.ingest.reading import Opened, Reading, Sleep
 from kernelindex.ingest.runner import IngestSummary, Progress, run_ingest
-from kernelindex.ingest.snapshot import verify_checksums
+from kernelindex.ingest.snapshot import snapshot_facts, verify_checksums
 from kernelindex.paths import BUNDLED_DATA
 from kernelindex.settings import Settings
-from kernelindex.store.batch import SourceInfo
+from kernelindex.store.batch import LIVE, ReadFrom, SourceInfo
 
 
 @dataclass(frozen=True)
@@ -70,5 +70,19 @@ def ingest(
     source = SOURCES[slug]
     with _opened(source, Reading(settings, snapshot, options or {}, sleep)) as opened:
         return run_ingest(
-            opened.adapter, sessions, origin=opened.origin, observed_at=opened.observed_at, progress=progress
+            opened.adapter,
+            sessions,
+            origin=opened.origin,
+            observed_at=opened.observed_at,
+            progress=progress,
+            read_from=_read_from(source, snapshot),
         )
+
+
+def _read_from(source: RegisteredSource, snapshot: Path | None) -> ReadFrom:
+    """Live, or a snapshot (the bundled one or another) with its own date and scope."""
+    if snapshot is None:
+        return LIVE
+    facts = snapshot_facts(snapshot)
+    kind = "bundled" if snapshot.resolve() == source.bundled.resolve() else "snapshot"
+    return ReadFrom(kind, facts.observed_at, facts.scope)

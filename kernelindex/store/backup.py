@@ -388,6 +388,7 @@ def _check_runs(session: Session) -> None:
         for table in (Workload, Protocol, Environment)
     }
     withdrawals = _moderation_states(session, "run ", "run.withdraw", "run.restore")
+    reviews = _moderation_states(session, "run ", "run.release", "run.reject")
     runs = session.scalars(select(Run).order_by(Run.id)).all()
     for run in runs:
         record = f"run {run.name}"
@@ -412,6 +413,12 @@ def _check_runs(session: Session) -> None:
         withdrawn, reason = withdrawals.get(run.name, (False, None))
         if (run.withdrawn_at is not None) != withdrawn or (withdrawn and run.withdrawn_reason != reason):
             raise _mismatch(record, "withdrawn_at", run.withdrawn_at, "withdrawn" if withdrawn else None, "audit log")
+        review = reviews.get(run.name)
+        decided = None if review is None else ("released" if review[0] else "rejected")
+        if run.review_state != decided or (review is not None and run.review_note != review[1]):
+            raise _mismatch(record, "review_state", run.review_state, decided, "audit log")
+        if run.review_state == "released" and run.held_for_review:
+            raise _mismatch(record, "held_for_review", True, False, "its release on review")
     stored = {run.id: run.evidence for run in runs}
     reran = set(session.scalars(select(RerunResult.run_id)))
     for group in {run.comparison_key for run in runs if run.id in reran}:

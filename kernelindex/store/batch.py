@@ -34,6 +34,22 @@ class SourceInfo:
     description: str
     licence: str
     attribution: str
+    # What the source calls one of its results, in sentences about how many it holds.
+    run_noun: str = "runs"
+
+
+@dataclass(frozen=True)
+class ReadFrom:
+    """Where an ingest read its data: ``kind`` is "live" (the upstream itself), "snapshot" (a
+    recorded copy), "bundled" (the recorded copy shipped with the registry) or "import" (files
+    handed to the registry); a snapshot states its own date and what part of the upstream it holds."""
+
+    kind: str
+    snapshot_observed_at: datetime | None = None
+    snapshot_scope: str | None = None
+
+
+LIVE = ReadFrom("live")
 
 
 @dataclass(frozen=True)
@@ -58,7 +74,8 @@ class Batch:
     ``runs`` is the complete set the upstream lists for the workload, so a stored run that
     is not in it is marked missing upstream (never deleted); an adapter that could read only
     part of what the upstream holds for it (one of several files failed) sets ``complete``
-    to false, and nothing is marked missing.
+    to false, and nothing is marked missing. ``upstream_total`` is what the upstream counts,
+    which a snapshot may hold only part of.
     """
 
     unit: str
@@ -73,6 +90,10 @@ class Batch:
     drift: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
     complete: bool = True
+    # The upstream's own count of results for this workload, where it publishes one, and when
+    # it was read (``None``: at the ingest's observation time).
+    upstream_total: int | None = None
+    upstream_total_observed_at: datetime | None = None
 
 
 @dataclass(frozen=True)

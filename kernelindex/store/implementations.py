@@ -9,6 +9,8 @@ of runs). Ranks come from ``common.rank_expression``, the SQL form of ``ranking.
 
 from __future__ import annotations
 
+import re
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +23,7 @@ from kernelindex.db.tables import Environment, Implementation, Run, Source, Work
 from kernelindex.store.common import best_per_gpu, contains, group_sizes, name_by_ref, rank_expression
 from kernelindex.store.gpu_filter import gpu_named
 from kernelindex.store.keyset import SLUG_ORDER, Expr, Position, SortKey, keyset_page, numbered_page
+from kernelindex.store.manifests import implementation_manifest
 from kernelindex.store.reads import eligible
 from kernelindex.store.run_queries import run_fields
 from kernelindex.store.runs import availability_text
@@ -31,8 +34,15 @@ from kernelindex.store.schemas import (
     ImplementationRun,
     ImplementationSource,
     ImplementationWorkload,
+    RevisionRuns,
+    SourceRevisions,
 )
 from kernelindex.store.source_filter import source_named
+
+# SOL-ExecBench publishes no code, only each submission's figures: its adapter labels an
+# implementation "submission-<id>", one upload to the board. Such labels are submissions to a
+# reader, not revisions of a published code base (a rerun's source hash, a library version).
+SUBMISSION_LABEL = re.compile(r"submission-[0-9]+")
 
 
 def list_implementations(
@@ -107,10 +117,42 @@ def implementation_detail(session: Session, ref: str) -> ImplementationDetail | 
         **item.model_dump(),
         runs_url=urls.api_runs(implementation=slug),
         revision_list=list(revisions),
+        revisions_by_source=revisions_by_source(session, slug),
         first_places=first_places or 0,
         by_gpu=_by_gpu(session, slug),
         by_source=_by_source(session, slug),
     )
+
+
+def revisions_by_source(session: Session, slug: str) -> list[SourceRevisions]:
+    """A project's revisions grouped by the source whose runs name them, each group labelled
+    with what the source means by them; sources by name, revisions by label."""
+    rows = session.execute(
+        select(Source.slug, Source.name, Implementation, func.count(Run.id))
+        .select_from(Implementation)
+        .outerjoin(Run, Run.implementation_id == Implementation.id)
+        .outerjoin(Source, Source.id == Run.source_id)
+        .where(Implementation.project_slug == slug)
+        .group_by(Source.slug, Source.name, Implementation.id)
+        .order_by(Source.name, Implementation.revision, Implementation.name)
+    )
+    names: dict[str | None, str | None] = {}
+    revisions: dict[str | None, list[RevisionRuns]] = defaultdict(list)
+    for source, source_name, implementation, runs in rows:
+        names[source] = source_name
+        title = implementation_manifest(implementation).metadata.title
+        revisions[source].append(
+            RevisionRuns(revision=implementation.revision, implementation=implementation.name, title=title, runs=runs)
+        )
+    return [
+        SourceRevisions(
+            source=source,
+            source_name=names[source],
+            unit="submission" if all(SUBMISSION_LABEL.fullmatch(r.revision) for r in listed) else "revision",
+            revisions=listed,
+        )
+        for source, listed in revisions.items()
+    ]
 
 
 def _revision_ids(slug: str) -> Select[int]:

@@ -27,7 +27,7 @@ from kernelindex.manifests.digest import comparison_key
 from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.ranking import geometric_mean
 from kernelindex.slugs import slugify
-from kernelindex.store.batch import Batch, RunRecord, SourceInfo
+from kernelindex.store.batch import LIVE, Batch, ReadFrom, RunRecord, SourceInfo
 from kernelindex.store.manifests import Outcome, existing_by_name, insert_new, put
 from kernelindex.store.search import index_batch
 
@@ -55,6 +55,7 @@ def ensure_source(session: Session, info: SourceInfo) -> Source:
         "description": info.description,
         "licence": info.licence,
         "attribution": info.attribution,
+        "run_noun": info.run_noun,
     }
     if source is None:
         source = Source(slug=info.slug, **facts)
@@ -137,6 +138,7 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
     new_runs: list[tuple[BenchmarkRun, dict[str, Any]]] = []
     for record in batch.runs:
         name = record.manifest.metadata.name
+        held = record.held_for_review
         if name not in stored:
             outcome = Outcome.ADDED
             new_runs.append(
@@ -146,10 +148,14 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
             outcome = Outcome.UNCHANGED
         else:
             columns = _run_columns(record, source, workload, implementations, protocols, environments)
+            if changed[name].review_state is not None:
+                # A maintainer has decided on this run: a new upstream value does not hold it again.
+                held = changed[name].held_for_review
+                del columns["held_for_review"]
             _, outcome = put(session, Run, record.manifest, columns, changed[name], now)
         counts[f"{outcome}.run"] += 1
         if outcome is not Outcome.UNCHANGED:
-            counts["flag.held_for_review"] += record.held_for_review
+            counts["flag.held_for_review"] += held
             counts["flag.withdrawn_upstream"] += record.upstream_withdrawn
     insert_new(session, Run, new_runs, now)
 
@@ -265,6 +271,7 @@ def _put_workload(session: Session, source: Source, batch: Batch, now: datetime,
         now,
     )
     counts[f"{outcome}.workload"] += 1
+    _put_upstream_total(workload, batch, now)
     if current is not None and current.missing_since is not None:
         current.missing_since = None
         current.last_seen_at = None
@@ -292,6 +299,21 @@ def _put_workload(session: Session, source: Source, batch: Batch, now: datetime,
     return workload
 
 
+def _put_upstream_total(workload: Workload, batch: Batch, now: datetime) -> None:
+    """Keep the upstream's newest count and when it was read. A batch without a count leaves what
+    is stored (a snapshot that holds none says nothing of a count read before), and an older count
+    (a snapshot loaded after a live ingest) never replaces a newer one."""
+    if batch.upstream_total is None:
+        return
+    observed = batch.upstream_total_observed_at or now
+    stored_at = workload.upstream_total_observed_at
+    if stored_at is not None and stored_at > observed:
+        return
+    if workload.upstream_total != batch.upstream_total or stored_at != observed:
+        workload.upstream_total = batch.upstream_total
+        workload.upstream_total_observed_at = observed
+
+
 def mark_missing_workloads(session: Session, source: Source, listed: set[str], now: datetime) -> int:
     """Workloads the upstream no longer lists keep everything and get ``missing_since``."""
     result = session.execute(
@@ -306,9 +328,20 @@ def mark_missing_workloads(session: Session, source: Source, listed: set[str], n
     return cast(CursorResult[Any], result).rowcount  # an UPDATE's result, as above
 
 
-def start_report(session: Session, source: Source, origin: str, now: datetime) -> IngestionReport:
+def start_report(
+    session: Session, source: Source, origin: str, now: datetime, read_from: ReadFrom = LIVE
+) -> IngestionReport:
     report = IngestionReport(
-        source_id=source.id, origin=origin, status="running", started_at=now, counts={}, errors=[], drift=[]
+        source_id=source.id,
+        origin=origin,
+        read_from=read_from.kind,
+        snapshot_observed_at=read_from.snapshot_observed_at,
+        snapshot_scope=read_from.snapshot_scope,
+        status="running",
+        started_at=now,
+        counts={},
+        errors=[],
+        drift=[],
     )
     session.add(report)
     session.flush()

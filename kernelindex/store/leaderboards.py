@@ -27,6 +27,7 @@ from kernelindex.ranking import (
     record_history,
 )
 from kernelindex.store.common import history, source_ref
+from kernelindex.store.completeness import workload_completeness
 from kernelindex.store.cross_gpu import cross_gpu_view
 from kernelindex.store.manifests import manifest_document, workload_manifest
 from kernelindex.store.reruns import RerunBounds, newest_rerun_bounds
@@ -175,6 +176,7 @@ def workload_detail(session: Session, workload: Workload) -> WorkloadDetail:
         history=history(session, "WorkloadSuite", workload.name),
         cross_gpu=cross_gpu_view(session, workload),
         revisions=workload_revisions(session, workload),
+        completeness=workload_completeness(session, workload),
     )
 
 

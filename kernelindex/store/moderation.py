@@ -3,7 +3,8 @@
 Every write here records itself in the audit log in the caller's transaction, so an
 action and its audit entry are committed together or not at all. Nothing is deleted:
 a hidden attestation keeps its row and manifest, a withdrawn run keeps its URL, digest
-and history, and a resolved report keeps its text. Each change of state is made with
+and history, a run rejected on review stays listed with the note, and a resolved report
+keeps its text. Each change of state is made with
 one conditional UPDATE, so two maintainers acting at once cannot both succeed.
 """
 
@@ -18,6 +19,7 @@ from sqlalchemy import ColumnElement, CursorResult, Update, func, select, update
 from sqlalchemy.orm import Session, aliased
 
 from kernelindex.db.account_tables import AuditEntry
+from kernelindex.db.rerun_tables import RerunResult
 from kernelindex.db.tables import Attestation, Environment, Implementation, Report, Run, User, Workload
 from kernelindex.manifests.types import AttestationType, RunStatus
 from kernelindex.store.accounts import audit, now
@@ -86,6 +88,38 @@ class RunRow:
     status: RunStatus
     withdrawn_at: datetime | None
     withdrawn_reason: str | None
+    held_for_review: bool
+    review_state: str | None
+
+
+RELEASED, REJECTED = "released", "rejected"
+
+
+@dataclass(frozen=True)
+class HeldRunRow:
+    """A run held for review, as the queue shows it: why it is held and the figures that say so."""
+
+    name: str
+    workload_title: str
+    workload_slug: str
+    implementation: str
+    gpu: str
+    latency_ns: int
+    bound_ns: int | None  # the suite's bound the run beat; None where the workload publishes none
+    bound_kind: str  # "speed-of-light bound" (the source's) or "roofline bound" (a controlled rerun's)
+    observed_at: datetime
+    review_state: str | None  # None while waiting; RELEASED or REJECTED once decided
+    reviewed_at: datetime | None
+    review_note: str | None
+
+    @property
+    def percent_of_bound(self) -> float | None:
+        """The latency as a percentage of the bound: below 100 is what a correct kernel cannot reach."""
+        return 100 * self.latency_ns / self.bound_ns if self.bound_ns else None
+
+    @property
+    def reason(self) -> str:
+        return f"Faster than the suite's {self.bound_kind}"
 
 
 @dataclass(frozen=True)
@@ -102,6 +136,7 @@ class Counts:
     open_reports: int
     hidden_attestations: int
     withdrawn_runs: int
+    held_runs: int  # waiting for a decision
     audit_entries: int
 
 
@@ -113,6 +148,7 @@ def counts(session: Session) -> Counts:
         open_reports=count(Report.state == "open", table=Report),
         hidden_attestations=count(Attestation.state == "hidden", table=Attestation),
         withdrawn_runs=count(Run.withdrawn_at.is_not(None)),
+        held_runs=count(*_WAITING),
         audit_entries=count(table=AuditEntry),
     )
 
@@ -204,6 +240,8 @@ def _runs(session: Session, *where: ColumnElement[bool], limit: int) -> list[Run
             status=run.status,
             withdrawn_at=run.withdrawn_at,
             withdrawn_reason=run.withdrawn_reason,
+            held_for_review=run.held_for_review,
+            review_state=run.review_state,
         )
         for run, title, slug, project, gpu in rows
     ]
@@ -217,6 +255,58 @@ def withdrawn_runs(session: Session, limit: int = 50) -> list[RunRow]:
 def find_run(session: Session, name: str) -> RunRow | None:
     found = _runs(session, Run.name == name, limit=1)
     return found[0] if found else None
+
+
+# Held by the ingest and not yet decided on; a rejected run stays held but leaves the queue.
+_WAITING = (Run.held_for_review.is_(True), Run.review_state.is_(None))
+
+
+def _held_runs(session: Session, *where: ColumnElement[bool], order: Any, limit: int) -> list[HeldRunRow]:
+    rows = session.execute(
+        select(
+            Run,
+            Workload.title,
+            Workload.name,
+            Workload.sol_aggregate_ms,
+            Implementation.project,
+            Environment.gpu_product,
+            RerunResult.bound_ns,
+        )
+        .join(Workload, Workload.id == Run.workload_id)
+        .join(Implementation, Implementation.id == Run.implementation_id)
+        .join(Environment, Environment.id == Run.environment_id)
+        .outerjoin(RerunResult, RerunResult.run_id == Run.id)
+        .where(*where)
+        .order_by(order, Run.id.desc())
+        .limit(limit)
+    )
+    return [
+        HeldRunRow(
+            name=run.name,
+            workload_title=title,
+            workload_slug=slug,
+            implementation=project,
+            gpu=gpu,
+            latency_ns=run.latency_ns,
+            bound_ns=rerun_bound if rerun_bound is not None else (round(sol_ms * 1_000_000) if sol_ms else None),
+            bound_kind="roofline bound" if rerun_bound is not None else "speed-of-light bound",
+            observed_at=run.observed_at,
+            review_state=run.review_state,
+            reviewed_at=run.reviewed_at,
+            review_note=run.review_note,
+        )
+        for run, title, slug, sol_ms, project, gpu, rerun_bound in rows
+    ]
+
+
+def held_runs(session: Session, limit: int = 100) -> list[HeldRunRow]:
+    """Runs held for review and not yet decided on, newest observation first."""
+    return _held_runs(session, *_WAITING, order=Run.observed_at.desc(), limit=limit)
+
+
+def reviewed_runs(session: Session, limit: int = 50) -> list[HeldRunRow]:
+    """Runs a maintainer has released or rejected, most recently decided first."""
+    return _held_runs(session, Run.review_state.is_not(None), order=Run.reviewed_at.desc(), limit=limit)
 
 
 def audit_log(session: Session, limit: int = 100) -> list[AuditRow]:
@@ -363,3 +453,33 @@ def restore_run(session: Session, maintainer: User, name: str, reason: str) -> R
         raise ModerationError(f"The run {name} is not withdrawn.", 409)
     audit(session, maintainer, "run.restore", f"run {name}", text)
     return session.get_one(Run, run_id, populate_existing=True)
+
+
+def _review(session: Session, maintainer: User, name: str, note: str, state: str) -> Run:
+    verb = "releasing" if state == RELEASED else "rejecting"
+    text = _text(note, MAX_NOTE, f"Write a note on {verb} {name}; it is shown on the run page.")
+    run_id = _run_id(session, name)
+    changed = _changed(
+        session,
+        update(Run)
+        .where(Run.id == run_id, *_WAITING)
+        # A release ranks the run (it is no longer held); a rejection keeps it held, with the note.
+        .values(review_state=state, reviewed_at=now(), review_note=text, held_for_review=state != RELEASED)
+        .execution_options(synchronize_session=False),
+    )
+    if not changed:
+        run = session.get_one(Run, run_id, populate_existing=True)
+        already = f"already {run.review_state}" if run.review_state else "not held for review"
+        raise ModerationError(f"The run {name} is {already}.", 409)
+    audit(session, maintainer, f"run.{'release' if state == RELEASED else 'reject'}", f"run {name}", text)
+    return session.get_one(Run, run_id, populate_existing=True)
+
+
+def release_run(session: Session, maintainer: User, name: str, note: str) -> Run:
+    """Release a run held for review: it becomes eligible and is ranked; a re-ingest keeps it so."""
+    return _review(session, maintainer, name, note, RELEASED)
+
+
+def reject_run(session: Session, maintainer: User, name: str, note: str) -> Run:
+    """Reject a run held for review: it stays out of the rankings, kept, with the note on its page."""
+    return _review(session, maintainer, name, note, REJECTED)

@@ -26,6 +26,7 @@ from kernelindex.store.schemas import (
     EnvironmentManifest,
     ImplementationManifest,
     ProtocolManifest,
+    Review,
     RunDetail,
     RunItem,
     RunManifest,
@@ -148,6 +149,13 @@ def run_standing(session: Session, run: Run) -> RunStanding:
     return RunStanding(mine.rank, mine.vs_best, len(ranked), reasons)
 
 
+def review_of(run: Run) -> Review | None:
+    """The maintainers' decision on a run held for review; ``None`` until there is one."""
+    if run.review_state is None or run.reviewed_at is None:
+        return None
+    return Review.model_validate({"state": run.review_state, "at": run.reviewed_at, "note": run.review_note})
+
+
 def run_detail(session: Session, run: Run) -> RunDetail:
     standing = run_standing(session, run)
     implementation = run.implementation
@@ -158,6 +166,7 @@ def run_detail(session: Session, run: Run) -> RunDetail:
         vs_best=standing.vs_best,
         ineligibility_reasons=standing.reasons,
         held_for_review=run.held_for_review,
+        review=review_of(run),
         disqualified_upstream=(run.upstream_withdrawn_reason or "no reason given") if run.upstream_withdrawn else None,
         withdrawn=Withdrawal(at=run.withdrawn_at, reason=run.withdrawn_reason) if run.withdrawn_at else None,
         missing_since=run.missing_since,

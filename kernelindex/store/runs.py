@@ -34,6 +34,9 @@ class RunView:
     cases_measured: int | None
     observed_at: datetime
     held_for_review: bool
+    review_state: str | None  # a maintainer's decision on a held run: "released" or "rejected"
+    review_note: str | None
+    reviewed_at: datetime | None
     upstream_withdrawn: bool
     upstream_withdrawn_reason: str | None
     withdrawn_at: datetime | None
@@ -86,6 +89,7 @@ def run_facts(run: Run | RunView) -> RunFacts:
         withdrawn=run.withdrawn_at is not None,
         upstream_withdrawn=run.upstream_withdrawn,
         held_for_review=run.held_for_review,
+        rejected_on_review=run.review_state == "rejected",
     )
 
 
@@ -159,6 +163,9 @@ def to_view(run: Run) -> RunView:
         cases_measured=_cases_measured(run),
         observed_at=run.observed_at,
         held_for_review=run.held_for_review,
+        review_state=run.review_state,
+        review_note=run.review_note,
+        reviewed_at=run.reviewed_at,
         upstream_withdrawn=run.upstream_withdrawn,
         upstream_withdrawn_reason=run.upstream_withdrawn_reason,
         withdrawn_at=run.withdrawn_at,

@@ -215,6 +215,50 @@ class WorkloadRevision(ApiModel):
     api_url: str
 
 
+ReadFromKind = Literal["live", "snapshot", "bundled", "import"]
+
+
+class SnapshotItem(ApiModel):
+    """A recorded copy of an upstream, as it describes itself."""
+
+    observed_at: datetime | None = Field(description="when the snapshot was recorded")
+    scope: str | None = Field(description="what part of the upstream it holds, in its own words")
+    partial: bool = Field(description="it holds part of what the upstream held then, not all of it")
+    bundled: bool = Field(description="the snapshot shipped with the registry, loaded on a first start")
+
+
+class Completeness(ApiModel):
+    """How much of the upstream is stored, and where it was read: the figures behind ``summary``."""
+
+    stored: int = Field(description="results stored from the source")
+    noun: str = Field(description="what the source calls a result", examples=["submissions"])
+    upstream_total: int | None = Field(
+        description="the upstream's own count of results, where it publishes one and it was recorded"
+    )
+    upstream_total_observed_at: datetime | None = Field(description="when the upstream's count was read")
+    read_from: ReadFromKind | None = Field(
+        description="where the newest ingest that stored anything read: the live upstream, a snapshot, the bundled "
+        "snapshot, or imported files; null when no ingest is recorded"
+    )
+    live: bool = Field(description="the newest ingest read the live upstream")
+    read_at: datetime | None = Field(description="when the data was read: a snapshot's date, or a live ingest's")
+    snapshot: SnapshotItem | None = Field(description="the snapshot it was read from; null when read live")
+    refresh_command: str | None = Field(
+        description="the command that reads the live upstream, when the data is not from it",
+        examples=["kernelindex ingest sol-execbench"],
+    )
+    summary: str = Field(description="the same facts in one sentence, as the pages state them")
+
+
+class SourceCompleteness(Completeness):
+    """A source's completeness: ``upstream_total`` sums the workloads whose count was recorded, and
+    ``upstream_total_observed_at`` is when the newest of those counts was read."""
+
+    workloads: int = Field(description="workloads the source defines")
+    counted_workloads: int = Field(description="of them, those whose upstream count was recorded")
+    stored_in_counted: int = Field(description="results stored for the counted workloads (of upstream_total)")
+
+
 class WorkloadDetail(WorkloadItem):
     description: str
     sol_aggregate_ms: float | None = Field(description="geometric mean of the per-case speed-of-light bounds")
@@ -231,6 +275,7 @@ class WorkloadDetail(WorkloadItem):
     revisions: list[WorkloadRevision] = Field(
         description="every revision of the same problem, this one included; empty when there is no other"
     )
+    completeness: Completeness = Field(description="how many of the upstream's results for it are stored")
 
 
 class RunItem(ApiModel):
@@ -273,6 +318,16 @@ class Withdrawal(ApiModel):
     reason: str | None
 
 
+class Review(ApiModel):
+    """A maintainer's decision on a run held for review."""
+
+    state: Literal["released", "rejected"] = Field(
+        description="released: ranked like any eligible run; rejected: kept, shown, never ranked"
+    )
+    at: datetime
+    note: str | None
+
+
 class RunManifests(ApiModel):
     run: RunManifest
     workload: WorkloadManifest
@@ -287,6 +342,7 @@ class RunDetail(RunItem):
     vs_best: float | None = Field(description="latency ÷ the group's best latency (1.0 for #1)")
     ineligibility_reasons: list[str]
     held_for_review: bool
+    review: Review | None = Field(description="the maintainers' decision, once a held run has been reviewed")
     disqualified_upstream: str | None = Field(description="the source's reason, when the source disqualified it")
     withdrawn: Withdrawal | None
     missing_since: datetime | None
@@ -351,9 +407,32 @@ class ImplementationSource(ApiModel):
     workloads: int
 
 
+class RevisionRuns(ApiModel):
+    revision: str = Field(examples=["submission-16893", "rerun-1+sha256.3f0a9c2e1b4d"])
+    implementation: str = Field(description="the Implementation manifest's name")
+    title: str | None = Field(description="the Implementation manifest's title")
+    runs: int
+
+
+class SourceRevisions(ApiModel):
+    """An implementation's revisions as one source means them."""
+
+    source: str | None = Field(description="the source's slug; null for runs no source published")
+    source_name: str | None
+    unit: Literal["submission", "revision"] = Field(
+        description="submission: each label names one upload to the source's board, which publishes no code "
+        "revisions (SOL-ExecBench's submission-<id>); revision: a version of the code the source publishes"
+    )
+    revisions: list[RevisionRuns]
+
+
 class ImplementationDetail(ImplementationItem):
     runs_url: str
-    revision_list: list[str] = Field(description="its revisions, e.g. submission-16893 (one per SOL-ExecBench row)")
+    revision_list: list[str] = Field(
+        description="its revision labels as its manifests name them, e.g. submission-16893 (a SOL-ExecBench "
+        "submission); revisions_by_source says what each label is"
+    )
+    revisions_by_source: list[SourceRevisions]
     first_places: int = Field(description="comparison groups in which one of its runs ranks #1")
     by_gpu: list[ImplementationGpu] = Field(description="its runs and workloads per GPU, by GPU slug")
     by_source: list[ImplementationSource] = Field(description="its runs and workloads per source, by source name")
@@ -447,6 +526,13 @@ class IngestionItem(ApiModel):
 
     id: int
     origin: str
+    read_from: str = Field(
+        description="live (the upstream itself), snapshot, bundled (the snapshot shipped with the registry) or "
+        "import (files handed to the registry)",
+        examples=["live", "snapshot", "bundled", "import"],
+    )
+    snapshot_observed_at: datetime | None = Field(description="when the snapshot it read was recorded")
+    snapshot_scope: str | None = Field(description="what part of the upstream that snapshot holds")
     status: str = Field(examples=["succeeded", "partial", "failed", "running", "interrupted"])
     started_at: datetime
     finished_at: datetime | None
@@ -465,11 +551,13 @@ class SourceItem(ApiModel):
     licence: str
     attribution: str = Field(description="the credit its figures are shown with")
     last_observed_at: datetime | None
-    workloads: int
+    workloads: int = Field(description="workloads the source defines")
+    workloads_measured: int = Field(description="workloads its runs measured, its own or other sources'")
     runs: int = Field(description="runs from this source")
     gpus: int = Field(description="GPUs its runs were measured on")
     implementations: int = Field(description="implementation projects its runs measured")
     last_ingest: IngestionItem | None
+    completeness: SourceCompleteness = Field(description="how much of the upstream is stored, and where it was read")
     url: str
     api_url: str
 

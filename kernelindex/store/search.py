@@ -58,7 +58,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, load_only
 
 from kernelindex import urls
 from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord
@@ -504,7 +504,19 @@ def index_batch(session: Session, batch: Batch, workload: Workload, counts: Mapp
 def rebuild_index(session: Session) -> None:
     """Build every entry from the stored records, writing only what differs from the index."""
     mark_changed(session)
-    workloads = [workload_entry(workload) for workload in session.scalars(select(Workload))]
+    # The columns an entry reads, and no others: a migration runs this on the schema of its own
+    # revision, which lacks the columns later revisions add.
+    columns = load_only(
+        Workload.name,
+        Workload.title,
+        Workload.collection,
+        Workload.origin_model,
+        Workload.tags,
+        Workload.description,
+        Workload.case_count,
+        Workload.manifest_json,
+    )
+    workloads = [workload_entry(workload) for workload in session.scalars(select(Workload).options(columns))]
     others = [*project_entries(session), *gpu_entries(session), *model_entries(session)]
     _sync(session, [*workloads, *others], prune=KINDS)
     connection = session.connection()

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from kernelindex import urls
 from kernelindex.db.tables import Environment, Implementation, IngestionReport, Run, Source, Workload
 from kernelindex.store.catalog import ingestion_reports, source_by_slug
+from kernelindex.store.completeness import source_completeness
 from kernelindex.store.keyset import SLUG_ORDER, Position, keyset_page
 from kernelindex.store.schemas import (
     REPORTS_SHOWN,
@@ -57,6 +58,7 @@ def _source_items(session: Session, sources: Sequence[Source]) -> list[SourceIte
             select(
                 Run.source_id,
                 func.count(Run.id).label("runs"),
+                func.count(func.distinct(Run.workload_id)).label("workloads"),
                 func.count(func.distinct(Environment.gpu_slug)).label("gpus"),
                 func.count(func.distinct(Implementation.project_slug)).label("implementations"),
             )
@@ -67,6 +69,7 @@ def _source_items(session: Session, sources: Sequence[Source]) -> list[SourceIte
         )
     }
     last = _last_ingests(session, ids)
+    completeness = source_completeness(session, sources)
     items = []
     for s in sources:
         runs = measured.get(s.id)
@@ -80,10 +83,12 @@ def _source_items(session: Session, sources: Sequence[Source]) -> list[SourceIte
                 attribution=s.attribution,
                 last_observed_at=s.last_observed_at,
                 workloads=workloads.get(s.id, 0),
+                workloads_measured=runs.workloads if runs else 0,
                 runs=runs.runs if runs else 0,
                 gpus=runs.gpus if runs else 0,
                 implementations=runs.implementations if runs else 0,
                 last_ingest=IngestionItem.model_validate(report, from_attributes=True) if report else None,
+                completeness=completeness[s.id],
                 url=urls.source(s.slug),
                 api_url=urls.api_source(s.slug),
             )

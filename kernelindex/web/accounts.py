@@ -17,7 +17,8 @@ from kernelindex.store.attestations import attestations_by_user
 from kernelindex.web.auth import GENERATION_KEY, HANDLE_KEY, NO_STORE, USER_KEY, SignedInUser, current_user
 from kernelindex.web.deps import CheckedForm, SessionDep, client_address
 
-router = APIRouter()
+# HTML pages and their forms: the OpenAPI document describes the JSON API only.
+router = APIRouter(include_in_schema=False)
 
 
 def signed_in_handle(request: Request) -> str | None:

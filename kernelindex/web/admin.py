@@ -1,10 +1,11 @@
 """Moderation at ``/admin`` (PRODUCT.md §7), for maintainers only.
 
-``GET /admin`` shows the open reports, withdrawn runs, hidden and newest attestations
-and the audit log; ``?run=NAME`` or ``?attestation=NAME`` looks one record up to act on
+``GET /admin`` shows the runs held for review, the open reports, withdrawn runs, hidden
+and newest attestations and the audit log; ``?run=NAME`` or ``?attestation=NAME`` looks one record up to act on
 it. Each action is a POST form with a CSRF token that answers 303 to ``/admin`` (with
 a notice) or, for input that cannot be acted on, the page again with the error and the
-input kept. Signed-out visitors are sent to sign in; other accounts get 403.
+input kept. Every action counts against the maintainer's rate limit (429 beyond it).
+Signed-out visitors are sent to sign in; other accounts get 403.
 """
 
 from __future__ import annotations
@@ -18,14 +19,16 @@ from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 
 from kernelindex import urls
+from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.store import moderation
 from kernelindex.store.accounts import User
-from kernelindex.store.moderation import AttestationRow, AuditRow, Counts, ReportRow, RunRow
+from kernelindex.store.moderation import AttestationRow, AuditRow, Counts, HeldRunRow, ReportRow, RunRow
 from kernelindex.web.auth import NO_STORE, Maintainer
 from kernelindex.web.deps import CheckedForm, SessionDep
 from kernelindex.web.pages import PageContext
 
-router = APIRouter()
+# HTML pages and their forms: the OpenAPI document describes the JSON API only.
+router = APIRouter(include_in_schema=False)
 NOTICE_KEY = "admin_notice"
 
 
@@ -45,6 +48,8 @@ class AdminPage(PageContext):
     lookup_attestation: str = ""
     run: RunRow | None = None
     attestation: AttestationRow | None = None
+    held: list[HeldRunRow]
+    reviewed: list[HeldRunRow]
     reports: list[ReportRow]
     withdrawn: list[RunRow]
     hidden: list[AttestationRow]
@@ -75,6 +80,8 @@ def admin_page(
         lookup_attestation=attestation or "",
         run=found_run,
         attestation=found_attestation,
+        held=moderation.held_runs(session),
+        reviewed=moderation.reviewed_runs(session),
         reports=moderation.open_reports(session),
         withdrawn=moderation.withdrawn_runs(session),
         hidden=moderation.hidden_attestations(session),
@@ -121,6 +128,11 @@ def moderate(
     redirect; a refusal shows the page with the error. Access and the CSRF token are
     checked before, by the handler's dependencies (``Maintainer`` first, then ``CheckedForm``)."""
     text = str(form.get(field, ""))
+    limit = LIMITS["moderate"]
+    if not request.app.state.rate_limiter.allow(limit, f"user:{user.id}"):
+        response = admin_page(request, session, user, 429, error=limit.message, error_form=key, values={key: text})
+        response.headers["Retry-After"] = str(limit.window_s)
+        return response
     try:
         act(session, user, text)
         session.commit()
@@ -224,4 +236,32 @@ def restore_run(request: Request, name: str, user: Maintainer, form: CheckedForm
         lambda s, user, reason: moderation.restore_run(s, user, name, reason),
         f"The run {name} is restored and ranked again.",
         run=name,
+    )
+
+
+@router.post("/admin/runs/{name}/release")
+def release_run(request: Request, name: str, user: Maintainer, form: CheckedForm, session: SessionDep) -> Response:
+    return moderate(
+        request,
+        session,
+        user,
+        form,
+        f"release:{name}",
+        "note",
+        lambda s, user, note: moderation.release_run(s, user, name, note),
+        f"The run {name} is released: it is ranked, and its page shows your note.",
+    )
+
+
+@router.post("/admin/runs/{name}/reject")
+def reject_run(request: Request, name: str, user: Maintainer, form: CheckedForm, session: SessionDep) -> Response:
+    return moderate(
+        request,
+        session,
+        user,
+        form,
+        f"reject:{name}",
+        "note",
+        lambda s, user, note: moderation.reject_run(s, user, name, note),
+        f"The run {name} is rejected: it is kept and shown, never ranked, with your note on its page.",
     )

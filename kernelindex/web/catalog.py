@@ -32,7 +32,9 @@ from kernelindex.store.schemas import (
     GpuItem,
     ImplementationWorkload,
     IngestionReportItem,
+    SourceCompleteness,
     SourceItem,
+    SourceRevisions,
 )
 from kernelindex.store.source_filter import UnknownSource
 from kernelindex.store.sources import errors_and_warnings, every_source, source_detail
@@ -122,6 +124,7 @@ class ImplementationPage(PageContext):
     slug: str
     project: str
     revisions: list[str]
+    revisions_by_source: list[SourceRevisions]
     run_count: int
     workload_count: int
     gpu_count: int
@@ -218,6 +221,7 @@ def implementation(
         slug=detail.slug,
         project=detail.project,
         revisions=detail.revision_list,
+        revisions_by_source=detail.revisions_by_source,
         run_count=detail.runs,
         workload_count=detail.workloads,
         gpu_count=detail.gpus,
@@ -523,6 +527,9 @@ def model(request: Request, slug: str, session: SessionDep) -> Response:
 class IngestLine(Part):
     id: int
     origin: str
+    read_from: str
+    snapshot_observed_at: datetime | None
+    snapshot_scope: str | None
     status: str
     started_at: datetime
     finished_at: datetime | None
@@ -537,11 +544,13 @@ class SourceLine(Part):
     attribution: str
     last_observed_at: datetime | None
     workload_count: int
+    workloads_measured: int
     run_count: int
     gpu_count: int
     implementation_count: int
     workloads_url: str
     last_ingest: IngestLine | None
+    completeness: SourceCompleteness
 
 
 def _source_line(source: SourceItem) -> SourceLine:
@@ -554,11 +563,13 @@ def _source_line(source: SourceItem) -> SourceLine:
         attribution=source.attribution,
         last_observed_at=source.last_observed_at,
         workload_count=source.workloads,
+        workloads_measured=source.workloads_measured,
         run_count=source.runs,
         gpu_count=source.gpus,
         implementation_count=source.implementations,
         workloads_url=urls.workloads(source=source.slug),
         last_ingest=IngestLine(**source.last_ingest.model_dump()) if source.last_ingest else None,
+        completeness=source.completeness,
     )
 
 
@@ -612,6 +623,9 @@ def _report_view(report: IngestionReportItem) -> ReportView:
     return ReportView(
         id=report.id,
         origin=report.origin,
+        read_from=report.read_from,
+        snapshot_observed_at=report.snapshot_observed_at,
+        snapshot_scope=report.snapshot_scope,
         status=report.status,
         started_at=report.started_at,
         finished_at=report.finished_at,
@@ -642,10 +656,12 @@ class SourcePage(PageContext):
     attribution: str
     last_observed_at: datetime | None
     workload_count: int
+    workloads_measured: int
     run_count: int
     gpu_count: int
     implementation_count: int
     workloads_url: str
+    completeness: SourceCompleteness
     collections: list[CollectionCount]
     last_report: ReportView | None
     report_count: int
@@ -666,10 +682,12 @@ def source(request: Request, slug: str, session: SessionDep) -> Response:
         attribution=detail.attribution,
         last_observed_at=detail.last_observed_at,
         workload_count=detail.workloads,
+        workloads_measured=detail.workloads_measured,
         run_count=detail.runs,
         gpu_count=detail.gpus,
         implementation_count=detail.implementations,
         workloads_url=urls.workloads(source=detail.slug),
+        completeness=detail.completeness,
         collections=detail.collections,
         last_report=_report_view(detail.reports[0]) if detail.reports else None,
         report_count=detail.report_count,

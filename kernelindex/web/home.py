@@ -11,9 +11,10 @@ from fastapi.responses import Response
 from kernelindex import urls
 from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.store import reads
+from kernelindex.store.completeness import every_source_completeness
 from kernelindex.store.gpu_filter import GpuFilterError, gpu_named, product_of
 from kernelindex.store.records import catalogue_records
-from kernelindex.store.schemas import WorkloadItem
+from kernelindex.store.schemas import SourceCompleteness, WorkloadItem
 from kernelindex.store.workloads import catalogue_by_source, eligible_run_count
 from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
@@ -75,6 +76,7 @@ class SourcePart(Part):
     name: str
     url: str
     last_observed_at: datetime | None
+    completeness: SourceCompleteness
 
 
 class RecordPart(Part):
@@ -171,6 +173,7 @@ def home(request: Request, session: SessionDep, gpu: str | None = None) -> Respo
         )
         for group in groups
     ]
+    completeness = every_source_completeness(session)
     context = HomePage(
         workload_count=sum(section.workload_count for section in catalogue),
         eligible_run_count=eligible_run_count(session),
@@ -199,7 +202,13 @@ def home(request: Request, session: SessionDep, gpu: str | None = None) -> Respo
             for entry in catalogue_records(session, limit=NEWEST_RECORDS)
         ],
         sources=[
-            SourcePart(slug=s.slug, name=s.name, url=urls.source(s.slug), last_observed_at=s.last_observed_at)
+            SourcePart(
+                slug=s.slug,
+                name=s.name,
+                url=urls.source(s.slug),
+                last_observed_at=s.last_observed_at,
+                completeness=completeness[s.slug],
+            )
             for s in reads.sources(session)
         ],
     )

@@ -16,12 +16,13 @@ from kernelindex.manifests.kinds import Definition, WorkloadCase
 from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.ranking import RankedRun, best_per_implementation, current_record, ineligibility_reasons
 from kernelindex.slugs import slugify
+from kernelindex.store.completeness import workload_completeness
 from kernelindex.store.cross_gpu import cross_gpu_view
 from kernelindex.store.leaderboards import GroupStanding, Leaderboard
 from kernelindex.store.reruns import RERUN_PROTOCOL_NAME, RerunBounds
 from kernelindex.store.revisions import problem_of, workload_revisions
 from kernelindex.store.runs import RunView
-from kernelindex.store.schemas import CrossGpuFigure, CrossGpuView, WorkloadRevision
+from kernelindex.store.schemas import Completeness, CrossGpuFigure, CrossGpuView, WorkloadRevision
 from kernelindex.store.sweeps import group_sweep
 from kernelindex.web import params
 from kernelindex.web.chart import HistoryChart, history_chart
@@ -201,6 +202,7 @@ class LeaderboardPage(PageContext):
     template: ClassVar[str] = "leaderboard.html"
 
     workload: WorkloadHeader
+    completeness: Completeness
     fastest: RunRow | None
     fastest_group: str | None
     groups: list[GroupTab]
@@ -583,6 +585,7 @@ def build_leaderboard(
 
     return LeaderboardPage(
         workload=_header(board),
+        completeness=workload_completeness(session, workload),
         fastest=_row(fastest_view, rank_of[fastest_view.name], workload.case_count) if fastest_view else None,
         fastest_group=labels[fastest_view.comparison_key] if fastest_view else None,
         groups=tabs,

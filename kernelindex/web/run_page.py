@@ -22,13 +22,14 @@ from kernelindex.store.manifests import (
     run_manifest,
     workload_manifest,
 )
-from kernelindex.store.run_queries import Run, RunStanding
+from kernelindex.store.run_queries import Run, RunStanding, review_of
 from kernelindex.store.runs import RunView, to_view
-from kernelindex.store.schemas import ManifestVersionItem
+from kernelindex.store.schemas import ManifestVersionItem, Review
 from kernelindex.store.upstream import UpstreamRecord, upstream_record
 from kernelindex.web.case_chart import CaseDistribution, case_distribution
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.field_labels import field_label, field_value
+from kernelindex.web.format import date as day_text
 from kernelindex.web.format import latency, ratio
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.pages import PageContext
@@ -226,6 +227,7 @@ class RunPage(PageContext):
     cases_faster: str | None
     cases_measured: str | None  # "measured 6 of 8 cases" for a run that timed part of the suite
     banners: list[str]
+    review: Review | None  # a maintainer's decision on a run held for review
     identity: list[Fact]
     correctness: str
     workload: list[Fact]
@@ -336,6 +338,7 @@ def build_run_page(
         if (part := cases_text(view.cases_measured, run.workload.case_count))
         else None,
         banners=_banners(run, rerun),
+        review=review_of(run),
         identity=_identity(run, view, rerun),
         correctness=_correctness(run.status, protocol, rerun),
         workload=_workload(run, view, protocol, statistic),
@@ -395,17 +398,22 @@ def _banners(run: Run, rerun: RerunPart | None) -> list[str]:
         )
     if run.upstream_withdrawn:
         banners.append(f"Disqualified by the source: {run.upstream_withdrawn_reason}. Shown, not ranked.")
-    if run.held_for_review and rerun is not None:
+    bound = (
+        f"its roofline bound on this GPU ({rerun.bound}"
+        if rerun is not None
+        else f"the workload's speed-of-light bound ({latency(round((run.workload.sol_aggregate_ms or 0) * 1_000_000))}"
+    )
+    beats = f"this suite latency is below {bound}, the geometric mean of the per-case bounds)"
+    decided, note = day_text(run.reviewed_at), (run.review_note or "").rstrip(".")
+    if run.review_state == "rejected":
+        banners.append(f"Rejected on review on {decided}: {note}. It is kept here, never ranked.")
+    elif run.review_state == "released":
         banners.append(
-            f"Held for review: this suite latency is below its roofline bound on this GPU ({rerun.bound}, the "
-            "geometric mean of the per-case bounds), which no correct kernel should reach. Shown, not ranked."
+            f"Released on review on {decided}: {note}. Held at first because {beats}; "
+            "a maintainer checked it and released it to the rankings."
         )
     elif run.held_for_review:
-        banners.append(
-            "Held for review: this suite latency is below the workload's speed-of-light bound "
-            f"({latency(round((run.workload.sol_aggregate_ms or 0) * 1_000_000))}, the geometric mean of the "
-            "per-case bounds), which no correct kernel should reach. Shown, not ranked."
-        )
+        banners.append(f"Held for review: {beats}, which no correct kernel should reach. Shown, not ranked.")
     if run.missing_since:
         banners.append(f"No longer listed by the source since {run.missing_since:%Y-%m-%d}; the record is kept.")
     return banners

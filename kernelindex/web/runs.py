@@ -20,7 +20,8 @@ from kernelindex.web.pages import page_route, public_url, render_page
 from kernelindex.web.rerun_part import rerun_part
 from kernelindex.web.run_page import FormState, build_run_page, parse_accessed
 
-router = APIRouter()
+# HTML pages and their forms: the OpenAPI document describes the JSON API only.
+router = APIRouter(include_in_schema=False)
 FORM_FIELDS = ("type", "body", "body_format", "evidence_url", "measured_latency_ns", "environment_summary")
 
 
