@@ -79,8 +79,8 @@ def attestation(name: str) -> str:
     return f"/attestations/{_segment(name)}"
 
 
-def implementation(slug: str) -> str:
-    return f"/implementations/{_segment(slug)}"
+def implementation(slug: str, **query: Any) -> str:
+    return with_query(f"/implementations/{_segment(slug)}", **query)
 
 
 def gpu(slug: str, **query: Any) -> str:

@@ -135,6 +135,10 @@ def test_api_docs_page_loads_and_references_only_same_origin_assets(client):
         assert url.startswith("/") and not url.startswith("//"), url
         assert client.get(url).status_code == 200, url
     assert page.select_one("#swagger-ui")["data-openapi-url"] == "/api/openapi.json"
+    # Swagger UI renders the page's <main> and <h1>; without script, the fallback has both.
+    fallback = BeautifulSoup(page.select_one("noscript").decode_contents(), "html.parser")
+    assert fallback.select_one("main h1").get_text(strip=True) == "KernelIndex API reference"
+    assert fallback.select_one("main a")["href"] == "/api/openapi.json"
     # The vendored bundle keeps its licence beside it.
     assert "Apache License" in (STATIC / "swagger" / "LICENSE").read_text()
 
@@ -407,18 +411,61 @@ def test_small_listings_page_by_slug_without_gaps(client, path, total):
         assert len(paged) == total
 
 
-def test_implementation_detail_lists_runs_with_best_rank_per_workload(client):
+def test_implementation_detail_lists_its_best_run_per_workload_and_gpu(client):
     listing = get_json(client, "/api/v1/implementations", q="geometric")["items"]
     assert [item["slug"] for item in listing] == ["geometric"]
-    detail = get_json(client, "/api/v1/implementations/geometric")
-    assert detail["project"] == "Geometric" and detail["runs"] == 91
-    assert sum(len(w["runs"]) for w in detail["workloadResults"]) == 91
-    l040 = next(w for w in detail["workloadResults"] if w["workload"] == L040)
-    assert l040["bestRank"] == 1 and l040["bestRun"] == "sol-submission-36270"
-    assert [r["rank"] for r in l040["runs"]] == [1, 2, 3]
-    for result in detail["workloadResults"][:5]:
-        for run in result["runs"]:
-            assert get_json(client, run["apiUrl"])["rank"] == run["rank"]
+    detail = get_json(client, "/api/v1/implementations/geometric", limit=200)
+    assert (detail["project"], detail["runs"], detail["workloads"], detail["gpus"]) == ("Geometric", 91, 64, 1)
+    assert detail["byGpu"] == [{"gpu": "b200", "gpuProduct": "NVIDIA B200", "runs": 91, "workloads": 64}]
+    assert [(s["source"], s["runs"]) for s in detail["bySource"]] == [("sol-execbench", 91)]
+    rows = detail["workloadResults"]
+    assert [row["workload"] for row in rows] == sorted(row["workload"] for row in rows)
+    assert len(rows) == 64 and sum(row["runs"] for row in rows) == 91 and detail["nextCursor"] is None
+    l040 = next(row for row in rows if row["workload"] == L040)
+    assert (l040["gpu"], l040["runs"], l040["best"]["name"], l040["best"]["rank"]) == (
+        "b200",
+        3,
+        "sol-submission-36270",
+        1,
+    )
+    for row in rows[:5]:
+        assert get_json(client, row["best"]["apiUrl"])["rank"] == row["best"]["rank"]
+
+
+def test_implementation_detail_pages_its_rows_by_cursor(client):
+    rows, pages = [], 0
+    cursor = None
+    while True:
+        page = get_json(client, "/api/v1/implementations/geometric", limit=30, **({"cursor": cursor} if cursor else {}))
+        assert len(page["workloadResults"]) <= 30 and page["runs"] == 91
+        rows += [row["workload"] for row in page["workloadResults"]]
+        pages += 1
+        cursor = page["nextCursor"]
+        if cursor is None:
+            break
+    assert pages == 3 and len(rows) == len(set(rows)) == 64
+    other = get_json(client, "/api/v1/implementations/ac4k", limit=1)["nextCursor"]
+    assert_problem(client.get(f"/api/v1/implementations/geometric?cursor={other}"), 400, "different query")
+
+
+@pytest.mark.parametrize(
+    ("query", "detail"),
+    [
+        ("gpu=nope", "No GPU has the slug 'nope'"),
+        ("source=nope", "No source has the slug 'nope'"),
+        ("limit=0", "limit"),
+        ("limit=201", "limit"),
+        ("cursor=abc", "not one this API issued"),
+        ("sort=latency", "Unknown query parameter"),
+    ],
+)
+def test_implementation_detail_refuses_bad_filters(client, query, detail):
+    assert_problem(client.get(f"/api/v1/implementations/geometric?{query}"), 400, detail)
+
+
+def test_implementation_detail_filtered_to_a_gpu_it_has_no_run_on_lists_nothing(client):
+    detail = get_json(client, "/api/v1/implementations/geometric", gpu="h200")
+    assert detail["workloadResults"] == [] and detail["nextCursor"] is None and detail["runs"] == 91
 
 
 def test_implementation_and_gpu_details_accept_a_manifest_digest(client):

@@ -1,34 +1,43 @@
-"""Implementations (projects): the listing by slug, and one with its runs per workload.
+"""Implementations (projects): the listing by slug, and one with its workloads on each GPU.
 
 ``/implementations/{slug}``, its JSON twin and ``/api/v1/implementations[/{slug}]`` read
-this module; ranks come from ``common.rank_expression``, the SQL form of
-``ranking.rank_group``.
+this module: ``implementation_detail`` answers "its figures, per GPU and per source", and
+``implementation_workloads_page`` / ``list_implementation_workloads`` "its best run on each
+workload and GPU", one page at a time (a project such as KernelBench's PyTorch has thousands
+of runs). Ranks come from ``common.rank_expression``, the SQL form of ``ranking.rank_group``.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import case, func, or_, select
+from sqlalchemy import ColumnElement, Select, case, func, or_, select
 from sqlalchemy.orm import Session
 
 from kernelindex import urls
-from kernelindex.db.tables import Implementation, Run, Source
-from kernelindex.store.common import contains, group_sizes, name_by_ref, rank_expression
-from kernelindex.store.keyset import SLUG_ORDER, Position, keyset_page
+from kernelindex.db.tables import Environment, Implementation, Run, Source, Workload
+from kernelindex.store.common import best_per_gpu, contains, group_sizes, name_by_ref, rank_expression
+from kernelindex.store.gpu_filter import gpu_named
+from kernelindex.store.keyset import SLUG_ORDER, Expr, Position, SortKey, keyset_page, numbered_page
 from kernelindex.store.manifests import implementation_manifest
 from kernelindex.store.reads import eligible
 from kernelindex.store.run_queries import run_fields
-from kernelindex.store.runs import availability_text, environment_label, with_references
+from kernelindex.store.runs import availability_text, environment_label
 from kernelindex.store.schemas import (
     ImplementationDetail,
+    ImplementationGpu,
     ImplementationItem,
     ImplementationRun,
+    ImplementationSource,
     ImplementationWorkload,
     RevisionRuns,
     SourceRevisions,
 )
+from kernelindex.store.source_filter import source_named
 
 # SOL-ExecBench publishes no code, only each submission's figures: its adapter labels an
 # implementation "submission-<id>", one upload to the board. Such labels are submissions to a
@@ -57,9 +66,11 @@ def _implementation_items(session: Session, projects: list[tuple[str, str]]) -> 
                 func.count(Run.id).label("runs"),
                 func.coalesce(func.sum(case((eligible(), 1), else_=0)), 0).label("eligible_runs"),
                 func.count(func.distinct(Run.workload_id)).label("workloads"),
+                func.count(func.distinct(Environment.gpu_slug)).label("gpus"),
                 func.max(Run.observed_at).label("last_observed_at"),
             )
             .outerjoin(Run, Run.implementation_id == Implementation.id)
+            .outerjoin(Environment, Run.environment_id == Environment.id)
             .where(Implementation.project_slug.in_(slugs))
             .group_by(Implementation.project_slug)
         )
@@ -72,6 +83,7 @@ def _implementation_items(session: Session, projects: list[tuple[str, str]]) -> 
             runs=stats[slug].runs,
             eligible_runs=stats[slug].eligible_runs,
             workloads=stats[slug].workloads,
+            gpus=stats[slug].gpus,
             last_observed_at=stats[slug].last_observed_at,
             url=urls.implementation(slug),
             api_url=urls.api_implementation(slug),
@@ -81,12 +93,10 @@ def _implementation_items(session: Session, projects: list[tuple[str, str]]) -> 
 
 
 def implementation_detail(session: Session, ref: str) -> ImplementationDetail | None:
-    """By project slug, or by the digest of any of its revisions' manifests.
-
-    Every run of every revision, grouped by workload, each with its rank in its own
-    comparison group (null when not eligible) and that group's number of eligible runs;
-    ``first_places`` counts the groups where one of its runs ranks #1.
-    """
+    """By project slug, or by the digest of any of its revisions' manifests: its figures, its runs
+    and workloads per GPU and per source, and ``first_places``, the comparison groups where one
+    of its runs ranks #1. Its workloads are listed page by page (``implementation_workloads_page``,
+    ``list_implementation_workloads``)."""
     slug: str | None = ref.lower()
     if ref.startswith("sha256:"):
         name = name_by_ref(session, Implementation, "Implementation", ref)
@@ -95,60 +105,22 @@ def implementation_detail(session: Session, ref: str) -> ImplementationDetail | 
     if slug is None or project is None:
         return None
     item = _implementation_items(session, [(slug, project)])[0]
-    rank_column = rank_expression().label("rank")
-    rows = session.execute(
-        with_references(select(Run, rank_column))
-        .join(Implementation, Run.implementation_id == Implementation.id)
-        .where(Implementation.project_slug == slug)
-        .order_by(Run.latency_ns, Run.name)
-    ).all()
-    sizes = group_sizes(session, {(run.workload_id, run.comparison_key) for run, _ in rows})
-    by_workload: dict[str, list[ImplementationRun]] = defaultdict(list)
-    titles: dict[str, str] = {}
-    first_places = set()
-    for run, rank_value in rows:
-        fields = run_fields(run)
-        rank: int | None = rank_value if fields["eligible"] else None
-        by_workload[run.workload.name].append(
-            ImplementationRun(
-                **fields,
-                rank=rank,
-                environment_title=run.environment.title,
-                environment_label=environment_label(run.environment),
-                availability=availability_text(
-                    run.implementation.license,
-                    run.implementation.source_available,
-                    run.implementation.has_install_recipe,
-                ),
-                group_size=sizes.get(run.comparison_key, 0),
-            )
+    first_places = session.scalar(
+        select(func.count(func.distinct(Run.comparison_key))).where(
+            Run.implementation_id.in_(_revision_ids(slug)), eligible(), rank_expression() == 1
         )
-        titles[run.workload.name] = run.workload.title
-        if rank == 1:
-            first_places.add(run.comparison_key)
-    results = []
-    for workload, runs in sorted(by_workload.items()):
-        ranked = [run for run in runs if run.rank is not None]
-        best = min(ranked, key=lambda run: (run.rank, run.latency_ns, run.name)) if ranked else None
-        results.append(
-            ImplementationWorkload(
-                workload=workload,
-                title=titles[workload],
-                best_rank=best.rank if best else None,
-                best_run=best.name if best else None,
-                runs=runs,
-            )
-        )
+    )
     revisions = session.scalars(
         select(Implementation.revision).where(Implementation.project_slug == slug).order_by(Implementation.name)
     )
     return ImplementationDetail(
         **item.model_dump(),
-        workload_results=results,
         runs_url=urls.api_runs(implementation=slug),
         revision_list=list(revisions),
         revisions_by_source=revisions_by_source(session, slug),
-        first_places=len(first_places),
+        first_places=first_places or 0,
+        by_gpu=_by_gpu(session, slug),
+        by_source=_by_source(session, slug),
     )
 
 
@@ -181,3 +153,158 @@ def revisions_by_source(session: Session, slug: str) -> list[SourceRevisions]:
         )
         for source, listed in revisions.items()
     ]
+
+
+def _revision_ids(slug: str) -> Select[int]:
+    """The ids of the project's revisions, as a subquery."""
+    return select(Implementation.id).where(Implementation.project_slug == slug)
+
+
+def _by_gpu(session: Session, slug: str) -> list[ImplementationGpu]:
+    rows = session.execute(
+        select(
+            Environment.gpu_slug,
+            func.min(Environment.gpu_product).label("product"),
+            func.count(Run.id).label("runs"),
+            func.count(func.distinct(Run.workload_id)).label("workloads"),
+        )
+        .join(Environment, Run.environment_id == Environment.id)
+        .where(Run.implementation_id.in_(_revision_ids(slug)))
+        .group_by(Environment.gpu_slug)
+        .order_by(Environment.gpu_slug)
+    )
+    return [
+        ImplementationGpu(gpu=row.gpu_slug, gpu_product=row.product, runs=row.runs, workloads=row.workloads)
+        for row in rows
+    ]
+
+
+def _by_source(session: Session, slug: str) -> list[ImplementationSource]:
+    rows = session.execute(
+        select(
+            Source.slug,
+            Source.name,
+            func.count(Run.id).label("runs"),
+            func.count(func.distinct(Run.workload_id)).label("workloads"),
+        )
+        .join(Source, Run.source_id == Source.id)
+        .where(Run.implementation_id.in_(_revision_ids(slug)))
+        .group_by(Source.slug, Source.name)
+    )
+    entries = [
+        ImplementationSource(source=row.slug, source_name=row.name, runs=row.runs, workloads=row.workloads)
+        for row in rows
+    ]
+    return sorted(entries, key=lambda entry: (entry.source_name.casefold(), entry.source))
+
+
+# --- Its workloads, one row per workload and GPU -------------------------------------
+
+WORKLOAD_GPU_ORDER = (SortKey("slug", str), SortKey("gpu", str))
+
+
+@dataclass(frozen=True)
+class ImplementationWorkloadFilters:
+    gpu: str | None = None  # a GPU slug: only its rows (``UnknownGpu`` if no GPU has it)
+    source: str | None = None  # a source's slug: only the runs it published (``UnknownSource`` if none)
+
+
+def _workload_listing(
+    session: Session, slug: str, filters: ImplementationWorkloadFilters
+) -> tuple[Select[*tuple[Any, ...]], dict[str, Expr], list[ColumnElement[bool]]]:
+    """The SELECT of the (workload, GPU) pairs the project's runs matching ``filters`` cover,
+    each with its number of runs there; its sort expressions; and the conditions on ``Run``
+    (and its ``Environment``) that the filters make."""
+    conditions: list[ColumnElement[bool]] = [Run.implementation_id.in_(_revision_ids(slug))]
+    if filters.gpu:
+        conditions.append(Environment.gpu_slug == gpu_named(session, filters.gpu))
+    if filters.source:
+        conditions.append(Run.source_id == source_named(session, filters.source).id)
+    stmt = (
+        select(
+            Run.workload_id,
+            Workload.name.label("workload"),
+            Workload.title,
+            Environment.gpu_slug.label("gpu"),
+            func.min(Environment.gpu_product).label("gpu_product"),
+            func.count(Run.id).label("runs"),
+        )
+        .join(Workload, Run.workload_id == Workload.id)
+        .join(Environment, Run.environment_id == Environment.id)
+        .where(*conditions)
+        .group_by(Run.workload_id, Workload.name, Workload.title, Environment.gpu_slug)
+    )
+    return stmt, {"slug": Workload.name, "gpu": Environment.gpu_slug}, conditions
+
+
+def _workload_rows(
+    session: Session, rows: Sequence[Any], conditions: list[ColumnElement[bool]]
+) -> list[ImplementationWorkload]:
+    """The listing's rows as items, each with the project's fastest eligible run there (among
+    the runs the filters keep), its rank in its comparison group and that group's size."""
+    if not rows:
+        return []
+    pairs = {(row.workload_id, row.gpu) for row in rows}
+    best = {
+        key: run
+        for key, run in best_per_gpu(
+            session,
+            *conditions,
+            Run.workload_id.in_(sorted({workload_id for workload_id, _ in pairs})),
+            Environment.gpu_slug.in_(sorted({gpu for _, gpu in pairs})),
+        ).items()
+        if key in pairs
+    }
+    ranks = dict(
+        session.execute(select(Run.id, rank_expression()).where(Run.id.in_([run.id for run in best.values()]))).all()
+    )
+    sizes = group_sizes(session, {(run.workload_id, run.comparison_key) for run in best.values()})
+    items = []
+    for row in rows:
+        run = best.get((row.workload_id, row.gpu))
+        items.append(
+            ImplementationWorkload(
+                workload=row.workload,
+                title=row.title,
+                gpu=row.gpu,
+                gpu_product=row.gpu_product,
+                runs=row.runs,
+                best=_ranked(run, ranks[run.id], sizes.get(run.comparison_key, 0)) if run else None,
+                url=urls.workload(row.workload),
+                api_url=urls.api_workload(row.workload),
+            )
+        )
+    return items
+
+
+def _ranked(run: Run, rank: int, group_size: int) -> ImplementationRun:
+    return ImplementationRun(
+        **run_fields(run),
+        rank=rank,
+        environment_title=run.environment.title,
+        environment_label=environment_label(run.environment),
+        availability=availability_text(
+            run.implementation.license, run.implementation.source_available, run.implementation.has_install_recipe
+        ),
+        group_size=group_size,
+    )
+
+
+def list_implementation_workloads(
+    session: Session, slug: str, filters: ImplementationWorkloadFilters, after: Position | None, limit: int
+) -> tuple[list[ImplementationWorkload], Position | None]:
+    """One page of the project's (workload, GPU) rows after a position (the API's cursor), and
+    the next page's position."""
+    stmt, exprs, conditions = _workload_listing(session, slug, filters)
+    rows, position = keyset_page(session, stmt, WORKLOAD_GPU_ORDER, exprs, after, limit)
+    return _workload_rows(session, rows, conditions), position
+
+
+def implementation_workloads_page(
+    session: Session, slug: str, filters: ImplementationWorkloadFilters, number: int, size: int
+) -> tuple[list[ImplementationWorkload], int]:
+    """Page ``number`` (from 1) of ``size`` of the same rows, for the HTML page and its twin, and
+    how many match in all."""
+    stmt, exprs, conditions = _workload_listing(session, slug, filters)
+    rows, total = numbered_page(session, stmt, WORKLOAD_GPU_ORDER, exprs, (number - 1) * size, size)
+    return _workload_rows(session, rows, conditions), total

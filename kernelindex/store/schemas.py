@@ -366,6 +366,7 @@ class ImplementationItem(ApiModel):
     runs: int
     eligible_runs: int
     workloads: int
+    gpus: int = Field(description="GPUs it has runs on")
     last_observed_at: datetime | None
     url: str
     api_url: str
@@ -379,11 +380,37 @@ class ImplementationRun(RankedRunItem):
 
 
 class ImplementationWorkload(ApiModel):
-    workload: str
+    """One workload on one GPU as the implementation's runs there stand."""
+
+    workload: str = Field(description="the workload's slug")
     title: str
-    best_rank: int | None = Field(description="best rank of its runs on this workload, in any comparison group")
-    best_run: str | None
-    runs: list[ImplementationRun]
+    gpu: str = Field(description="the GPU's slug")
+    gpu_product: str
+    runs: int = Field(description="its runs of the workload on this GPU, eligible or not")
+    best: ImplementationRun | None = Field(
+        description="its fastest eligible run of the workload on this GPU, across revisions and stacks, with its "
+        "rank in its own comparison group; null when none of those runs is eligible"
+    )
+    url: str
+    api_url: str
+
+
+class ImplementationGpu(ApiModel):
+    """The implementation's runs on one GPU."""
+
+    gpu: str = Field(description="the GPU's slug")
+    gpu_product: str
+    runs: int
+    workloads: int
+
+
+class ImplementationSource(ApiModel):
+    """The implementation's runs one source published."""
+
+    source: str = Field(description="the source's slug")
+    source_name: str
+    runs: int
+    workloads: int
 
 
 class RevisionRuns(ApiModel):
@@ -406,7 +433,6 @@ class SourceRevisions(ApiModel):
 
 
 class ImplementationDetail(ImplementationItem):
-    workload_results: list[ImplementationWorkload]
     runs_url: str
     revision_list: list[str] = Field(
         description="its revision labels as its manifests name them, e.g. submission-16893 (a SOL-ExecBench "
@@ -414,6 +440,8 @@ class ImplementationDetail(ImplementationItem):
     )
     revisions_by_source: list[SourceRevisions]
     first_places: int = Field(description="comparison groups in which one of its runs ranks #1")
+    by_gpu: list[ImplementationGpu] = Field(description="its runs and workloads per GPU, by GPU slug")
+    by_source: list[ImplementationSource] = Field(description="its runs and workloads per source, by source name")
 
 
 class GpuSourceCoverage(ApiModel):
@@ -594,6 +622,13 @@ class GpuPage(_PageBase):
 
 class GpuWorkloadPage(_PageBase):
     items: list[GpuWorkload]
+
+
+class ImplementationDetailPage(_PageBase, ImplementationDetail):
+    workload_results: list[ImplementationWorkload] = Field(
+        description="one page of its workloads, one row per workload and GPU it has runs on, by workload slug "
+        "then GPU slug; filter by gpu and by source (the source that published the runs)"
+    )
 
 
 class ModelPage(_PageBase):

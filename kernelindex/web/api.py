@@ -21,7 +21,13 @@ from kernelindex.manifests.digest import DIGEST_PATTERN, is_digest
 from kernelindex.manifests.types import EvidenceLevelField
 from kernelindex.store.gpu_filter import GpuFilterError
 from kernelindex.store.gpus import GpuWorkloadFilters, find_gpu, gpu_detail, list_gpu_workloads, list_gpus
-from kernelindex.store.implementations import implementation_detail, list_implementations
+from kernelindex.store.implementations import (
+    WORKLOAD_GPU_ORDER,
+    ImplementationWorkloadFilters,
+    implementation_detail,
+    list_implementation_workloads,
+    list_implementations,
+)
 from kernelindex.store.keyset import SLUG_ORDER
 from kernelindex.store.leaderboards import workload_detail
 from kernelindex.store.models import list_models, model_detail
@@ -30,7 +36,7 @@ from kernelindex.store.schemas import (
     GpuDetail,
     GpuPage,
     GpuWorkloadPage,
-    ImplementationDetail,
+    ImplementationDetailPage,
     ImplementationPage,
     ModelDetail,
     ModelPage,
@@ -263,16 +269,36 @@ def implementations(
 @router.get(
     f"{V1}/implementations/{{slug}}",
     operation_id="getImplementation",
-    response_model=ImplementationDetail,
+    response_model=ImplementationDetailPage,
     tags=["implementations"],
-    summary="One implementation: its runs, and its best rank per workload",
-    description="By project slug, or by the digest of the Implementation manifest of any of its revisions.",
+    summary="One implementation: its figures, and its best run on each workload and GPU, page by page",
+    description="By project slug, or by the digest of the Implementation manifest of any of its revisions. "
+    "workloadResults holds one row per workload and GPU it has runs on, by workload slug then GPU slug, with "
+    "its fastest eligible run there and that run's rank; gpu: only that GPU's rows; source: only the runs that "
+    "source published. Every run is listed by runsUrl.",
 )
-def implementation(request: Request, session: SessionDep, slug: str) -> Response:
+def implementation(
+    request: Request,
+    session: SessionDep,
+    slug: str,
+    gpu: Annotated[str | None, Query(min_length=1, max_length=200, description="a GPU slug, e.g. b200")] = None,
+    source: SourceSlug = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> Response:
     detail = implementation_detail(session, _ref(slug, "implementation"))
     if detail is None:
         raise NotFound(f"No implementation has the slug or digest {slug!r}.")
-    return send(request, detail)
+    filters = ImplementationWorkloadFilters(gpu=gpu, source=source)
+    listing = Listing(
+        "implementation-workloads", "slug", {"implementation": detail.slug, **asdict(filters)}, WORKLOAD_GPU_ORDER
+    )
+    try:
+        items, position = list_implementation_workloads(session, detail.slug, filters, listing.after(cursor), limit)
+    except (UnknownSource, GpuFilterError) as exc:
+        raise BadRequest(str(exc)) from None
+    page = ImplementationDetailPage(**detail.model_dump(), workload_results=items, next_cursor=listing.next(position))
+    return send(request, page)
 
 
 @router.get(
@@ -447,9 +473,10 @@ DOCS_PAGE = """<!doctype html>
   <link rel="icon" href="{icon}" type="image/svg+xml">
 </head>
 <body>
-  <noscript><p>The interactive reference needs JavaScript. The API is described by its OpenAPI document,
-  <a href="{openapi}">{openapi}</a>.</p></noscript>
   <header class="kernelindex-bar"><a href="/">KernelIndex</a> <span>· JSON API reference</span></header>
+  <!-- Swagger UI renders the page's <main> and <h1>; without script, this stands in for them. -->
+  <noscript><main><h1>KernelIndex API reference</h1><p>The interactive reference needs JavaScript. The API is
+  described by its OpenAPI document, <a href="{openapi}">{openapi}</a>.</p></main></noscript>
   <div id="swagger-ui" data-openapi-url="{openapi}"></div>
   <script src="{bundle}"></script>
   <script src="{init}"></script>

@@ -8,6 +8,7 @@ computes no figure of its own, only writes shares as percentages.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from typing import ClassVar
@@ -17,14 +18,19 @@ from fastapi.responses import Response
 
 from kernelindex import urls
 from kernelindex.manifests.types import EvidenceLevel
+from kernelindex.store.gpu_filter import GpuFilterError
 from kernelindex.store.gpus import GpuWorkloadFilters, gpu_catalogue, gpu_detail, gpu_workloads_page
-from kernelindex.store.implementations import implementation_detail
+from kernelindex.store.implementations import (
+    ImplementationWorkloadFilters,
+    implementation_detail,
+    implementation_workloads_page,
+)
 from kernelindex.store.models import model_detail
 from kernelindex.store.schemas import (
     BestOnGpu,
     CollectionCount,
     GpuItem,
-    ImplementationRun,
+    ImplementationWorkload,
     IngestionReportItem,
     SourceCompleteness,
     SourceItem,
@@ -85,6 +91,33 @@ def _best_line(workload_slug: str, workload_title: str, best: BestOnGpu) -> RunL
 # --- Implementations ---------------------------------------------------------------
 
 
+IMPLEMENTATION_PAGE_SIZE = 50
+
+
+class ImplementationWorkloadLine(Part):
+    """One workload on one GPU: the implementation's runs there and its best eligible one."""
+
+    slug: str
+    url: str
+    title: str
+    gpu: str
+    gpu_product: str
+    gpu_url: str
+    runs: int  # its runs of the workload on this GPU, eligible or not
+    revision: str | None  # the best run's revision
+    best: RunLine | None  # None: none of its runs there is eligible
+
+
+class FilterChoice(Part):
+    """One choice of a filter (``value`` None: no filter), with the runs it keeps."""
+
+    value: str | None
+    name: str
+    runs: int
+    url: str
+    selected: bool
+
+
 class ImplementationPage(PageContext):
     template: ClassVar[str] = "implementation.html"
 
@@ -92,50 +125,127 @@ class ImplementationPage(PageContext):
     project: str
     revisions: list[str]
     revisions_by_source: list[SourceRevisions]
+    run_count: int
     workload_count: int
+    gpu_count: int
     first_places: int
-    runs: list[RunLine]
+    gpu: str | None  # the GPU filter, as a slug
+    source: str | None  # the source filter, as a slug
+    gpus: list[FilterChoice]  # empty when it has runs on one GPU only
+    sources: list[FilterChoice]  # empty when one source published all its runs
+    workloads: list[ImplementationWorkloadLine]  # page ``page`` of its (workload, GPU) rows, by slug then GPU
+    total: int  # rows matching the filters
+    page: int
+    page_count: int
+    previous_url: str | None
+    next_url: str | None
 
 
-def _run_line(workload_title: str, run: ImplementationRun) -> RunLine:
-    return RunLine(
-        run=run.name,
-        url=run.url,
-        workload=workload_title,
-        workload_url=urls.workload(run.workload),
-        implementation=run.project,
-        implementation_url=urls.implementation(run.implementation),
-        environment=run.environment_label,
-        latency_ns=run.latency_ns,
-        latency=latency(run.latency_ns),
-        statistic=run.primary_statistic,
-        rank=run.rank,
-        group_size=run.group_size,
-        evidence=run.evidence,
-        availability=run.availability,
-        observed_at=run.observed_at,
+def _implementation_line(row: ImplementationWorkload) -> ImplementationWorkloadLine:
+    best = row.best
+    return ImplementationWorkloadLine(
+        slug=row.workload,
+        url=row.url,
+        title=row.title,
+        gpu=row.gpu,
+        gpu_product=row.gpu_product,
+        gpu_url=urls.gpu(row.gpu),
+        runs=row.runs,
+        revision=best.revision if best else None,
+        best=RunLine(
+            run=best.name,
+            url=best.url,
+            workload=row.title,
+            workload_url=row.url,
+            implementation=best.project,
+            implementation_url=urls.implementation(best.implementation),
+            environment=best.environment_label,
+            latency_ns=best.latency_ns,
+            latency=latency(best.latency_ns),
+            statistic=best.primary_statistic,
+            rank=best.rank,
+            group_size=best.group_size,
+            evidence=best.evidence,
+            availability=best.availability,
+            observed_at=best.observed_at,
+        )
+        if best
+        else None,
     )
 
 
 @page_route(router, "/implementations/{slug}")
-def implementation(request: Request, slug: str, session: SessionDep) -> Response:
+def implementation(
+    request: Request,
+    slug: str,
+    session: SessionDep,
+    gpu: str | None = None,
+    source: str | None = None,
+    page: str | None = None,
+) -> Response:
     detail = implementation_detail(session, slug)
     if detail is None:
         raise NotFound(f"No implementation has the slug {slug!r}.")
-    lines = one_unit(
-        [_run_line(result.title, run) for result in detail.workload_results for run in result.runs],
-        "latency_ns",
-        "latency",
+    chosen_gpu = params.text("gpu", gpu, max_length=200)
+    chosen_source = params.text("source", source, max_length=64)
+    filters = ImplementationWorkloadFilters(
+        gpu=chosen_gpu.lower() if chosen_gpu else None, source=chosen_source.lower() if chosen_source else None
     )
+    number = params.page_number(page)
+    try:
+        rows, total = implementation_workloads_page(session, detail.slug, filters, number, IMPLEMENTATION_PAGE_SIZE)
+    except (UnknownSource, GpuFilterError) as exc:
+        raise BadRequest(str(exc)) from None
+    page_count = max(1, -(-total // IMPLEMENTATION_PAGE_SIZE))
+    if number > page_count:
+        raise BadRequest(f"page {number} is past the last page ({page_count}).")
+
+    def url(gpu: str | None, source: str | None, number: int = 1) -> str:
+        return urls.implementation(detail.slug, gpu=gpu, source=source, page=number)
+
+    def choices(
+        entries: list[tuple[str, str, int]], chosen: str | None, every: str, link: Callable[[str | None], str]
+    ) -> list[FilterChoice]:
+        """The filter's choices, none when there is nothing to choose between (and none chosen)."""
+        if len(entries) < 2 and chosen is None:
+            return []
+        return [
+            FilterChoice(value=None, name=every, runs=detail.runs, url=link(None), selected=chosen is None),
+            *(
+                FilterChoice(value=value, name=name, runs=runs, url=link(value), selected=value == chosen)
+                for value, name, runs in entries
+            ),
+        ]
+
     context = ImplementationPage(
         slug=detail.slug,
         project=detail.project,
         revisions=detail.revision_list,
         revisions_by_source=detail.revisions_by_source,
+        run_count=detail.runs,
         workload_count=detail.workloads,
+        gpu_count=detail.gpus,
         first_places=detail.first_places,
-        # Shown best ranks first; the store groups them by workload.
-        runs=sorted(lines, key=lambda line: (line.rank or 10**9, line.workload, line.run)),
+        gpu=filters.gpu,
+        source=filters.source,
+        gpus=choices(
+            [(entry.gpu, entry.gpu_product, entry.runs) for entry in detail.by_gpu],
+            filters.gpu,
+            "Every GPU",
+            lambda value: url(value, filters.source),
+        ),
+        sources=choices(
+            [(entry.source, entry.source_name, entry.runs) for entry in detail.by_source],
+            filters.source,
+            "Every source",
+            lambda value: url(filters.gpu, value),
+        ),
+        workloads=[_implementation_line(row) for row in rows],
+        total=total,
+        page=number,
+        page_count=page_count,
+        previous_url=url(filters.gpu, filters.source, number - 1) if number > 1 else None,
+        next_url=url(filters.gpu, filters.source, number + 1) if number < page_count else None,
     )
     return render_page(request, context)
 
