@@ -8,11 +8,11 @@ import html
 from collections.abc import Iterator
 
 import pytest
-from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
 from kernelindex.gpus import DEVICE_NAMES, TRACKED_GPUS, gpu_for_device_name, gpu_slug
 from tests.multi_gpu_catalogue import NEW_WORKLOAD, OLD_WORKLOAD, SWEEP_WORKLOAD, write_catalogue
+from tests.pages import page, text
 
 
 def test_every_device_name_maps_to_a_tracked_gpu() -> None:
@@ -47,16 +47,6 @@ def site(make_app, db) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
     write_catalogue(db.sessions)
     with TestClient(make_app(db)) as client:
         yield client
-
-
-def page(client: TestClient, path: str) -> BeautifulSoup:
-    response = client.get(path)
-    assert response.status_code == 200, response.text
-    return BeautifulSoup(response.text, "html.parser")
-
-
-def text(node) -> str:  # type: ignore[no-untyped-def]
-    return " ".join(node.get_text(" ", strip=True).split())
 
 
 def test_workloads_filtered_by_gpu_show_each_ones_best_on_it_measured_first(site):

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
 from tests.multi_gpu_catalogue import NEW_WORKLOAD, OLD_WORKLOAD, SWEEP_WORKLOAD, write_catalogue
+from tests.pages import page as html
+from tests.pages import text
 
 
 @pytest.fixture
@@ -17,16 +18,6 @@ def site(make_app, db) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
     write_catalogue(db.sessions)
     with TestClient(make_app(db)) as client:
         yield client
-
-
-def html(client: TestClient, path: str) -> BeautifulSoup:
-    response = client.get(path)
-    assert response.status_code == 200, response.text
-    return BeautifulSoup(response.text, "html.parser")
-
-
-def text(node) -> str:  # type: ignore[no-untyped-def]
-    return " ".join(node.get_text(" ", strip=True).split())
 
 
 def rows(client: TestClient, path: str) -> list[tuple[str, str, int, str | None]]:

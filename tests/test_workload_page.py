@@ -20,6 +20,7 @@ from tests.multi_gpu_catalogue import (
     SWEEP_WORKLOAD,
     write_catalogue,
 )
+from tests.pages import page, text
 
 
 @pytest.fixture
@@ -27,16 +28,6 @@ def site(make_app, db) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
     write_catalogue(db.sessions)
     with TestClient(make_app(db)) as client:
         yield client
-
-
-def page(client: TestClient, path: str) -> BeautifulSoup:
-    response = client.get(path)
-    assert response.status_code == 200, response.text
-    return BeautifulSoup(response.text, "html.parser")
-
-
-def text(node) -> str:  # type: ignore[no-untyped-def]
-    return " ".join(node.get_text(" ", strip=True).split())
 
 
 def rows(table) -> list[list[str]]:  # type: ignore[no-untyped-def]
