@@ -228,6 +228,28 @@ def test_search_filtered_by_gpu_shows_each_workloads_best_on_it(site):
     assert site.get("/search?q=relu&gpu=h2000").status_code == 400
 
 
+def test_the_search_api_gives_the_pages_figures_on_a_gpu(site):
+    page_hits = {
+        h["slug"]: h
+        for g in site.get("/search.json?q=relu&gpu=l40s").json()["groups"]
+        if g["kind"] == "workload"
+        for h in g["hits"]
+    }
+    api = site.get("/api/v1/search?q=relu&gpu=l40s").json()
+    api_hits = {h["slug"]: h for h in api["hits"] if h["kind"] == "workload"}
+    assert set(api_hits) == set(page_hits) >= {NEW_WORKLOAD, OLD_WORKLOAD}
+    for slug, hit in api_hits.items():
+        figures = hit["onGpu"]
+        assert figures["gpu"] == "l40s" and figures["runs"] == page_hits[slug]["runsOnGpu"]
+        best = page_hits[slug]["bestOnGpu"]
+        assert (figures["fastest"] or {}).get("run") == (best["run"] if best else None)
+    assert api_hits[NEW_WORKLOAD]["onGpu"]["fastest"]["run"] == "p-eager-l40s"
+    assert api_hits[OLD_WORKLOAD]["onGpu"] == {"gpu": "l40s", "runs": 0, "fastest": None}
+    assert all(h["onGpu"] is None for h in site.get("/api/v1/search?q=relu").json()["hits"])
+    refused = site.get("/api/v1/search?q=relu&gpu=h2000")
+    assert refused.status_code == 400 and "h2000" in refused.json()["detail"]
+
+
 def test_a_gpu_pages_pages_keep_its_filters(client):
     first = client.get("/gpus/b200.json?source=sol-execbench&collection=L1").json()
     assert (first["total"], first["pageCount"], first["matching"]) == (94, 2, 94)

@@ -592,6 +592,17 @@ class SearchHitItem(ApiModel):
     )
     url: str
     api_url: str
+    on_gpu: OnGpuItem | None = Field(
+        default=None,
+        description="with ?gpu=, a workload's figures on that GPU alone (as /api/v1/workloads?gpu= gives them); "
+        "null for other kinds and without the filter",
+    )
+
+
+class OnGpuItem(ApiModel):
+    gpu: str
+    runs: int = Field(description="its runs on the GPU; 0: not measured on it")
+    fastest: FastestRun | None = Field(description="its fastest eligible run on the GPU, if one is eligible")
 
 
 class SearchResponse(ApiModel):

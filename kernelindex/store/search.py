@@ -67,7 +67,7 @@ from kernelindex.manifests import Implementation as ImplementationManifest
 from kernelindex.slugs import slugify
 from kernelindex.store.batch import Batch
 from kernelindex.store.manifests import workload_manifest
-from kernelindex.store.schemas import SearchHitItem, SearchResponse, SourceRefItem
+from kernelindex.store.schemas import OnGpuItem, SearchHitItem, SearchResponse, SourceRefItem, WorkloadItem
 from kernelindex.store.version import mark_changed
 
 KINDS = ("workload", "implementation", "gpu", "model")
@@ -763,8 +763,16 @@ def edit_distance(a: str, b: str, limit: int) -> int:
     return min(previous[-1], limit + 1)
 
 
-def search_response(results: SearchResults) -> SearchResponse:
-    """The API form of ``kernelindex.store.search.SearchResults``."""
+def search_response(results: SearchResults, on_gpu: Mapping[str, WorkloadItem] | None = None) -> SearchResponse:
+    """The API form of ``kernelindex.store.search.SearchResults``; ``on_gpu`` (slug → the workload's
+    figures on one GPU, ``workloads_on_gpu``) adds those figures to the workload hits."""
+
+    def figures(hit: SearchHit) -> OnGpuItem | None:
+        item = on_gpu.get(hit.slug) if on_gpu is not None and hit.kind == "workload" else None
+        if item is None or item.gpu is None:
+            return None
+        return OnGpuItem(gpu=item.gpu, runs=item.runs_on_gpu or 0, fastest=item.fastest)
+
     return SearchResponse(
         query=results.query,
         hits=[
@@ -781,6 +789,7 @@ def search_response(results: SearchResults) -> SearchResponse:
                     ],
                     "url": hit.url,
                     "api_url": API_URLS[hit.kind](hit.slug),
+                    "on_gpu": figures(hit),
                 }
             )
             for hit in results.hits

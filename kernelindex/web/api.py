@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from kernelindex.manifests.digest import DIGEST_PATTERN, is_digest
 from kernelindex.manifests.types import EvidenceLevelField
-from kernelindex.store.gpu_filter import GpuFilterError
+from kernelindex.store.gpu_filter import GpuFilterError, gpu_named
 from kernelindex.store.gpus import GpuWorkloadFilters, find_gpu, gpu_detail, list_gpu_workloads, list_gpus
 from kernelindex.store.implementations import (
     WORKLOAD_GPU_ORDER,
@@ -52,7 +52,13 @@ from kernelindex.store.search import search as search_catalogue
 from kernelindex.store.search import search_response
 from kernelindex.store.source_filter import UnknownSource
 from kernelindex.store.sources import list_sources, source_detail
-from kernelindex.store.workloads import WorkloadFilters, find_workload, list_workloads, workload_sort_keys
+from kernelindex.store.workloads import (
+    WorkloadFilters,
+    find_workload,
+    list_workloads,
+    workload_sort_keys,
+    workloads_on_gpu,
+)
 from kernelindex.web.compare import CompareResult, RunsParam, compare_named
 from kernelindex.web.cursors import MAX_CURSOR_LENGTH, Listing
 from kernelindex.web.deps import SessionDep
@@ -439,9 +445,20 @@ def search(
     q: Annotated[str, Query(min_length=1, max_length=200, description="any text; it is never read as syntax")],
     kind: Annotated[list[SearchKind] | None, Query(description="only these kinds (repeat for several)")] = None,
     limit: Annotated[int, Query(ge=1, le=100, description="at most this many hits, 1–100")] = 20,
+    gpu: Annotated[
+        str | None,
+        Query(max_length=200, description="a GPU's slug: each workload hit carries its figures on that GPU (onGpu)"),
+    ] = None,
 ) -> Response:
     results = search_catalogue(session, q, limit=limit, kinds=set(kind) if kind else None)
-    return send(request, search_response(results))
+    if not gpu:
+        return send(request, search_response(results))
+    try:
+        slug = gpu_named(session, gpu)
+    except GpuFilterError as exc:
+        raise BadRequest(str(exc)) from None
+    found = [hit.slug for hit in results.hits if hit.kind == "workload"]
+    return send(request, search_response(results, workloads_on_gpu(session, found, slug) if found else {}))
 
 
 # --- Compare ---------------------------------------------------------------------------
