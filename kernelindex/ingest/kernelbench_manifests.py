@@ -18,6 +18,7 @@ from kernelindex.ingest.kernelbench_files import Measurement, Mode, Problem, rea
 from kernelindex.ingest.problem_shapes import ProblemFacts
 from kernelindex.ingest.values import ms_to_ns
 from kernelindex.manifests import (
+    API_VERSION,
     BenchmarkProtocol,
     BenchmarkRun,
     ExecutionEnvironment,
@@ -26,7 +27,6 @@ from kernelindex.manifests import (
 )
 from kernelindex.slugs import slugify
 
-API_VERSION = "kernelindex.dev/v1alpha1"
 SOURCE_KEY = "kernelbench"
 PROTOCOL_NAME = "kernelbench-baseline-timing"
 PUBLISHED_TRIALS = 100

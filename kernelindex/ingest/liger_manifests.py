@@ -15,6 +15,7 @@ from kernelindex.ingest.liger_rows import WorkloadKey
 from kernelindex.ingest.liger_sweeps import SweepRun, Sweeps
 from kernelindex.ingest.values import ms_to_ns
 from kernelindex.manifests import (
+    API_VERSION,
     BenchmarkProtocol,
     BenchmarkRun,
     ExecutionEnvironment,
@@ -24,7 +25,6 @@ from kernelindex.manifests import (
 from kernelindex.manifests.types import format_utc
 from kernelindex.ranking import geometric_mean
 
-API_VERSION = "kernelindex.dev/v1alpha1"
 SOURCE_KEY = "liger-kernel"
 COLLECTION = "Liger-Kernel"
 LIGER_URL = "https://github.com/linkedin/Liger-Kernel"

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kernelindex.ingest.rerun_payload import Payload
-from kernelindex.manifests import BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment, Implementation
+from kernelindex.manifests import API_VERSION, BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment, Implementation
 from kernelindex.rerun import protocol as rerun_protocol
 from kernelindex.rerun.bundle import BundleError, verify_bundle
 from kernelindex.rerun.cases import Case, cases_sha256
@@ -28,7 +28,6 @@ from kernelindex.rerun.stats import suite_latency_ns, summarize_case
 from kernelindex.store.batch import RerunCaseRecord, RerunRecord
 from kernelindex.store.reruns import RERUN_PROTOCOL_NAME, RERUN_SOURCE
 
-API_VERSION = "kernelindex.dev/v1alpha1"
 MAX_BUNDLE_BYTES = 16 * 1024 * 1024
 
 

@@ -31,6 +31,7 @@ from kernelindex.ingest.runner import Discovery
 from kernelindex.ingest.snapshot import SNAPSHOT_BASE_URL, snapshot_facts, snapshot_transport
 from kernelindex.ingest.values import first_error, holds_control_characters, ms_to_ns, utc
 from kernelindex.manifests import (
+    API_VERSION,
     BenchmarkProtocol,
     BenchmarkRun,
     ExecutionEnvironment,
@@ -215,7 +216,7 @@ def stack_slug(version: str) -> str:
 def protocol_manifest(stack: str) -> BenchmarkProtocol:
     return BenchmarkProtocol.model_validate(
         {
-            "apiVersion": "kernelindex.dev/v1alpha1",
+            "apiVersion": API_VERSION,
             "kind": "BenchmarkProtocol",
             "metadata": {
                 "name": f"sol-execbench-leaderboard-v{stack_slug(stack)}",
@@ -240,7 +241,7 @@ def environment_manifest(gpu_type: str, stack: str) -> ExecutionEnvironment:
         hardware["architecture"] = GPU_ARCHITECTURES[gpu_type]
     return ExecutionEnvironment.model_validate(
         {
-            "apiVersion": "kernelindex.dev/v1alpha1",
+            "apiVersion": API_VERSION,
             "kind": "ExecutionEnvironment",
             "metadata": {
                 "name": f"sol-execbench-{slugify(gpu_type)}-v{stack_slug(stack)}",
@@ -297,7 +298,7 @@ def workload_manifest(kernel: KernelDetail) -> WorkloadSuite:
         spec["originModel"] = models[0]
     return WorkloadSuite.model_validate(
         {
-            "apiVersion": "kernelindex.dev/v1alpha1",
+            "apiVersion": API_VERSION,
             "kind": "WorkloadSuite",
             "metadata": {
                 "name": workload_slug(collection, kernel.name),
@@ -320,7 +321,7 @@ def implementation_manifest(submission: Submission) -> Implementation:
     name = f"sol-{slugify(project, fallback='user')[:120]}-{revision}"
     return Implementation.model_validate(
         {
-            "apiVersion": "kernelindex.dev/v1alpha1",
+            "apiVersion": API_VERSION,
             "kind": "Implementation",
             "metadata": {"name": name, "title": project[:300]},
             "spec": {
@@ -374,7 +375,7 @@ def run_record(
     latency_ns = ms_to_ns(submission.latency_ms)
     manifest = BenchmarkRun.model_validate(
         {
-            "apiVersion": "kernelindex.dev/v1alpha1",
+            "apiVersion": API_VERSION,
             "kind": "BenchmarkRun",
             "metadata": {
                 "name": f"sol-submission-{submission.id}",

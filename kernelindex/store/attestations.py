@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import Attestation as AttestationRow
 from kernelindex.db.tables import ManifestVersion, Report, Run, User
-from kernelindex.manifests import Attestation, ManifestError, parse_manifest
+from kernelindex.manifests import API_VERSION, Attestation, ManifestError, parse_manifest
 from kernelindex.manifests.kinds import AttestationSpec
 from kernelindex.manifests.types import AttestationType
 from kernelindex.store.manifests import attestation_manifest, manifest_document, manifest_text
@@ -68,7 +68,7 @@ def _manifest(user: User, run: Run, fields: dict[str, Any], now: datetime) -> At
     name = f"att-{run.name}-{secrets.token_hex(4)}"[:200]
     try:
         manifest = parse_manifest(
-            {"apiVersion": "kernelindex.dev/v1alpha1", "kind": "Attestation", "metadata": {"name": name}, "spec": spec}
+            {"apiVersion": API_VERSION, "kind": "Attestation", "metadata": {"name": name}, "spec": spec}
         )
     except ManifestError as exc:
         raise SubmissionError({FIELD_NAMES.get(path, "form"): message for path, message in exc.problems}) from None
