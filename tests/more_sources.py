@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -25,8 +24,8 @@ from kernelindex.manifests import (
     WorkloadSuite,
 )
 from kernelindex.store.batch import Batch, RunRecord, SourceInfo, UnitFailure
+from tests.multi_gpu_catalogue import manifest
 
-API = "kernelindex.dev/v1alpha1"
 OBSERVED = datetime(2026, 3, 5, 12, 0, tzinfo=UTC)
 # Tracked GPUs (kernelindex.gpus) by the product name an environment gives.
 PRODUCTS = {
@@ -165,11 +164,6 @@ LIGER = MoreSource(
 MORE_SOURCES = (KERNELBENCH, LIGER)
 
 
-def _manifest(kind: type[Any], kind_name: str, name: str, spec: dict[str, Any], title: str | None = None) -> Any:
-    metadata = {"name": name, **({"title": title} if title else {})}
-    return kind.model_validate({"apiVersion": API, "kind": kind_name, "metadata": metadata, "spec": spec})
-
-
 def _protocol(source: MoreSource) -> BenchmarkProtocol:
     spec = {
         "harness": {"name": source.harness, "version": "1"},
@@ -177,7 +171,7 @@ def _protocol(source: MoreSource) -> BenchmarkProtocol:
         "measurement": {"timer": "cuda_events", "primaryStatistic": "median"},
         "comparability": {"family": source.info.slug.replace("-", "_")},
     }
-    return _manifest(BenchmarkProtocol, "BenchmarkProtocol", f"{source.info.slug}-protocol", spec)
+    return manifest(BenchmarkProtocol, f"{source.info.slug}-protocol", spec)
 
 
 def _environment(source: MoreSource, gpu: str) -> ExecutionEnvironment:
@@ -186,9 +180,7 @@ def _environment(source: MoreSource, gpu: str) -> ExecutionEnvironment:
         "hardware": {"vendor": "nvidia", "product": product, "architecture": architecture},
         "software": {"libraries": {"torch": "2.5.0"}},
     }
-    return _manifest(
-        ExecutionEnvironment, "ExecutionEnvironment", f"{source.info.slug}-{gpu}", spec, f"{source.info.name} {product}"
-    )
+    return manifest(ExecutionEnvironment, f"{source.info.slug}-{gpu}", spec, f"{source.info.name} {product}")
 
 
 def _workload(problem: Problem) -> WorkloadSuite:
@@ -204,12 +196,12 @@ def _workload(problem: Problem) -> WorkloadSuite:
         "tags": list(problem.tags),
         "cases": [{"axes": {"N": 4096}}],
     }
-    return _manifest(WorkloadSuite, "WorkloadSuite", problem.slug, spec, problem.title)
+    return manifest(WorkloadSuite, problem.slug, spec, problem.title)
 
 
 def _implementation(name: str, project: str, revision: str) -> Implementation:
     spec = {"project": {"name": project}, "revision": revision, "source": {"available": True}}
-    return _manifest(Implementation, "Implementation", name, spec)
+    return manifest(Implementation, name, spec)
 
 
 def batch_of(source: MoreSource, problem: Problem) -> Batch:
@@ -233,7 +225,7 @@ def batch_of(source: MoreSource, problem: Problem) -> Batch:
         }
         runs.append(
             RunRecord(
-                manifest=_manifest(BenchmarkRun, "BenchmarkRun", name, spec),
+                manifest=manifest(BenchmarkRun, name, spec),
                 implementation=implementation.metadata.name,
                 protocol=protocol.metadata.name,
                 environment=environments[gpu].metadata.name,

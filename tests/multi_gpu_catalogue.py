@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from kernelindex.manifests import (
+    API_VERSION,
     BenchmarkProtocol,
     BenchmarkRun,
     ExecutionEnvironment,
@@ -26,7 +27,6 @@ from kernelindex.manifests import (
 from kernelindex.store.batch import Batch, RunRecord, SourceInfo
 from kernelindex.store.ingest import apply_batch, ensure_source
 
-API = "kernelindex.dev/v1alpha1"
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 PROBLEM_SOURCE = SourceInfo(
     slug="problems",
@@ -62,9 +62,10 @@ SWEEP_WORKLOAD = "sweep-cross-entropy-forward-vocab"
 VOCAB = [4096, 8192, 16384, 32768]
 
 
-def _manifest(kind: type[Any], name: str, spec: dict[str, Any], title: str | None = None) -> Any:
+def manifest(kind: type[Any], name: str, spec: dict[str, Any], title: str | None = None) -> Any:
+    """A manifest of ``kind`` (its class names its kind) with that name, spec and optional title."""
     metadata = {"name": name, **({"title": title} if title else {})}
-    return kind.model_validate({"apiVersion": API, "kind": kind.__name__, "metadata": metadata, "spec": spec})
+    return kind.model_validate({"apiVersion": API_VERSION, "kind": kind.__name__, "metadata": metadata, "spec": spec})
 
 
 def protocol(name: str, statistic: str) -> BenchmarkProtocol:
@@ -74,7 +75,7 @@ def protocol(name: str, statistic: str) -> BenchmarkProtocol:
         "measurement": {"timer": "cuda_events", "primaryStatistic": statistic},
         "comparability": {"family": name.replace("-", "_")},
     }
-    return _manifest(BenchmarkProtocol, name, spec, title=f"{name} timing")
+    return manifest(BenchmarkProtocol, name, spec, title=f"{name} timing")
 
 
 def environment(
@@ -85,12 +86,12 @@ def environment(
         "software": {"libraries": libraries},
         **({"provider": provider} if provider else {}),
     }
-    return _manifest(ExecutionEnvironment, name, spec, title=f"{product} · {provider or name}")
+    return manifest(ExecutionEnvironment, name, spec, title=f"{product} · {provider or name}")
 
 
 def implementation(name: str, project: str, title: str, revision: str) -> Implementation:
     spec = {"project": {"name": project}, "revision": revision, "source": {"available": True}}
-    return _manifest(Implementation, name, spec, title=title)
+    return manifest(Implementation, name, spec, title=title)
 
 
 def problem_workload(name: str, sha256: str, title: str) -> WorkloadSuite:
@@ -112,7 +113,7 @@ def problem_workload(name: str, sha256: str, title: str) -> WorkloadSuite:
         "collection": "Problem Bench level 1",
         "cases": [{"axes": {"batch_size": 16, "dim": 16384}}],
     }
-    return _manifest(WorkloadSuite, name, spec, title=title)
+    return manifest(WorkloadSuite, name, spec, title=title)
 
 
 def sweep_workload() -> WorkloadSuite:
@@ -130,7 +131,7 @@ def sweep_workload() -> WorkloadSuite:
         "collection": "Sweep Bench",
         "cases": [{"axes": {"vocab_size": value, "dtype": "bfloat16"}} for value in VOCAB],
     }
-    return _manifest(WorkloadSuite, SWEEP_WORKLOAD, spec, title="Cross entropy, forward, over vocab size")
+    return manifest(WorkloadSuite, SWEEP_WORKLOAD, spec, title="Cross entropy, forward, over vocab size")
 
 
 def run(
@@ -150,7 +151,7 @@ def run(
     }
     if case_results is not None:
         spec["caseResults"] = case_results
-    return _manifest(BenchmarkRun, name, spec)
+    return manifest(BenchmarkRun, name, spec)
 
 
 def digests(
