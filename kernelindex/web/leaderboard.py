@@ -681,14 +681,15 @@ def build_leaderboard(
         raise BadRequest(f"page {page} is past the last page ({page_count}).")
     group_param = selected_key.removeprefix("sha256:")[:16] if selected_key and group else None
 
-    def page_url(number: int) -> str:
+    def board_url(sort: str = sort, runs: str = runs, page: int | None = None) -> str:
+        """This view's address with one choice changed; defaults are left out of it."""
         return urls.workload(
             slug,
             group=group_param,
             sort=None if sort == "rank" else sort,
             implementation=implementation_filter or None,
             runs=None if runs == "best" else runs,
-            page=number,
+            page=page,
         )
 
     ranked_rows = one_unit(ranked_rows, "latency_ns", "latency")
@@ -725,13 +726,7 @@ def build_leaderboard(
             SortLink(
                 key=key,
                 label=label,
-                url=urls.workload(
-                    slug,
-                    group=group_param,
-                    sort=None if key == "rank" else key,
-                    implementation=implementation_filter or None,
-                    runs=None if runs == "best" else runs,
-                ),
+                url=board_url(sort=key),
                 current=key == sort,
             )
             for key, label in SORTS.items()
@@ -741,13 +736,7 @@ def build_leaderboard(
             SortLink(
                 key=key,
                 label=label,
-                url=urls.workload(
-                    slug,
-                    group=group_param,
-                    sort=None if sort == "rank" else sort,
-                    implementation=implementation_filter or None,
-                    runs=None if key == "best" else key,
-                ),
+                url=board_url(runs=key),
                 current=key == runs,
             )
             for key, label in RUN_MODES.items()
@@ -757,8 +746,8 @@ def build_leaderboard(
         ranked_total=len(ranked_rows),
         page=page,
         page_count=page_count,
-        previous_url=page_url(page - 1) if page > 1 else None,
-        next_url=page_url(page + 1) if page < page_count else None,
+        previous_url=board_url(page=page - 1) if page > 1 else None,
+        next_url=board_url(page=page + 1) if page < page_count else None,
         ineligible=ineligible_rows,
         implementations=_implementation_rows(selected) if selected else [],
         ranked_chart=_ranked_chart(ranked_rows, selected_tab.label) if selected_tab else None,
