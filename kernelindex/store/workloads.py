@@ -417,9 +417,10 @@ def facet_values(session: Session) -> dict[str, list[str]]:
 
 
 def workloads_on_gpu(session: Session, slugs: Sequence[str], gpu: str) -> dict[str, WorkloadItem]:
-    """Slug → the workload with its figures on ``gpu`` (``workload_items``), for those of ``slugs`` that exist."""
+    """Slug → the workload with its figures on ``gpu`` (``workload_items``), for those of ``slugs`` that exist.
+    ``gpu`` is a slug ``gpu_named`` has already checked: the callers refuse an unknown GPU before searching."""
     workloads = session.scalars(select(Workload).where(Workload.name.in_(list(slugs)))).all()
-    return {item.slug: item for item in workload_items(session, workloads, gpu=gpu_named(session, gpu))}
+    return {item.slug: item for item in workload_items(session, workloads, gpu=gpu)}
 
 
 def find_workload(session: Session, ref: str) -> Workload | None:
