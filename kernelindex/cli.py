@@ -175,6 +175,7 @@ def _ingest(
         raise click.UsageError("give --snapshot or upstream options, not both")
     from kernelindex.db import migrate
     from kernelindex.db.engine import make_engine, make_sessionmaker
+    from kernelindex.ingest.aiconfigurator_tables import DataDirError
     from kernelindex.ingest.snapshot import SnapshotError
     from kernelindex.ingest.sources import SOURCES
     from kernelindex.ingest.sources import ingest as ingest_source
@@ -195,6 +196,9 @@ def _ingest(
                 statuses.append(summary.status)
     except SnapshotError as exc:
         err.print(f"[red]Snapshot refused:[/] {exc}")
+        sys.exit(1)
+    except DataDirError as exc:
+        err.print(f"[red]Not read:[/] {exc}")
         sys.exit(1)
     finally:
         engine.dispose()
@@ -240,6 +244,28 @@ def ingest_kernelbench(
 def ingest_liger_kernel(raw_url: str | None, ref: str | None, snapshot: Path | None, database_url: str | None) -> None:
     """Ingest Liger-Kernel's published benchmark CSVs, idempotently."""
     _ingest(["liger-kernel"], database_url, snapshot, {"raw_url": raw_url, "ref": ref})
+
+
+@ingest.command("aiconfigurator")
+@click.option(
+    "--data-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="An AIConfigurator data folder: an unpacked aiconfigurator-core wheel or a checkout of the upstream "
+    "repository (default: the installed package, from pip install 'kernelindex[aiconfigurator]').",
+)
+@click.option("--data-version", metavar="VERSION", help="The package version of --data-dir, when it does not say.")
+@snapshot_option
+@database_url_option
+def ingest_aiconfigurator(
+    data_dir: Path | None, data_version: str | None, snapshot: Path | None, database_url: str | None
+) -> None:
+    """Ingest AIConfigurator's kernel latency tables, idempotently."""
+    _ingest(
+        ["aiconfigurator"],
+        database_url,
+        snapshot,
+        {"data_dir": str(data_dir) if data_dir else None, "data_version": data_version},
+    )
 
 
 @ingest.command("all")
