@@ -8,8 +8,9 @@ protocol (family and harness version) and one environment (GPU and stack).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from itertools import groupby
@@ -211,3 +212,134 @@ def record_history(runs: Iterable[RunFacts]) -> list[RecordBreak]:
         if current is None or run.latency_ns < current.latency_ns:
             history.append(RecordBreak(run=run, previous=current))
     return history
+
+
+@dataclass(frozen=True)
+class CaseRanking:
+    """One case of a comparison group: the runs that measured it, ranked by their latency at it,
+    and the eligible runs that did not measure it."""
+
+    ranked: list[RankedRun]
+    not_measured: list[RunFacts]
+
+
+def rank_at_case(runs: Iterable[RunFacts], latencies: Mapping[str, int]) -> CaseRanking:
+    """Rank one group's runs at one case: by ``latencies`` (run name → latency at the case), by the
+    rules of ``rank_group``. An eligible run with no latency there is listed as not measured."""
+    runs = list(runs)
+    measured = [replace(run, latency_ns=latencies[run.name]) for run in runs if run.name in latencies]
+    not_measured = sorted((run for run in runs if run.name not in latencies and is_eligible(run)), key=lambda r: r.name)
+    return CaseRanking(ranked=rank_group(measured), not_measured=not_measured)
+
+
+# A release, then an optional pre-release (a, b, rc, dev) or post-release part, as framework
+# versions are written: "0.5.6.post2", "1.3.0rc20", "v0.24.0", "0.20.1.dev3+g20dc1ca".
+_VERSION = re.compile(
+    r"v?(?P<release>\d+(?:\.\d+)*)"
+    r"(?:[.-]?(?P<pre>a|alpha|b|beta|rc|c|pre|preview|dev)\.?(?P<pre_n>\d*))?"
+    r"(?:[.-]?(?:post|p)\.?(?P<post>\d+))?"
+    r"(?:\+[0-9a-z.]+)?",
+    re.IGNORECASE,
+)
+# Pre-releases come before their release, and a post-release after it.
+_PRE_ORDER = {"dev": 0, "a": 1, "alpha": 1, "b": 2, "beta": 2, "c": 3, "rc": 3, "pre": 3, "preview": 3}
+_RELEASED = 4
+
+VersionKey = tuple[tuple[int, ...], int, int, int]
+
+
+def version_key(version: str) -> VersionKey | None:
+    """A key that orders framework versions oldest first: release numbers compared as numbers
+    ("0.5.6.post2" < "0.5.10" < "0.5.16"), pre-releases before their release ("1.3.0rc10" <
+    "1.3.0rc20" < "1.3.0"), post-releases after it. ``None`` for a version not written so (a
+    branch name, a date): such a version is neither older nor newer than another."""
+    match = _VERSION.fullmatch(version.strip())
+    if match is None:
+        return None
+    release = tuple(int(part) for part in match["release"].split("."))
+    while len(release) > 1 and release[-1] == 0:  # "1.3" and "1.3.0" are one release
+        release = release[:-1]
+    pre = _PRE_ORDER[match["pre"].lower()] if match["pre"] else _RELEASED
+    return release, pre, int(match["pre_n"] or 0), int(match["post"] or 0)
+
+
+def sorted_versions(versions: Iterable[str]) -> list[str]:
+    """Versions oldest first by ``version_key``; those it cannot order follow, alphabetically."""
+    return sorted(set(versions), key=lambda v: (0, version_key(v), v) if version_key(v) else (1, (), v))
+
+
+@dataclass(frozen=True)
+class VersionPoint:
+    """One framework version's run at one case: what a regression is found between."""
+
+    run: str
+    version: str
+    latency_ns: int
+
+
+@dataclass(frozen=True)
+class Regression:
+    newer: VersionPoint
+    older: VersionPoint
+
+    @property
+    def slowdown(self) -> float:
+        """How much slower the newer version is: 0.12 for 12 %."""
+        return self.newer.latency_ns / self.older.latency_ns - 1
+
+
+def version_regressions(points: Iterable[VersionPoint], noise: float) -> list[Regression]:
+    """Where a newer version is slower than an older one by more than ``noise`` (a fraction).
+
+    ``points`` are one framework's runs of one kernel at one case in one comparison group. Each
+    version is compared with the fastest strictly older version, so a version is flagged once,
+    against the best its framework had done before. Versions ``version_key`` cannot order are
+    left out: which of them is newer is unknown."""
+    ordered = sorted(
+        ((key, point) for point in points if (key := version_key(point.version)) is not None),
+        key=lambda item: (item[0], item[1].run),
+    )
+    found = []
+    best_older: VersionPoint | None = None
+    pending: VersionPoint | None = None  # the fastest of the version being passed, until it is older
+    previous_key: VersionKey | None = None
+    for key, point in ordered:
+        if key != previous_key:
+            best_older = _faster(best_older, pending)
+            pending, previous_key = None, key
+        if best_older is not None and point.latency_ns / best_older.latency_ns - 1 > noise:
+            found.append(Regression(newer=point, older=best_older))
+        pending = _faster(pending, point)
+    return found
+
+
+def _faster(one: VersionPoint | None, other: VersionPoint | None) -> VersionPoint | None:
+    if one is None or other is None:
+        return one or other
+    return min(one, other, key=lambda point: (point.latency_ns, point.run))
+
+
+@dataclass(frozen=True)
+class NoiseEstimate:
+    """The slowdown within which two figures are taken as equal: ``bound`` (a fraction), from
+    ``pairs`` paired measurements, or the fixed ``FALLBACK_NOISE`` when there were too few."""
+
+    bound: float
+    pairs: int
+    estimated: bool
+
+
+NOISE_PERCENTILE = 95
+MIN_NOISE_PAIRS = 30
+FALLBACK_NOISE = 0.05
+
+
+def noise_estimate(deviations: Sequence[float]) -> NoiseEstimate:
+    """The ``NOISE_PERCENTILE``th percentile of |ratio − 1| over pairs that should agree (two
+    frameworks calling one library function on one GPU and case), nearest rank; the fixed
+    ``FALLBACK_NOISE`` with fewer than ``MIN_NOISE_PAIRS`` pairs."""
+    if len(deviations) < MIN_NOISE_PAIRS:
+        return NoiseEstimate(bound=FALLBACK_NOISE, pairs=len(deviations), estimated=False)
+    ordered = sorted(abs(value) for value in deviations)
+    rank = math.ceil(NOISE_PERCENTILE / 100 * len(ordered))
+    return NoiseEstimate(bound=ordered[rank - 1], pairs=len(ordered), estimated=True)
