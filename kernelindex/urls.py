@@ -127,6 +127,10 @@ def records(**query: Any) -> str:
     return with_query("/records", **query)
 
 
+def regressions(**query: Any) -> str:
+    return with_query("/regressions", **query)
+
+
 def records_feed() -> str:
     return "/records.atom"
 

@@ -271,5 +271,5 @@ class CatalogueState(Base):
 
 from kernelindex.db import rerun_tables  # noqa: E402, F401  (controlled reruns; a module import, as they import this one)
 from kernelindex.db.account_tables import ApiKey, AppSecret, AuditEntry, RateLimitCounter  # noqa: E402, F401
-from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord  # noqa: E402, F401  (the search index)
 from kernelindex.db.regression_tables import RegressionNoise, VersionRegression  # noqa: E402, F401  (derived)
+from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord  # noqa: E402, F401  (the search index)

@@ -21,7 +21,8 @@ from itertools import combinations
 from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from kernelindex.db.tables import Environment, RegressionNoise, Run, Source, VersionRegression
+from kernelindex.db.regression_tables import RegressionNoise, VersionRegression
+from kernelindex.db.tables import Environment, Run, Source
 from kernelindex.ranking import (
     FALLBACK_NOISE,
     MIN_NOISE_PAIRS,
@@ -70,9 +71,7 @@ def noise_method(noise: NoiseEstimate) -> str:
     )
 
 
-def refresh_regressions(
-    session: Session, source_id: int, workload_ids: Sequence[int] | None = None
-) -> RefreshSummary:
+def refresh_regressions(session: Session, source_id: int, workload_ids: Sequence[int] | None = None) -> RefreshSummary:
     """Recompute the version regressions of source ``source_id``: of all its workloads, or only of
     ``workload_ids`` (after an ingest that changed some). Writes in ``session``; the caller commits.
 

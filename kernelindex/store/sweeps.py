@@ -19,8 +19,10 @@ from sqlalchemy.orm import Session, joinedload
 from kernelindex.db.tables import Run, Workload
 from kernelindex.manifests.kinds import CaseResult, WorkloadCase
 from kernelindex.manifests.types import NativeValue
+from kernelindex.store.framework_filter import FrameworkSelection
 from kernelindex.store.manifests import implementation_manifest, run_manifest, workload_manifest
 from kernelindex.store.reads import eligible
+from kernelindex.store.runs import run_metrics
 
 # The per-case statistic drawn as the line, then the pair drawn as the spread around it, in the
 # order they are looked for: the first a run's case results all carry is used.
@@ -62,9 +64,12 @@ class Sweep:
     series: list[SweepSeries]
 
 
-def group_sweep(session: Session, workload: Workload, comparison_key: str) -> Sweep | None:
-    """The sweep of one comparison group of ``workload``; ``None`` unless the workload has two or
-    more cases and an eligible run of the group carries per-case results."""
+def group_sweep(
+    session: Session, workload: Workload, comparison_key: str, selection: FrameworkSelection | None = None
+) -> Sweep | None:
+    """The sweep of one comparison group of ``workload``, of the runs ``selection`` admits by the
+    framework and version they name (all when it is ``None``); ``None`` unless the workload has two
+    or more cases and an eligible run of the group carries per-case results."""
     suite = workload_manifest(workload).spec
     cases = suite.cases
     if len(cases) < 2:
@@ -81,6 +86,8 @@ def group_sweep(session: Session, workload: Workload, comparison_key: str) -> Sw
         results = run_manifest(run).spec.case_results
         if implementation.name in series or not results:
             continue
+        if selection is not None and selection.chosen and not _admitted(selection, run):
+            continue
         title = implementation_manifest(implementation).metadata.title or implementation.project
         series[implementation.name] = _series(implementation.name, title, run.name, results, len(cases))
     if not series:
@@ -94,6 +101,14 @@ def group_sweep(session: Session, workload: Workload, comparison_key: str) -> Sw
         numeric=all(_is_number(value) for value in values),
         case_count=len(cases),
         series=sorted(series.values(), key=lambda s: (s.implementation_title.casefold(), s.implementation)),
+    )
+
+
+def _admitted(selection: FrameworkSelection, run: Run) -> bool:
+    metrics = run_metrics(run)
+    framework, version = metrics.get("framework"), metrics.get("version")
+    return selection.admits(
+        framework if isinstance(framework, str) else None, version if isinstance(version, str) else None
     )
 
 

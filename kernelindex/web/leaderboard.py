@@ -22,8 +22,10 @@ from kernelindex.ranking import (
     rank_implementations,
 )
 from kernelindex.slugs import slugify
+from kernelindex.store.case_ranking import UnknownCase, case_ranking
 from kernelindex.store.completeness import workload_completeness
 from kernelindex.store.cross_gpu import cross_gpu_view
+from kernelindex.store.framework_filter import UnknownFramework
 from kernelindex.store.leaderboards import GroupStanding, Leaderboard
 from kernelindex.store.reruns import RERUN_PROTOCOL_NAME, RerunBounds
 from kernelindex.store.revisions import problem_of, workload_revisions
@@ -32,6 +34,7 @@ from kernelindex.store.schemas import Completeness, CrossGpuFigure, CrossGpuView
 from kernelindex.store.sweeps import group_sweep
 from kernelindex.web import params
 from kernelindex.web.bar_chart import Bar, BarChart, bar_chart, latency_tick, ratio_tick
+from kernelindex.web.case_part import CaseRankingPart, case_ranking_part
 from kernelindex.web.chart import HistoryChart, RecordPoint, history_chart
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.format import (
@@ -261,6 +264,7 @@ class LeaderboardPage(PageContext):
     cross_gpu_rows: list[CrossGpuRow]
     cross_gpu_fastest: list[str]  # each GPU's fastest latency, the column in one unit
     cross_gpu_chart: GpuChart | None
+    case_ranking: CaseRankingPart | None  # the selected group at one case of its sweep
     sweep: SweepPart | None
     reference: ReferencePart | None
     revision_of: str | None
@@ -652,6 +656,9 @@ def build_leaderboard(
     implementation_filter: str | None,
     page_value: str | None,
     runs: str | None = None,
+    case: str | None = None,
+    framework: str | None = None,
+    version: str | None = None,
 ) -> LeaderboardPage:
     """The context of ``/workloads/{slug}``; raises ``BadRequest`` for unusable parameters.
 
@@ -661,6 +668,9 @@ def build_leaderboard(
     runs = params.choice("runs", runs, RUN_MODES, "best")
     implementation_filter = params.text("implementation", implementation_filter) or ""
     page = params.page_number(page_value)
+    case_index = params.index("case", case)
+    framework = params.text("framework", framework, max_length=64)
+    version = params.text("version", version, max_length=300)
     workload, views = board.workload, board.runs
     slug = workload.name
     rank_of = board.rank_of
@@ -690,7 +700,24 @@ def build_leaderboard(
             implementation=implementation_filter or None,
             runs=None if runs == "best" else runs,
             page=page,
+            case=case_index,
+            framework=framework,
+            version=version,
         )
+
+    def case_url(case: int | None, framework: str | None, version: str | None) -> str:
+        """The per-case section of this group with another case, framework or version."""
+        query = {"group": group_param, "case": case, "framework": framework, "version": version}
+        return urls.workload(slug, **query) + "#case-ranking"
+
+    try:
+        ranking = (
+            case_ranking(session, workload, selected_key, case_index, framework, version) if selected_key else None
+        )
+    except (UnknownCase, UnknownFramework) as exc:
+        raise BadRequest(str(exc)) from None
+    if ranking is None and selected_key is None and (case_index is not None or framework or version):
+        raise BadRequest("this workload has no runs yet: there is no case, framework or version to choose.")
 
     ranked_rows = one_unit(ranked_rows, "latency_ns", "latency")
     ineligible_rows = one_unit(
@@ -711,7 +738,9 @@ def build_leaderboard(
     sources = [_source_row(s, workload.last_seen_at or s.last_observed_at) for s in board.sources]
     own_source = next(row for row, s in zip(sources, board.sources, strict=True) if s.id == workload.source_id)
     cross_gpu = cross_gpu_view(session, workload)
-    sweep = group_sweep(session, workload, selected_key) if selected_key else None
+    sweep = (
+        group_sweep(session, workload, selected_key, ranking.selection if ranking else None) if selected_key else None
+    )
 
     return LeaderboardPage(
         workload=_header(board),
@@ -767,6 +796,9 @@ def build_leaderboard(
         cross_gpu_rows=_cross_gpu_rows(cross_gpu) if cross_gpu else [],
         cross_gpu_fastest=latency_column([gpu.best.latency_ns for gpu in cross_gpu.gpus]) if cross_gpu else [],
         cross_gpu_chart=_cross_gpu_chart(cross_gpu) if cross_gpu else None,
+        case_ranking=(
+            case_ranking_part(ranking, case_url, case_index, selected.sample.gpu_slug) if ranking and selected else None
+        ),
         sweep=sweep_part(sweep) if sweep else None,
         reference=_reference(definition, own_source),
         revision_of=problem_of(workload.external_id),

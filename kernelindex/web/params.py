@@ -30,6 +30,16 @@ def page_number(value: str | None, maximum: int = 10_000) -> int:
     return int(value)
 
 
+def index(name: str, value: str | None, maximum: int = 1_000_000) -> int | None:
+    """A 0-based position (``?case=3``), or ``None`` when the parameter is absent or empty."""
+    if value is None or value == "":
+        return None
+    # ASCII digits only: "²" is a digit to ``str.isdigit`` but not to ``int``.
+    if not (value.isascii() and value.isdigit()) or len(value) > len(str(maximum)) or int(value) > maximum:
+        raise BadRequest(f"{name} must be a whole number from 0 to {maximum} (a 0-based index); got {value[:40]!r}.")
+    return int(value)
+
+
 def text(name: str, value: str | None, max_length: int = 100) -> str | None:
     if value is None or not value.strip():
         return None

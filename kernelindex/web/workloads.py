@@ -43,11 +43,15 @@ def leaderboard(
     implementation: str | None = None,
     page: str | None = None,
     runs: str | None = None,
+    case: str | None = None,
+    framework: str | None = None,
+    version: str | None = None,
 ) -> Response:
     workload = workload_by_slug(session, slug)
     if workload is None:
         raise NotFound(f"No workload has the slug {slug!r}. Slugs look like l1-040-conv2d-residual-block.")
-    context = build_leaderboard(session, leaderboard_of(session, workload), group, sort, implementation, page, runs)
+    board = leaderboard_of(session, workload)
+    context = build_leaderboard(session, board, group, sort, implementation, page, runs, case, framework, version)
     return render_page(request, context)
 
 

@@ -1,0 +1,213 @@
+"""A comparison group ranked at one case of its workload's sweep.
+
+A run's suite figure is the geometric mean of the cases it measured, and runs of a sweep
+source measure different cases; one case, ranked by the latency each run measured there,
+compares like with like. ``case_ranking`` answers the workload page and its JSON twin; the
+rule is ``kernelindex.ranking.rank_at_case``. The flags come from ``version_regression``,
+computed at ingest (``kernelindex.store.regressions``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, aliased, joinedload
+
+from kernelindex.db.regression_tables import RegressionNoise, VersionRegression
+from kernelindex.db.tables import Run, Workload
+from kernelindex.manifests.kinds import WorkloadCase
+from kernelindex.ranking import RankedRun, is_eligible, rank_at_case, sorted_versions
+from kernelindex.store.case_results import RunCases, run_cases
+from kernelindex.store.framework_filter import FrameworkSelection, checked_selection
+from kernelindex.store.manifests import implementation_manifest, workload_manifest
+from kernelindex.store.runs import run_facts
+
+
+class UnknownCase(ValueError):
+    """A case the workload does not hold, or a case asked of a group with no per-case results."""
+
+
+@dataclass(frozen=True)
+class CaseLabel:
+    index: int  # 0-based, as ``caseResults`` and ``?case=`` count
+    label: str  # the case's axis values: "num_tokens=4096"
+    runs_measured: int  # eligible runs of the group that measured it
+
+
+@dataclass(frozen=True)
+class RegressionFlag:
+    """This run's version is slower here than ``older_version`` of its framework (``older_run``)."""
+
+    framework: str
+    older_version: str
+    older_run: str
+    older_latency_ns: int
+    slowdown: float
+
+
+@dataclass(frozen=True)
+class CaseEntry:
+    run: str
+    implementation_title: str
+    project: str
+    project_slug: str
+    framework: str | None
+    version: str | None
+    kernel: str | None
+    latency_ns: int | None  # None, with rank and vs_best, for a run that did not measure the case
+    rank: int | None
+    vs_best: float | None
+    regressions: list[RegressionFlag]
+
+
+@dataclass(frozen=True)
+class CaseRanking:
+    case: CaseLabel
+    default_case: bool  # chosen by ``default_case``, not asked for
+    cases: list[CaseLabel]
+    statistic: str
+    ranked: list[CaseEntry]  # the runs the selection admits, fastest first
+    ranked_total: int  # every run ranked at the case, whatever the selection
+    not_measured: list[CaseEntry]  # eligible runs the selection admits that did not measure the case
+    selection: FrameworkSelection
+    frameworks: dict[str, list[str]]  # framework → its versions here, oldest first
+    # The slowdown a flag must exceed, and how it was found; None before regressions were computed.
+    noise_bound: float | None
+    noise_method: str | None
+
+
+@dataclass(frozen=True)
+class _GroupRun:
+    row: Run
+    cases: RunCases
+
+
+def case_label(case: WorkloadCase) -> str:
+    return ", ".join(f"{name}={value}" for name, value in case.axes.items()) or "no axis values"
+
+
+def default_case(labels: Sequence[CaseLabel]) -> CaseLabel:
+    """The case a sweep opens on: the one most runs of the group measured, so the ranking leaves
+    out as few runs as it can; of several such, the middle one in sweep order (a mid-sized shape,
+    not an extreme of the sweep)."""
+    most = max(label.runs_measured for label in labels)
+    candidates = [label for label in labels if label.runs_measured == most]
+    return candidates[(len(candidates) - 1) // 2]
+
+
+def framework_choices(runs: Sequence[RunCases]) -> dict[str, list[str]]:
+    versions: dict[str, set[str]] = {}
+    for cases in runs:
+        if cases.framework:
+            versions.setdefault(cases.framework, set()).update([cases.version] if cases.version else [])
+    return {name: sorted_versions(versions[name]) for name in sorted(versions, key=str.casefold)}
+
+
+def case_ranking(
+    session: Session,
+    workload: Workload,
+    comparison_key: str,
+    case: int | None,
+    framework: str | None = None,
+    version: str | None = None,
+) -> CaseRanking | None:
+    """Group ``comparison_key`` of ``workload`` ranked at ``case`` (0-based; ``default_case`` when
+    ``None``), its rows narrowed to ``framework`` and ``version``; ``None`` when the workload has
+    fewer than two cases or no eligible run of the group carries per-case results.
+
+    Raises ``UnknownCase`` for a case out of range (or asked where there is no sweep) and
+    ``UnknownFramework`` for a framework or version the group's runs do not name."""
+    suite_cases = workload_manifest(workload).spec.cases
+    rows = session.scalars(
+        select(Run)
+        .options(joinedload(Run.implementation))
+        .where(Run.workload_id == workload.id, Run.comparison_key == comparison_key)
+        .order_by(Run.latency_ns, Run.name)
+    )
+    runs = [_GroupRun(row, run_cases(row.manifest_json)) for row in rows]
+    facts = {run.row.name: run_facts(run.row) for run in runs}
+    runs = [run for run in runs if run.cases.latencies and is_eligible(facts[run.row.name])]
+    if len(suite_cases) < 2 or not runs:
+        if case is not None:
+            raise UnknownCase("this comparison group publishes no per-case results, so no case can be chosen.")
+        checked_selection({}, framework, version)  # a filter asked for here names nothing: refused
+        return None
+    if case is not None and not 0 <= case < len(suite_cases):
+        raise UnknownCase(
+            f"case must be a case index from 0 to {len(suite_cases) - 1} (0-based, as the cases table lists them); "
+            f"got {case}."
+        )
+    frameworks = framework_choices([run.cases for run in runs])
+    selection = checked_selection(frameworks, framework, version)
+    labels = [
+        CaseLabel(index, case_label(suite_case), sum(index in run.cases.latencies for run in runs))
+        for index, suite_case in enumerate(suite_cases)
+    ]
+    chosen = labels[case] if case is not None else default_case(labels)
+    standing = rank_at_case(
+        [facts[run.row.name] for run in runs],
+        {run.row.name: run.cases.latencies[chosen.index] for run in runs if chosen.index in run.cases.latencies},
+    )
+    by_name = {run.row.name: run for run in runs}
+    flags = _flags(session, workload.id, comparison_key, chosen.index)
+    noise = session.get(RegressionNoise, workload.source_id)
+    admitted = {name for name, run in by_name.items() if selection.admits(run.cases.framework, run.cases.version)}
+    return CaseRanking(
+        case=chosen,
+        default_case=case is None,
+        cases=labels,
+        statistic=runs[0].cases.statistic or "",
+        ranked=[_entry(by_name[e.run.name], e, flags) for e in standing.ranked if e.run.name in admitted],
+        ranked_total=len(standing.ranked),
+        not_measured=[_entry(by_name[f.name], None, flags) for f in standing.not_measured if f.name in admitted],
+        selection=selection,
+        frameworks=frameworks,
+        noise_bound=noise.bound if noise else None,
+        noise_method=noise.method if noise else None,
+    )
+
+
+def _entry(run: _GroupRun, ranked: RankedRun | None, flags: dict[int, list[RegressionFlag]]) -> CaseEntry:
+    implementation = run.row.implementation
+    return CaseEntry(
+        run=run.row.name,
+        implementation_title=implementation_manifest(implementation).metadata.title or implementation.project,
+        project=implementation.project,
+        project_slug=implementation.project_slug,
+        framework=run.cases.framework,
+        version=run.cases.version,
+        kernel=run.cases.kernel,
+        latency_ns=ranked.run.latency_ns if ranked else None,
+        rank=ranked.rank if ranked else None,
+        vs_best=ranked.vs_best if ranked else None,
+        regressions=flags.get(run.row.id, []),
+    )
+
+
+def _flags(session: Session, workload_id: int, comparison_key: str, case: int) -> dict[int, list[RegressionFlag]]:
+    """The regressions at one case of one group, by the newer run's id."""
+    older = aliased(Run)
+    found = session.execute(
+        select(VersionRegression, older.name)
+        .join(older, older.id == VersionRegression.older_run_id)
+        .where(
+            VersionRegression.workload_id == workload_id,
+            VersionRegression.case_index == case,
+            VersionRegression.comparison_key == comparison_key,
+        )
+        .order_by(VersionRegression.id)
+    )
+    flags: dict[int, list[RegressionFlag]] = {}
+    for regression, older_name in found:
+        flags.setdefault(regression.newer_run_id, []).append(
+            RegressionFlag(
+                framework=regression.framework,
+                older_version=regression.older_version,
+                older_run=older_name,
+                older_latency_ns=regression.older_latency_ns,
+                slowdown=regression.slowdown,
+            )
+        )
+    return flags

@@ -1,0 +1,175 @@
+"""The workload page's per-case ranking: the selected group ranked at one case of its sweep, the
+case selector and the framework and version filters (links and a form, no script needed), and
+the version-regression flags on its rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from kernelindex import urls
+from kernelindex.store.case_ranking import CaseEntry, CaseRanking, RegressionFlag
+from kernelindex.web.format import latency, one_unit, ratio
+
+# Builds this page's address with the case, framework and version given (the group kept).
+CaseUrl = Callable[[int | None, str | None, str | None], str]
+
+
+class _Part(BaseModel):
+    # As ``kernelindex.web.leaderboard.Part``, which imports this module.
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+class CaseOption(_Part):
+    index: int  # 0-based: the ``case`` parameter
+    label: str  # "num_tokens=4096"
+    runs_measured: int
+    url: str
+    selected: bool
+
+
+class FilterLink(_Part):
+    label: str
+    url: str
+    current: bool
+
+
+class RegressionNote(_Part):
+    """ "slower than vLLM 0.22.0 by 12%": this run against its framework's fastest older version here."""
+
+    text: str
+    framework: str
+    older_version: str
+    older_run: str
+    older_run_url: str
+    older_latency_ns: int
+    slowdown: float
+    slowdown_text: str  # "12%"
+
+
+class CaseRankRow(_Part):
+    rank: int | None
+    run: str
+    url: str
+    implementation: str
+    implementation_url: str
+    framework: str | None
+    version: str | None
+    kernel: str | None
+    latency_ns: int | None
+    latency: str
+    vs_best: float | None
+    vs_best_text: str
+    regressions: list[RegressionNote]
+
+
+class CaseRankingPart(_Part):
+    case_index: int
+    case_label: str
+    default_case: bool  # opened on the default case, none having been asked for
+    statistic: str
+    cases: list[CaseOption]
+    framework: str | None
+    version: str | None
+    framework_links: list[FilterLink]
+    version_links: list[FilterLink]
+    rows: list[CaseRankRow]
+    ranked_total: int  # runs ranked at this case before the framework and version filters
+    not_measured: list[CaseRankRow]
+    noise_bound: float | None
+    noise_text: str | None  # "5%"
+    noise_method: str | None
+    regressions_url: str
+
+
+def percent(fraction: float) -> str:
+    return f"{fraction * 100:.0f}%"
+
+
+def _note(flag: RegressionFlag) -> RegressionNote:
+    return RegressionNote(
+        text=f"slower than {flag.framework} {flag.older_version} by {percent(flag.slowdown)}",
+        slowdown_text=percent(flag.slowdown),
+        framework=flag.framework,
+        older_version=flag.older_version,
+        older_run=flag.older_run,
+        older_run_url=urls.run(flag.older_run),
+        older_latency_ns=flag.older_latency_ns,
+        slowdown=flag.slowdown,
+    )
+
+
+def _row(entry: CaseEntry) -> CaseRankRow:
+    return CaseRankRow(
+        rank=entry.rank,
+        run=entry.run,
+        url=urls.run(entry.run),
+        implementation=entry.implementation_title,
+        implementation_url=urls.implementation(entry.project_slug),
+        framework=entry.framework,
+        version=entry.version,
+        kernel=entry.kernel,
+        latency_ns=entry.latency_ns,
+        latency=latency(entry.latency_ns) if entry.latency_ns is not None else "not measured",
+        vs_best=entry.vs_best,
+        vs_best_text=ratio(entry.vs_best) if entry.vs_best is not None else "–",
+        regressions=[_note(flag) for flag in entry.regressions],
+    )
+
+
+def case_ranking_part(
+    ranking: CaseRanking, case_url: CaseUrl, asked_case: int | None, gpu_slug: str
+) -> CaseRankingPart:
+    """The context of the per-case section; ``case_url(case, framework, version)`` builds its links,
+    which keep an asked-for case (``asked_case``) but not a default one."""
+    selection = ranking.selection
+    framework_links = [
+        FilterLink(label="All frameworks", url=case_url(asked_case, None, None), current=not selection.chosen)
+    ]
+    framework_links += [
+        FilterLink(
+            label=name,
+            url=case_url(asked_case, name, None),
+            current=selection.framework == name and selection.version is None,
+        )
+        for name in ranking.frameworks
+    ]
+    version_links = [
+        FilterLink(
+            label=f"{name} {version}",
+            url=case_url(asked_case, name, version),
+            current=selection.framework in (None, name) and selection.version == version,
+        )
+        for name, versions in ranking.frameworks.items()
+        if selection.framework in (None, name)
+        for version in versions
+    ]
+    return CaseRankingPart(
+        case_index=ranking.case.index,
+        case_label=ranking.case.label,
+        default_case=ranking.default_case,
+        statistic=ranking.statistic,
+        cases=[
+            CaseOption(
+                index=label.index,
+                label=label.label,
+                runs_measured=label.runs_measured,
+                url=case_url(label.index, selection.framework, selection.version),
+                selected=label.index == ranking.case.index,
+            )
+            for label in ranking.cases
+        ],
+        framework=selection.framework,
+        version=selection.version,
+        framework_links=framework_links,
+        version_links=version_links,
+        rows=one_unit([_row(entry) for entry in ranking.ranked], "latency_ns", "latency"),
+        ranked_total=ranking.ranked_total,
+        not_measured=[_row(entry) for entry in ranking.not_measured],
+        noise_bound=ranking.noise_bound,
+        noise_text=percent(ranking.noise_bound) if ranking.noise_bound is not None else None,
+        noise_method=ranking.noise_method,
+        regressions_url=urls.regressions(gpu=gpu_slug, framework=selection.framework),
+    )
