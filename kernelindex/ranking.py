@@ -299,6 +299,9 @@ def version_regressions(points: Iterable[VersionPoint], noise: float) -> list[Re
         ((key, point) for point in points if (key := version_key(point.version)) is not None),
         key=lambda item: (item[0], item[1].run),
     )
+    # In decimal, like ``is_faster_than_bound``: 105 / 100 - 1 is 0.05000000000000004 in floating
+    # point, which would flag a run exactly at the bound.
+    factor = 1 + Decimal(repr(noise))
     found = []
     best_older: VersionPoint | None = None
     pending: VersionPoint | None = None  # the fastest of the version being passed, until it is older
@@ -307,7 +310,7 @@ def version_regressions(points: Iterable[VersionPoint], noise: float) -> list[Re
         if key != previous_key:
             best_older = _faster(best_older, pending)
             pending, previous_key = None, key
-        if best_older is not None and point.latency_ns / best_older.latency_ns - 1 > noise:
+        if best_older is not None and point.latency_ns > best_older.latency_ns * factor:
             found.append(Regression(newer=point, older=best_older))
         pending = _faster(pending, point)
     return found

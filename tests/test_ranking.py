@@ -12,7 +12,9 @@ import pytest
 from kernelindex.manifests import sha256_digest
 from kernelindex.manifests.digest import comparison_key
 from kernelindex.ranking import (
+    FALLBACK_NOISE,
     RunFacts,
+    VersionPoint,
     best_per_implementation,
     current_record,
     default_group,
@@ -20,10 +22,15 @@ from kernelindex.ranking import (
     geometric_mean,
     ineligibility_reasons,
     is_faster_than_bound,
+    noise_estimate,
+    rank_at_case,
     rank_by_group,
     rank_group,
     rank_implementations,
     record_history,
+    sorted_versions,
+    version_key,
+    version_regressions,
 )
 
 WORKLOAD = "sha256:b902ef8dd87d37e4d5583fc20ac0fce3b7dd9b9f00ca84d7bddb153303559449"
@@ -496,3 +503,69 @@ def test_implementations_are_ranked_among_themselves_and_equal_bests_share_a_ran
         ("eager-1", 3, 4.0, 2),
     ]
     assert rank_implementations([]) == []
+
+
+# --- versions, cases and regressions -------------------------------------------------------
+
+
+def test_versions_order_as_releases_do():
+    shuffled = ["1.3.0", "0.5.16", "1.3.0rc20", "0.5.10", "0.5.6.post2", "1.3.0rc10", "0.5.6"]
+    assert sorted_versions(shuffled) == ["0.5.6", "0.5.6.post2", "0.5.10", "0.5.16", "1.3.0rc10", "1.3.0rc20", "1.3.0"]
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("0.5.6.post2", "0.5.10"),
+        ("0.5.10", "0.5.16"),
+        ("1.3.0rc10", "1.3.0rc20"),
+        ("1.3.0rc20", "1.3.0"),
+        ("1.3.0.dev1", "1.3.0a1"),
+        ("0.9.9", "v0.10.0"),
+        ("0.20.0", "0.20.1.dev3+g20dc1ca"),
+    ],
+)
+def test_version_key_says_which_is_newer(older, newer):
+    older_key, newer_key = version_key(older), version_key(newer)
+    assert older_key is not None and newer_key is not None and older_key < newer_key
+
+
+def test_a_version_not_written_as_a_release_cannot_be_ordered():
+    assert version_key("main") is None and version_key("1.2.3-some branch") is None
+    assert version_key("1.3") == version_key("1.3.0")
+    assert sorted_versions(["main", "0.2", "0.10"]) == ["0.2", "0.10", "main"]
+
+
+def test_a_case_ranks_the_runs_that_measured_it_and_lists_the_others():
+    runs = [run("a", 100), run("b", 50), run("c", 70), run("d", 10, withdrawn=True)]
+    ranking = rank_at_case(runs, {"a": 30, "b": 60, "d": 5})
+    assert [(entry.run.name, entry.rank, entry.run.latency_ns) for entry in ranking.ranked] == [
+        ("a", 1, 30),
+        ("b", 2, 60),
+    ]
+    assert ranking.ranked[1].vs_best == 2.0
+    assert [facts.name for facts in ranking.not_measured] == ["c"]  # d is not eligible
+
+
+def point(version: str, latency_ns: int) -> VersionPoint:
+    return VersionPoint(run=f"run-{version}", version=version, latency_ns=latency_ns)
+
+
+def test_a_version_is_a_regression_against_the_fastest_older_one_beyond_the_noise():
+    points = [point("0.20.0", 100), point("0.22.0", 90), point("0.24.0", 117), point("0.23.0", 93), point("main", 500)]
+    found = version_regressions(points, noise=0.05)
+    assert [(r.newer.version, r.older.version, round(r.slowdown, 3)) for r in found] == [("0.24.0", "0.22.0", 0.3)]
+
+
+def test_a_slowdown_within_the_noise_or_a_speed_up_is_no_regression():
+    assert version_regressions([point("1.0", 100), point("1.1", 105)], noise=0.05) == []
+    assert version_regressions([point("1.0", 100), point("1.1", 80)], noise=0.05) == []
+    assert [r.newer.version for r in version_regressions([point("1.0", 100), point("1.1", 106)], 0.05)] == ["1.1"]
+
+
+def test_the_noise_is_a_high_percentile_of_the_deviations_or_a_stated_bound():
+    deviations = [index / 1000 for index in range(100)]  # 0.000 … 0.099
+    estimate = noise_estimate(deviations)
+    assert estimate.estimated and estimate.pairs == 100 and estimate.bound == 0.094
+    few = noise_estimate([0.5] * 29)
+    assert not few.estimated and few.bound == FALLBACK_NOISE and few.pairs == 29

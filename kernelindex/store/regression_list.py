@@ -73,7 +73,8 @@ def checked_filters(session: Session, gpu: str | None, framework: str | None) ->
     known = list(session.scalars(select(VersionRegression.framework).distinct().order_by(VersionRegression.framework)))
     matched = next((name for name in known if name.casefold() == framework.casefold()), None)
     if matched is None:
-        near = difflib.get_close_matches(framework, known, n=3, cutoff=0.5)
+        folded = {name.casefold(): name for name in known}
+        near = [folded[name] for name in difflib.get_close_matches(framework.casefold(), folded, n=3, cutoff=0.5)]
         hint = f" Did you mean {' or '.join(near)}?" if near else ""
         listed = ", ".join(known) if known else "none yet"
         raise UnknownFrameworkFilter(
