@@ -296,7 +296,9 @@ def test_regressions_lists_the_planted_one_with_both_runs_linked(site, catalogue
     ]
     assert rows[0].select_one("a.newer-run")["href"] == f"/runs/{run_name(catalogue, '0.24.0')}"
     assert rows[0].select_one("a.older-run")["href"] == f"/runs/{run_name(catalogue, '0.22.0')}"
-    assert rows[0].select_one("td a")["href"] == f"/workloads/{moe}?case=1#case-ranking"
+    link = rows[0].select_one("td a")["href"]
+    assert link.startswith(f"/workloads/{moe}?group=") and link.endswith("&case=1#case-ranking")
+    assert page(site, link).select("#case-ranking tr.regressed")
     assert "noise bound 3%" in text(soup.select_one(".regression-noise"))
 
 

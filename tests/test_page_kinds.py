@@ -72,6 +72,7 @@ PAGE_KINDS = [
     PageKind("compare", "/compare?run=sol-submission-36270&run=sol-submission-36339", dark=True),
     PageKind("search", "/search?q=conv2d"),
     PageKind("records", "/records"),
+    PageKind("regressions", "/regressions"),
     PageKind("sources", "/sources"),
     PageKind("source", "/sources/sol-execbench"),
     PageKind("model", "/models/nafnet"),

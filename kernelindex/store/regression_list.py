@@ -30,6 +30,7 @@ class RegressionFilters:
 class RegressionItem:
     workload: str  # the workload's slug
     workload_title: str
+    comparison_key: str
     case_index: int
     case_axes: dict[str, object]
     gpu_slug: str
@@ -130,6 +131,7 @@ def regressions_page(session: Session, filters: RegressionFilters, page: int, si
         RegressionItem(
             workload=workload,
             workload_title=title,
+            comparison_key=regression.comparison_key,
             case_index=regression.case_index,
             case_axes=dict(axes or {}),
             gpu_slug=regression.gpu_slug,

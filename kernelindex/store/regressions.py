@@ -59,14 +59,15 @@ class RefreshSummary:
 
 def noise_method(noise: NoiseEstimate) -> str:
     """How the noise bound was found, in a sentence for the pages."""
+    count = "no" if noise.pairs == 0 else str(noise.pairs)
     pairs = (
-        f"{noise.pairs} pair{'' if noise.pairs == 1 else 's'} of measurements in which two frameworks ran the "
+        f"{count} pair{'' if noise.pairs == 1 else 's'} of measurements in which two frameworks ran the "
         "same kernel_source (one library function) on the same GPU, workload and case"
     )
     if noise.estimated:
         return f"The {NOISE_PERCENTILE}th percentile of |ratio − 1| over {pairs}."
     return (
-        f"A fixed bound of {FALLBACK_NOISE:.0%}: the source holds only {pairs}, fewer than the "
+        f"A fixed bound of {FALLBACK_NOISE:.0%}: the source holds {pairs}, fewer than the "
         f"{MIN_NOISE_PAIRS} an estimate needs."
     )
 

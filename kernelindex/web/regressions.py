@@ -100,7 +100,7 @@ def _row(item: RegressionItem) -> RegressionRow:
     return RegressionRow(
         workload=item.workload,
         workload_title=item.workload_title,
-        workload_url=urls.workload(item.workload, case=item.case_index) + "#case-ranking",
+        workload_url=urls.workload_group(item.workload, item.comparison_key, case=item.case_index) + "#case-ranking",
         case_index=item.case_index,
         case_label=", ".join(f"{name}={value}" for name, value in item.case_axes.items()) or str(item.case_index),
         gpu=item.gpu_slug,
