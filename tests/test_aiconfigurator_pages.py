@@ -232,6 +232,7 @@ def test_a_framework_filter_narrows_the_ranking_and_the_sweep(site, moe):
     ]
     current = soup.select_one("#case-ranking nav.case-filters strong[aria-current]")
     assert current is not None and text(current) == "vLLM"
+    assert text(soup.select_one("#sweep .sweep-filter")).startswith("Only the runs of vLLM, as filtered")
 
 
 def test_a_version_filter_keeps_one_version(site, moe):
