@@ -24,12 +24,14 @@ from kernelindex.ingest.http import UpstreamError
 from kernelindex.store.batch import LIVE, Batch, ReadFrom, SourceInfo, UnitFailure
 from kernelindex.store.ingest import (
     apply_batch,
+    apply_new_batches,
     begin_writing,
     ensure_source,
     finish_report,
     mark_missing_workloads,
     source_by_id,
     start_report,
+    stored_units,
 )
 
 logger = logging.getLogger(__name__)
@@ -145,13 +147,35 @@ def run_ingest(
     if discovery.errors:
         counts["files.failed"] += len(discovery.errors)
 
+    def record(batch: Batch) -> None:
+        counts["units.ingested"] += 1
+        counts["submissions.stored"] += len(batch.runs)
+        counts.update({f"skipped.{reason}": n for reason, n in batch.skipped.items()})
+        counts.update({f"anomalies.{name}": n for name, n in batch.anomalies.items()})
+        errors.extend(f"warning: {text}" for text in batch.warnings)
+
     def write(group: list[Batch]) -> None:
-        """Write fetched batches in one transaction, each under its own savepoint: a batch the
-        store refuses is rolled back alone and reported, the others are kept."""
+        """Write fetched batches in one transaction. Workloads the store does not hold yet are
+        written together; the others each under a savepoint of its own, so a batch the store
+        refuses is rolled back alone and reported, the others are kept."""
         with sessions.begin() as session:
             begin_writing(session)
             source = source_by_id(session, source_id)
+            named = Counter(batch.external_id for batch in group)
+            held = stored_units(session, source, list(named))
+            new = [batch for batch in group if batch.external_id not in held and named[batch.external_id] == 1]
+            if new:
+                try:
+                    with session.begin_nested():
+                        counts.update(apply_new_batches(session, source, new, observed))
+                except (SQLAlchemyError, ValueError):
+                    logger.exception("ingest: %d new workloads could not be stored together", len(new))
+                    new = []  # each is tried alone below, so the one at fault is named
+                for batch in new:
+                    record(batch)
             for batch in group:
+                if batch in new:
+                    continue
                 try:
                     with session.begin_nested():
                         written = apply_batch(session, source, batch, observed)
@@ -165,11 +189,7 @@ def run_ingest(
                     counts["units.failed"] += 1
                     continue
                 counts.update(written)
-                counts["units.ingested"] += 1
-                counts["submissions.stored"] += len(batch.runs)
-                counts.update({f"skipped.{reason}": n for reason, n in batch.skipped.items()})
-                counts.update({f"anomalies.{name}": n for name, n in batch.anomalies.items()})
-                errors.extend(f"warning: {text}" for text in batch.warnings)
+                record(batch)
 
     pending: list[Batch] = []
     pending_runs = 0
