@@ -261,7 +261,11 @@ def _run_order(key: object) -> str:
 
 
 def package_version(data_dir: Path) -> str | None:
-    """The aiconfigurator-core version of ``data_dir``: an installed package's, or an unpacked wheel's."""
+    """The aiconfigurator-core version of ``data_dir``: a slice's ``PACKAGE_VERSION`` file, an
+    unpacked wheel's ``dist-info`` folder, or the installed package's."""
+    named = data_dir.parent / "PACKAGE_VERSION"
+    if named.exists():
+        return named.read_text(encoding="utf-8").strip() or None
     for info in data_dir.parent.parent.parent.glob("aiconfigurator_core-*.dist-info"):
         return info.name.removeprefix("aiconfigurator_core-").removesuffix(".dist-info")
     try:
