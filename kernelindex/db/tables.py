@@ -255,6 +255,22 @@ class IngestionReport(Base):
     drift: Mapped[list[Any]]
 
 
+class SourceFile(Base):
+    """A file an ingest read whole and stored (its path in the upstream, its content digest): the
+    next ingest skips a file whose digest it already holds, so re-reading an unchanged upstream
+    writes nothing and takes seconds."""
+
+    __tablename__ = "source_file"
+    __table_args__ = (UniqueConstraint("source_id", "path"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source_id: Mapped[int] = mapped_column(ForeignKey("source.id"))
+    path: Mapped[str] = mapped_column(String(500))
+    sha256: Mapped[str] = mapped_column(String(64))
+    rows: Mapped[int]
+    ingested_at: Mapped[datetime]
+
+
 class CatalogueState(Base):
     """One row: a number every committed change of what the public pages show increases.
 

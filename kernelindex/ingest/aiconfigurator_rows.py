@@ -101,6 +101,14 @@ def read(file: TableFile, columns: list[str] | None = None) -> pa.Table:
         raise TableError(f"{file.relative}: not a readable Parquet table ({exc})") from None
 
 
+def read_rows(file: TableFile) -> int:
+    """A file's row count from its footer, without reading its rows (0 if it cannot be read)."""
+    try:
+        return pq.read_metadata(file.path).num_rows
+    except (OSError, pa.ArrowException):
+        return 0
+
+
 def check(file: TableFile, system: System, table: pa.Table) -> Checked:
     """Keep the rows with a positive latency and a device string that names the folder's GPU."""
     schema = classify(table.column_names)

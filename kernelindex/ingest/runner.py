@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -33,6 +33,7 @@ from kernelindex.store.ingest import (
     start_report,
     stored_units,
 )
+from kernelindex.store.source_files import record_files, stored_files
 
 logger = logging.getLogger(__name__)
 
@@ -60,9 +61,22 @@ class Discovery:
     skipped: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Rows counted by what became of them (read, mapped, unchanged), for sources read as tables.
+    rows: Counter[str] = field(default_factory=Counter)
+    # Files read whole (path → (sha256, rows)): recorded when the ingest succeeds, so that the
+    # next one may skip them unchanged (``FileAware``).
+    files: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 Fetched = TypeVar("Fetched")
+
+
+@runtime_checkable
+class FileAware(Protocol):
+    """An adapter that reads whole files and skips those an earlier ingest stored unchanged:
+    the runner hands it their digests (path → sha256) before ``discover``."""
+
+    known_files: Mapping[str, str]
 
 
 class Adapter(Protocol[Fetched]):
@@ -129,6 +143,8 @@ def run_ingest(
         source = ensure_source(session, adapter.source)
         report_id = start_report(session, source, origin, started, read_from).id
         source_id = source.id
+        if isinstance(adapter, FileAware):
+            adapter.known_files = stored_files(session, source_id)
 
     counts: Counter[str] = Counter()
     errors: list[str] = []
@@ -143,6 +159,7 @@ def run_ingest(
     errors.extend(discovery.errors)
     errors.extend(f"warning: {text}" for text in discovery.warnings)
     counts.update({f"skipped.{reason}": n for reason, n in discovery.skipped.items()})
+    counts.update({f"rows.{what}": n for what, n in discovery.rows.items()})
     counts["units.listed"] = len(units)
     if discovery.errors:
         counts["files.failed"] += len(discovery.errors)
@@ -225,6 +242,8 @@ def run_ingest(
                 source.last_observed_at = observed
         if status != "failed" and (counts["units.failed"] or discovery.errors):
             status = "partial" if counts["units.ingested"] else "failed"
+        if status == "succeeded":
+            record_files(session, source_id, discovery.files, finished)
         nested = _nested(counts)
         nested.setdefault("flag", {})
         nested["flags"] = nested.pop("flag")
