@@ -58,6 +58,7 @@ from kernelindex.ingest.aiconfigurator_tables import (
     table_files,
 )
 from kernelindex.ingest.reading import Opened, Reading
+from kernelindex.manifests import ExecutionEnvironment, Implementation
 from kernelindex.ingest.runner import Discovery
 from kernelindex.ingest.values import first_error
 from kernelindex.store.batch import Batch, RunRecord, SourceInfo, UnitFailure
@@ -224,8 +225,8 @@ class AIConfigurator:
             protocols=[protocol],
             complete=True,
         )
-        environments = {}
-        implementations = {}
+        environments: dict[str, ExecutionEnvironment] = {}
+        implementations: dict[tuple[str, str, str], Implementation] = {}
         for run_key, rows in sorted(fetched.runs.items(), key=lambda item: _run_order(item[0])):
             gpu = SYSTEMS[run_key.system].gpu
             environment = environments.setdefault(gpu.slug, environment_manifest(gpu))

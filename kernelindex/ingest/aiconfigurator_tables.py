@@ -205,7 +205,8 @@ def read_datasheet(data_dir: Path, system: str) -> Datasheet | None:
         sheet = yaml.safe_load(text) or {}
     except (yaml.YAMLError, UnicodeDecodeError):
         return None
-    gpu: dict[str, Any] = sheet.get("gpu") if isinstance(sheet, dict) and isinstance(sheet.get("gpu"), dict) else {}
+    found = sheet.get("gpu") if isinstance(sheet, dict) else None
+    gpu: dict[str, Any] = found if isinstance(found, dict) else {}
     reference = next((line.strip("# ").strip() for line in text.splitlines() if line.startswith("# http")), None)
 
     def number(name: str) -> float | None:

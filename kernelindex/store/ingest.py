@@ -437,12 +437,11 @@ def apply_new_batches(session: Session, source: Source, batches: Sequence[Batch]
 
     workload_rows = []
     for batch in batches:
-        manifest = batch.workload
         workload_rows.append(
             {
-                "name": manifest.metadata.name,
-                "digest": manifest.digest,
-                "manifest_json": manifest_text(manifest),
+                "name": batch.workload.metadata.name,
+                "digest": batch.workload.digest,
+                "manifest_json": manifest_text(batch.workload),
                 "created_at": now,
                 "updated_at": now,
                 **_workload_columns(source, batch),
