@@ -58,9 +58,9 @@ from kernelindex.ingest.aiconfigurator_tables import (
     table_files,
 )
 from kernelindex.ingest.reading import Opened, Reading
-from kernelindex.manifests import ExecutionEnvironment, Implementation
 from kernelindex.ingest.runner import Discovery
 from kernelindex.ingest.values import first_error
+from kernelindex.manifests import ExecutionEnvironment, Implementation
 from kernelindex.store.batch import Batch, RunRecord, SourceInfo, UnitFailure
 
 PACKAGE = "aiconfigurator-core"
