@@ -55,6 +55,7 @@ from kernelindex.ingest.aiconfigurator_tables import (
     file_sha256,
     find_data_dir,
     read_collection,
+    read_datasheet,
     table_files,
 )
 from kernelindex.ingest.reading import Opened, Reading
@@ -80,6 +81,10 @@ SOURCE = SourceInfo(
         "keeps the LICENSE file beside them."
     ),
     attribution=f"Data: AIConfigurator (aiconfigurator-core), {COPYRIGHT}, Apache-2.0.",
+    gpu_naming=(
+        'the system folder (such as h200_sxm), checked against the device string of every row (such as "NVIDIA '
+        'H200"); a row naming another GPU is skipped, never relabelled'
+    ),
 )
 # Each system folder's GPU, and every device string its rows may carry for it.
 SYSTEMS = {
@@ -144,6 +149,9 @@ class AIConfigurator:
             if changed:
                 self._tables[table] = [file for file in files if file.relative not in unreadable]
                 self._family[table] = files[0].family
+        for system in sorted({file.system for file in table_files(self.data_dir)} & SYSTEMS.keys()):
+            if (sheet := read_datasheet(self.data_dir, system)) is not None:
+                discovery.datasheets[SYSTEMS[system].gpu.slug] = sheet
         discovery.complete = not discovery.errors and not discovery.rows["unchanged"]
         self._unit_table = units
         discovery.units = sorted(units, key=lambda unit: (units[unit], unit))

@@ -33,7 +33,7 @@ from kernelindex.store.ingest import (
     start_report,
     stored_units,
 )
-from kernelindex.store.source_files import record_files, stored_files
+from kernelindex.store.source_files import record_datasheets, record_files, stored_files
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +66,8 @@ class Discovery:
     # Files read whole (path → (sha256, rows)): recorded when the ingest succeeds, so that the
     # next one may skip them unchanged (``FileAware``).
     files: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # Datasheet figures the source publishes, by GPU slug: (figures, the source's reference).
+    datasheets: dict[str, tuple[dict[str, float | int], str | None]] = field(default_factory=dict)
 
 
 Fetched = TypeVar("Fetched")
@@ -244,6 +246,7 @@ def run_ingest(
             status = "partial" if counts["units.ingested"] else "failed"
         if status == "succeeded":
             record_files(session, source_id, discovery.files, finished)
+        record_datasheets(session, source_id, discovery.datasheets, finished)
         nested = _nested(counts)
         nested.setdefault("flag", {})
         nested["flags"] = nested.pop("flag")

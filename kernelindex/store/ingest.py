@@ -58,6 +58,7 @@ def ensure_source(session: Session, info: SourceInfo) -> Source:
         "licence": info.licence,
         "attribution": info.attribution,
         "run_noun": info.run_noun,
+        "gpu_naming": info.gpu_naming,
     }
     if source is None:
         source = Source(slug=info.slug, **facts)
