@@ -80,8 +80,7 @@ SOURCE = SourceInfo(
     ),
     attribution=f"Data: KernelBench baseline timings, {COPYRIGHT}, MIT License.",
     gpu_naming=(
-        'the device name PyTorch reported, as each timing file records it (hardware, such as "NVIDIA H100 80GB '
-        'HBM3")'
+        'the device name PyTorch reported, as each timing file records it (hardware, such as "NVIDIA H100 80GB HBM3")'
     ),
 )
 # Past this a figure is no time (LatencyNs allows at most 10**15 ns).
