@@ -243,7 +243,7 @@ class AIConfigurator:
                 implementation_manifest(run_key.framework, run_key.version, run_key.kernel),
             )
             if rows.duplicates:
-                batch.anomalies["duplicate_points"] += rows.duplicates
+                batch.anomalies["repeated_points_first_kept"] += rows.duplicates
             provenance = self._provenance(rows.files)
             try:
                 manifest = run_manifest(
