@@ -11,7 +11,7 @@ then each table's rows are read again, one table at a time, so memory holds one 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -45,19 +45,23 @@ from kernelindex.ingest.aiconfigurator_rows import (
     check,
     group,
     read,
+    read_rows,
     workload_keys,
 )
 from kernelindex.ingest.aiconfigurator_tables import (
     Collection,
     TableFile,
     by_table,
+    file_sha256,
     find_data_dir,
     read_collection,
+    read_datasheet,
     table_files,
 )
 from kernelindex.ingest.reading import Opened, Reading
 from kernelindex.ingest.runner import Discovery
 from kernelindex.ingest.values import first_error
+from kernelindex.manifests import ExecutionEnvironment, Implementation
 from kernelindex.store.batch import Batch, RunRecord, SourceInfo, UnitFailure
 
 PACKAGE = "aiconfigurator-core"
@@ -77,6 +81,10 @@ SOURCE = SourceInfo(
         "keeps the LICENSE file beside them."
     ),
     attribution=f"Data: AIConfigurator (aiconfigurator-core), {COPYRIGHT}, Apache-2.0.",
+    gpu_naming=(
+        'the system folder (such as h200_sxm), checked against the device string of every row (such as "NVIDIA '
+        'H200"); a row naming another GPU is skipped, never relabelled'
+    ),
 )
 # Each system folder's GPU, and every device string its rows may carry for it.
 SYSTEMS = {
@@ -109,6 +117,7 @@ class AIConfigurator:
         self.version = version
         self.observed_at = observed_at
         self.drift: set[str] = set()
+        self.known_files: Mapping[str, str] = {}
         self._tables: dict[str, list[TableFile]] = {}
         self._unit_table: dict[str, str] = {}
         self._family: dict[str, str] = {}
@@ -118,44 +127,65 @@ class AIConfigurator:
         self._table_skipped: dict[str, Counter[str]] = {}
 
     def discover(self) -> Discovery:
-        """Survey every table: count its rows (read, mapped, skipped by reason, unmapped by
-        schema) and list its workloads. A file that cannot be read is one error line."""
+        """Survey every table: count its rows (read, mapped, skipped by reason, not mapped) and
+        list its workloads. A file stored unchanged by an earlier ingest (``known_files``) is not
+        read; a table with a changed file is read whole, to rebuild the workloads it touches.
+        A file that cannot be read is one error line."""
         discovery = Discovery(units=[])
         units: dict[str, str] = {}
         for table, files in by_table(table_files(self.data_dir)):
-            readable = []
+            digests = {file.relative: file_sha256(file.path) for file in files}
+            changed = [file for file in files if self.known_files.get(file.relative) != digests[file.relative]]
             for file in files:
-                system = SYSTEMS.get(file.system)
-                try:
-                    data = read(file)
-                    self._collection(file)
-                except (TableError, ValueError) as exc:
-                    discovery.errors.append(str(exc))
-                    continue
-                discovery.skipped["rows_read"] += data.num_rows
-                if system is None:
-                    discovery.skipped["unknown_system"] += data.num_rows
-                    discovery.warnings.append(f"{file.relative}: {data.num_rows} rows of an unknown system folder")
-                    continue
-                checked = check(file, system, data)
-                if checked.schema.unmapped:
-                    discovery.skipped[f"unmapped_schema.{table}"] += data.num_rows
-                    discovery.warnings.append(
-                        f"{file.relative}: {data.num_rows} rows not mapped: {checked.schema.unmapped}"
-                    )
-                    continue
-                discovery.skipped.update(checked.skipped)
-                discovery.warnings += checked.warnings
-                discovery.skipped["rows_mapped"] += checked.table.num_rows
-                readable.append(file)
-                for key in workload_keys(file, checked):
-                    units[key.external_id] = table
-                self._family[table] = file.family
-            self._tables[table] = readable
-        discovery.complete = not discovery.errors
+                if file not in changed:
+                    discovery.rows["unchanged"] += read_rows(file)
+            unreadable = set()
+            for file in changed:
+                counted = self._survey(file, discovery, units)
+                if counted is None:
+                    unreadable.add(file.relative)
+                else:
+                    discovery.files[file.relative] = (digests[file.relative], counted)
+            if changed:
+                self._tables[table] = [file for file in files if file.relative not in unreadable]
+                self._family[table] = files[0].family
+        for system in sorted({file.system for file in table_files(self.data_dir)} & SYSTEMS.keys()):
+            if (sheet := read_datasheet(self.data_dir, system)) is not None:
+                discovery.datasheets[SYSTEMS[system].gpu.slug] = sheet
+        discovery.complete = not discovery.errors and not discovery.rows["unchanged"]
         self._unit_table = units
         discovery.units = sorted(units, key=lambda unit: (units[unit], unit))
         return discovery
+
+    def _survey(self, file: TableFile, discovery: Discovery, units: dict[str, str]) -> int | None:
+        """Count one file's rows into ``discovery`` and list its workloads in ``units``; its row
+        count, or ``None`` when it cannot be read."""
+        try:
+            data = read(file)
+            self._collection(file)
+        except (TableError, ValueError) as exc:
+            discovery.errors.append(str(exc))
+            return None
+        discovery.rows["read"] += data.num_rows
+        system = SYSTEMS.get(file.system)
+        if system is None:
+            discovery.rows["not_mapped"] += data.num_rows
+            discovery.skipped["unknown_system"] += data.num_rows
+            discovery.warnings.append(f"{file.relative}: {data.num_rows} rows of an unknown system folder")
+            return data.num_rows
+        checked = check(file, system, data)
+        if checked.schema.unmapped:
+            discovery.rows["not_mapped"] += data.num_rows
+            discovery.skipped[f"unmapped_schema.{file.table}"] += data.num_rows
+            discovery.warnings.append(f"{file.relative}: {data.num_rows} rows not mapped: {checked.schema.unmapped}")
+            return data.num_rows
+        discovery.skipped.update(checked.skipped)
+        discovery.rows["not_mapped"] += sum(checked.skipped.values())
+        discovery.warnings += checked.warnings
+        discovery.rows["mapped"] += checked.table.num_rows
+        for key in workload_keys(file, checked):
+            units[key.external_id] = file.table
+        return data.num_rows
 
     def fetch(self, unit: str) -> WorkloadRows:
         table = self._unit_table[unit]
@@ -170,11 +200,16 @@ class AIConfigurator:
         """Read every file of ``table`` and group its rows (the previous table's are let go)."""
         self._loaded, self._loaded_table = {}, table
         for file in self._tables[table]:
+            system = SYSTEMS.get(file.system)
+            if system is None:
+                continue  # reported when surveyed
             try:
                 data = read(file)
             except TableError as exc:
                 raise WorkloadError(str(exc)) from None
-            group(file, check(file, SYSTEMS[file.system], data), self._loaded)
+            checked = check(file, system, data)
+            if not checked.schema.unmapped:
+                group(file, checked, self._loaded)
 
     def _collection(self, file: TableFile) -> Collection:
         if file.folder not in self._collections:
@@ -198,8 +233,8 @@ class AIConfigurator:
             protocols=[protocol],
             complete=True,
         )
-        environments = {}
-        implementations = {}
+        environments: dict[str, ExecutionEnvironment] = {}
+        implementations: dict[tuple[str, str, str], Implementation] = {}
         for run_key, rows in sorted(fetched.runs.items(), key=lambda item: _run_order(item[0])):
             gpu = SYSTEMS[run_key.system].gpu
             environment = environments.setdefault(gpu.slug, environment_manifest(gpu))
@@ -208,7 +243,7 @@ class AIConfigurator:
                 implementation_manifest(run_key.framework, run_key.version, run_key.kernel),
             )
             if rows.duplicates:
-                batch.anomalies["duplicate_points"] += rows.duplicates
+                batch.anomalies["repeated_points_first_kept"] += rows.duplicates
             provenance = self._provenance(rows.files)
             try:
                 manifest = run_manifest(
@@ -261,7 +296,11 @@ def _run_order(key: object) -> str:
 
 
 def package_version(data_dir: Path) -> str | None:
-    """The aiconfigurator-core version of ``data_dir``: an installed package's, or an unpacked wheel's."""
+    """The aiconfigurator-core version of ``data_dir``: a slice's ``PACKAGE_VERSION`` file, an
+    unpacked wheel's ``dist-info`` folder, or the installed package's."""
+    named = data_dir.parent / "PACKAGE_VERSION"
+    if named.exists():
+        return named.read_text(encoding="utf-8").strip() or None
     for info in data_dir.parent.parent.parent.glob("aiconfigurator_core-*.dist-info"):
         return info.name.removeprefix("aiconfigurator_core-").removesuffix(".dist-info")
     try:

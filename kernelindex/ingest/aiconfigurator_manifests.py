@@ -121,14 +121,19 @@ def _shown(name: str, value: NativeScalar) -> str:
 
 
 def workload_title(key: WorkloadKey) -> str:
-    config = {name: value for name, value in key.config if value is not None and name != "op_name"}
+    config = {name: value for name, value in key.config if value is not None}
     head = table_title(key.table)
+    if key.table in ("moe_perf", "gemm_perf") and config.get("op_name") in ("moe", "gemm"):
+        del config["op_name"]  # the table says it
+    elif "op_name" in config:
+        head = f"{head} {config.pop('op_name')}"
     if key.table == "moe_perf" and {"topk", "num_experts"} <= config.keys():
         dtype = config.pop("moe_dtype", None)
         topk, experts = config.pop("topk"), config.pop("num_experts")
         parts = [_shown(name, config.pop(name)) for name in ("hidden_size", "inter_size") if name in config]
         parts.append(f"top-{topk} of {experts} experts")
-        parts += [_shown(name, value) for name, value in config.items()]
+        parts += [_shown(name, config.pop(name)) for name in ("moe_tp_size", "moe_ep_size") if name in config]
+        parts += [str(value) if name == "distribution" else _shown(name, value) for name, value in config.items()]
         title = f"{head} {dtype}: " + ", ".join(parts) if dtype else f"{head}: " + ", ".join(parts)
     elif key.table == "gemm_perf" and {"n", "k"} <= config.keys():
         title = f"{head} {config.pop('gemm_dtype', '')} N={config.pop('n')} K={config.pop('k')}".replace("  ", " ")

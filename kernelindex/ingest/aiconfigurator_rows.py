@@ -101,6 +101,14 @@ def read(file: TableFile, columns: list[str] | None = None) -> pa.Table:
         raise TableError(f"{file.relative}: not a readable Parquet table ({exc})") from None
 
 
+def read_rows(file: TableFile) -> int:
+    """A file's row count from its footer, without reading its rows (0 if it cannot be read)."""
+    try:
+        return pq.read_metadata(file.path).num_rows
+    except (OSError, pa.ArrowException):
+        return 0
+
+
 def check(file: TableFile, system: System, table: pa.Table) -> Checked:
     """Keep the rows with a positive latency and a device string that names the folder's GPU."""
     schema = classify(table.column_names)
@@ -146,21 +154,22 @@ def workload_keys(file: TableFile, checked: Checked) -> list[WorkloadKey]:
 
 
 def group(file: TableFile, checked: Checked, workloads: dict[str, WorkloadRows]) -> None:
-    """Add the checked rows of ``file`` to ``workloads`` (by external id)."""
+    """Add the checked rows of ``file`` to ``workloads`` (by external id): one run per
+    configuration and kernel, its points in the order of the file. Grouped by Arrow, so Python
+    sees a run at a time, not a row."""
     schema = checked.schema
-    table = checked.table
     assert schema.latency is not None
-    columns = {name: table.column(name).to_pylist() for name in table.column_names}
-    count = table.num_rows
+    table = _exact_integers(checked.table, schema)
     recorded = recorded_stacks(file, table)
-    kernels = columns["kernel_source"]
-    latencies = columns[schema.latency]
-    config_columns = [columns[name] for name in schema.config]
-    swept_columns = [columns[name] for name in schema.swept]
-    measured_columns = [(name, columns[name]) for name in schema.measured]
+    values = [*schema.swept, schema.latency, *schema.measured]
+    runs = table.group_by([*schema.config, "kernel_source"], use_threads=False).aggregate(
+        [(name, "list") for name in values]
+    )
+    columns = {name: runs.column(name).to_pylist() for name in [*schema.config, "kernel_source"]}
+    lists = {name: runs.column(f"{name}_list").to_pylist() for name in values}
     keys: dict[tuple[Any, ...], WorkloadRows] = {}
-    for index in range(count):
-        config = tuple(column[index] for column in config_columns)
+    for index in range(runs.num_rows):
+        config = tuple(columns[name][index] for name in schema.config)
         rows = keys.get(config)
         if rows is None:
             key = WorkloadKey(file.table, tuple(zip(schema.config, map(_scalar, config), strict=True)))
@@ -169,20 +178,33 @@ def group(file: TableFile, checked: Checked, workloads: dict[str, WorkloadRows])
                 rows = workloads[key.external_id] = WorkloadRows(key, schema.swept)
             keys[config] = rows
         # The folder names the framework and version; the rows' own columns are kept as recorded.
-        run_key = RunKey(file.system, file.framework, file.version, str(kernels[index]))
-        run = rows.runs.get(run_key)
-        if run is None:
-            run = rows.runs[run_key] = RunRows()
-        if file.relative not in run.files:
-            run.files.add(file.relative)
-            run.recorded |= recorded
-        point = tuple(_scalar(column[index]) for column in swept_columns)
-        if point in run.points:
-            run.duplicates += 1
+        run_key = RunKey(file.system, file.framework, file.version, str(columns["kernel_source"][index]))
+        run = rows.runs.setdefault(run_key, RunRows())
+        run.files.add(file.relative)
+        run.recorded |= recorded
+        points = list(zip(*(lists[name][index] for name in schema.swept), strict=True))
+        latencies = lists[schema.latency][index]
+        measured = [lists[name][index] for name in schema.measured]
+        for position, point in enumerate(points):
+            if point in run.points:
+                run.duplicates += 1
+                continue
+            extra = {name: column[position] for name, column in zip(schema.measured, measured, strict=True)}
+            run.points[point] = Point(float(latencies[position]), extra)
+
+
+def _exact_integers(table: pa.Table, schema: Schema) -> pa.Table:
+    """Float columns of the shape that hold only whole numbers, as integers: a shape is a count,
+    and 4096.0 and 4096 must be one case."""
+    for name in (*schema.swept, *schema.config):
+        column = table.column(name)
+        if not pa.types.is_floating(column.type) or table.num_rows == 0:
             continue
-        run.points[point] = Point(
-            float(latencies[index]), {name: _scalar(values[index]) for name, values in measured_columns}
-        )
+        finite = pc.drop_null(column)
+        whole = len(finite) == 0 or pc.all(pc.equal(finite, pc.floor(finite))).as_py()
+        if whole:
+            table = table.set_column(table.column_names.index(name), name, pc.cast(column, pa.int64()))
+    return table
 
 
 def recorded_stacks(file: TableFile, table: pa.Table) -> set[tuple[str, str]]:

@@ -184,19 +184,9 @@ def read_collection(folder: Path) -> Collection:
     return Collection(str(meta.get("provenance") or "not recorded"), status)
 
 
-@dataclass(frozen=True)
-class Datasheet:
-    """The figures ``systems/<system>.yaml`` gives for one GPU of the system."""
-
-    memory_bandwidth_bytes_s: float | None
-    memory_bytes: float | None
-    tensor_flops: dict[str, float]
-    sm_version: int | None
-    power_w: float | None
-    reference: str | None
-
-
-def read_datasheet(data_dir: Path, system: str) -> Datasheet | None:
+def read_datasheet(data_dir: Path, system: str) -> tuple[dict[str, float | int], str | None] | None:
+    """The figures ``<system>.yaml`` (beside the data folder) gives for one GPU of the system, by
+    name (bytes, bytes per second, FLOP/s per data type, watts), and the datasheet it cites."""
     path = data_dir.parent / f"{system}.yaml"
     if not path.exists():
         return None
@@ -205,27 +195,21 @@ def read_datasheet(data_dir: Path, system: str) -> Datasheet | None:
         sheet = yaml.safe_load(text) or {}
     except (yaml.YAMLError, UnicodeDecodeError):
         return None
-    gpu: dict[str, Any] = sheet.get("gpu") if isinstance(sheet, dict) and isinstance(sheet.get("gpu"), dict) else {}
+    found = sheet.get("gpu") if isinstance(sheet, dict) else None
+    gpu: dict[str, Any] = found if isinstance(found, dict) else {}
+    names = {"mem_bw": "memory_bandwidth_bytes_per_s", "mem_capacity": "memory_bytes", "power": "power_w"}
+    figures: dict[str, float | int] = {}
+    for key, value in gpu.items():
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        if key in names:
+            figures[names[key]] = value
+        elif key.endswith("_tc_flops"):
+            figures[f"{key.removesuffix('_tc_flops')}_tensor_flops_per_s"] = value
+        elif key == "sm_version":
+            figures["sm_version"] = value
     reference = next((line.strip("# ").strip() for line in text.splitlines() if line.startswith("# http")), None)
-
-    def number(name: str) -> float | None:
-        value = gpu.get(name)
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-    flops = {
-        name.removesuffix("_tc_flops"): float(value)
-        for name, value in gpu.items()
-        if name.endswith("_tc_flops") and isinstance(value, int | float) and not isinstance(value, bool)
-    }
-    sm = gpu.get("sm_version")
-    return Datasheet(
-        number("mem_bw"),
-        number("mem_capacity"),
-        flops,
-        sm if isinstance(sm, int) and not isinstance(sm, bool) else None,
-        number("power"),
-        reference,
-    )
+    return figures, reference
 
 
 def by_table(files: list[TableFile]) -> Iterator[tuple[str, list[TableFile]]]:
