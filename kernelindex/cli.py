@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 import httpx
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
@@ -188,17 +189,20 @@ def _ingest(
     try:
         with _exclusive(engine, sessions):
             for slug in slugs:
-                with _progress(SOURCES[slug].info.name) as progress:
-                    summary = ingest_source(
-                        sessions, settings, slug, snapshot=snapshot, options=options, progress=progress
-                    )
+                try:
+                    with _progress(SOURCES[slug].info.name) as progress:
+                        summary = ingest_source(
+                            sessions, settings, slug, snapshot=snapshot, options=options, progress=progress
+                        )
+                except DataDirError as exc:
+                    # A source read from an installed package: the others still go on.
+                    err.print(f"[red]{SOURCES[slug].info.name} not read:[/] {escape(str(exc))}")
+                    statuses.append("failed")
+                    continue
                 print_report(summary)
                 statuses.append(summary.status)
     except SnapshotError as exc:
         err.print(f"[red]Snapshot refused:[/] {exc}")
-        sys.exit(1)
-    except DataDirError as exc:
-        err.print(f"[red]Not read:[/] {exc}")
         sys.exit(1)
     finally:
         engine.dispose()
