@@ -26,9 +26,12 @@ class VersionRegression(Base):
     __table_args__ = (
         # The per-case ranking's flags: one workload's regressions at one case.
         Index("ix_version_regression_workload_id_case_index", "workload_id", "case_index"),
-        # /regressions: the largest slowdowns first, on one GPU or of one framework.
+        # /regressions: the largest slowdowns first, of all, on one GPU or of one framework, read
+        # in index order however deep the page; the GPU and framework choices are counted from them.
         Index("ix_version_regression_slowdown_id", "slowdown", "id"),
-        Index("ix_version_regression_gpu_slug_framework", "gpu_slug", "framework"),
+        Index("ix_version_regression_gpu_slug_slowdown_id", "gpu_slug", "slowdown", "id"),
+        Index("ix_version_regression_framework_slowdown_id", "framework", "slowdown", "id"),
+        Index("ix_version_regression_gpu_slug_framework_slowdown_id", "gpu_slug", "framework", "slowdown", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

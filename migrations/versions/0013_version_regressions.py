@@ -54,7 +54,15 @@ def upgrade() -> None:
     op.create_index("ix_version_regression_newer_run_id", "version_regression", ["newer_run_id"])
     op.create_index("ix_version_regression_workload_id_case_index", "version_regression", ["workload_id", "case_index"])
     op.create_index("ix_version_regression_slowdown_id", "version_regression", ["slowdown", "id"])
-    op.create_index("ix_version_regression_gpu_slug_framework", "version_regression", ["gpu_slug", "framework"])
+    op.create_index("ix_version_regression_gpu_slug_slowdown_id", "version_regression", ["gpu_slug", "slowdown", "id"])
+    op.create_index(
+        "ix_version_regression_framework_slowdown_id", "version_regression", ["framework", "slowdown", "id"]
+    )
+    op.create_index(
+        "ix_version_regression_gpu_slug_framework_slowdown_id",
+        "version_regression",
+        ["gpu_slug", "framework", "slowdown", "id"],
+    )
     op.create_table(
         "regression_noise",
         sa.Column("source_id", sa.Integer(), nullable=False),
@@ -70,7 +78,9 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("regression_noise")
-    op.drop_index("ix_version_regression_gpu_slug_framework", table_name="version_regression")
+    op.drop_index("ix_version_regression_gpu_slug_framework_slowdown_id", table_name="version_regression")
+    op.drop_index("ix_version_regression_framework_slowdown_id", table_name="version_regression")
+    op.drop_index("ix_version_regression_gpu_slug_slowdown_id", table_name="version_regression")
     op.drop_index("ix_version_regression_slowdown_id", table_name="version_regression")
     op.drop_index("ix_version_regression_workload_id_case_index", table_name="version_regression")
     op.drop_index("ix_version_regression_newer_run_id", table_name="version_regression")
