@@ -716,7 +716,7 @@ def build_leaderboard(
         )
     except (UnknownCase, UnknownFramework) as exc:
         raise BadRequest(str(exc)) from None
-    if ranking is None and selected_key is None and (case_index is not None or framework or version):
+    if selected_key is None and (case_index is not None or framework or version):
         raise BadRequest("this workload has no runs yet: there is no case, framework or version to choose.")
 
     ranked_rows = one_unit(ranked_rows, "latency_ns", "latency")
