@@ -284,6 +284,23 @@ def test_records_missing_upstream_are_kept_and_marked(db):
     assert runs(db)[str(gone_run["id"])].missing_since is None
 
 
+def fail_new_group(monkeypatch, external_id: str, error: Exception | None) -> None:  # type: ignore[no-untyped-def]
+    """Make the group of new workloads holding ``external_id`` fail after writing (``error``, or a
+    database error without one): the runner then writes each alone, where the patched
+    ``apply_batch`` fails that one."""
+    real_new = store_ingest.apply_new_batches
+
+    def new_then_fail(session, source, batches, now):  # type: ignore[no-untyped-def]
+        written = real_new(session, source, batches, now)
+        if any(batch.external_id == external_id for batch in batches):
+            if error is not None:
+                raise error
+            session.execute(text("SELECT * FROM no_such_table WHERE name = :name"), {"name": "secret parameter"})
+        return written
+
+    monkeypatch.setattr("kernelindex.ingest.runner.apply_new_batches", new_then_fail)
+
+
 def test_a_kernel_failing_to_store_leaves_nothing_half_written(db, monkeypatch, caplog):
     upstream = FakeUpstream()
     real_apply = store_ingest.apply_batch
@@ -295,6 +312,7 @@ def test_a_kernel_failing_to_store_leaves_nothing_half_written(db, monkeypatch, 
         return written
 
     monkeypatch.setattr("kernelindex.ingest.runner.apply_batch", apply_then_fail)
+    fail_new_group(monkeypatch, "40", ValueError("disk full"))
     summary = ingest(db, upstream)
     assert summary.status == "partial"
     # The report is public: one plain line; what went wrong is in the server's log.
@@ -423,6 +441,7 @@ def test_the_source_page_never_shows_a_statement(db, make_app, monkeypatch):
         return real_apply(session, source, batch, now)
 
     monkeypatch.setattr("kernelindex.ingest.runner.apply_batch", apply_then_fail)
+    fail_new_group(monkeypatch, "40", None)
     summary = ingest(db, upstream)
     assert summary.status == "partial"
     with TestClient(make_app(db)) as reader:
