@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import func, select
 
+from kernelindex.db.regression_tables import VersionRegression
 from kernelindex.db.tables import Environment, Implementation, IngestionReport, Run, Workload
 from kernelindex.ingest.aiconfigurator import SYSTEMS
 from kernelindex.ingest.sources import SOURCES, ingest
@@ -269,7 +270,9 @@ def test_the_bundled_slice_holds_every_system_and_the_deepseek_layer(db: Any) ->
         products = set(session.scalars(select(Environment.gpu_product)))
         assert products == {system.gpu.product for system in SYSTEMS.values()}
         report = session.scalars(select(IngestionReport)).one()
-        assert report.read_from == "bundled" and (report.snapshot_scope or "").startswith("partial: 33,125 of the 12,586,413")
+        assert report.read_from == "bundled" and (report.snapshot_scope or "").startswith(
+            "partial: 33,125 of the 12,586,413"
+        )
         layers = [
             w
             for w in session.scalars(select(Workload).where(Workload.title.like("MoE layer fp8_block: hidden 7168%")))
@@ -297,3 +300,18 @@ def test_the_slice_names_the_package_version_it_was_cut_from(db: Any, tmp_path: 
     with db.sessions() as session:
         report = session.get(IngestionReport, summary.report_id)
         assert report is not None and report.origin.startswith("aiconfigurator-core 0.12.0 ")
+
+
+def test_the_ingest_finds_version_regressions_in_what_it_wrote(db: Any, tables: Path) -> None:
+    write_table(
+        tables,
+        "h200_sxm/moe/vllm/0.26.0/moe_perf.parquet",
+        moe_rows("VLLM", "0.26.0", "vllm_fused_moe", {1: 0.05, 4096: 0.8}),  # twice as slow at 4096 tokens
+    )
+    summary = run_ingest(db, data_dir=str(tables), data_version="0.12.0")
+    assert summary.counts["regressions"] == {"found": 1}
+    with db.sessions() as session:
+        found = session.execute(select(VersionRegression)).scalars().all()
+    assert len(found) == 1
+    # Nothing written, nothing recomputed.
+    assert "regressions" not in run_ingest(db, data_dir=str(tables), data_version="0.12.0").counts

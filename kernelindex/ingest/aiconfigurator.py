@@ -85,6 +85,7 @@ SOURCE = SourceInfo(
         'the system folder (such as h200_sxm), checked against the device string of every row (such as "NVIDIA '
         'H200"); a row naming another GPU is skipped, never relabelled'
     ),
+    compares_versions=True,
 )
 # Each system folder's GPU, and every device string its rows may carry for it.
 SYSTEMS = {

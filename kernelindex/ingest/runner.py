@@ -32,7 +32,9 @@ from kernelindex.store.ingest import (
     source_by_id,
     start_report,
     stored_units,
+    workload_ids,
 )
+from kernelindex.store.regressions import refresh_regressions
 from kernelindex.store.source_files import record_datasheets, record_files, stored_files
 
 logger = logging.getLogger(__name__)
@@ -166,7 +168,11 @@ def run_ingest(
     if discovery.errors:
         counts["files.failed"] += len(discovery.errors)
 
-    def record(batch: Batch) -> None:
+    written: set[str] = set()  # external ids of the workloads whose records were written
+
+    def record(batch: Batch, wrote: bool) -> None:
+        if wrote:
+            written.add(batch.external_id)
         counts["units.ingested"] += 1
         counts["submissions.stored"] += len(batch.runs)
         counts.update({f"skipped.{reason}": n for reason, n in batch.skipped.items()})
@@ -191,13 +197,13 @@ def run_ingest(
                     logger.exception("ingest: %d new workloads could not be stored together", len(new))
                     new = []  # each is tried alone below, so the one at fault is named
                 for batch in new:
-                    record(batch)
+                    record(batch, wrote=True)
             for batch in group:
                 if batch in new:
                     continue
                 try:
                     with session.begin_nested():
-                        written = apply_batch(session, source, batch, observed)
+                        written_here = apply_batch(session, source, batch, observed)
                 except (SQLAlchemyError, ValueError):
                     # The report is public (/sources/...): one plain line there, the statement and
                     # its parameters only in the server's log.
@@ -207,8 +213,8 @@ def run_ingest(
                     )
                     counts["units.failed"] += 1
                     continue
-                counts.update(written)
-                record(batch)
+                counts.update(written_here)
+                record(batch, wrote=any(n for key, n in written_here.items() if key.startswith(("added.", "updated."))))
 
     pending: list[Batch] = []
     pending_runs = 0
@@ -246,6 +252,12 @@ def run_ingest(
             status = "partial" if counts["units.ingested"] else "failed"
         if status == "succeeded":
             record_files(session, source_id, discovery.files, finished)
+        if adapter.source.compares_versions and written:
+            every = len(written) == len(units)
+            counts["regressions.found"] = refresh_regressions(
+                session, source_id, None if every else workload_ids(session, source_id, written)
+            ).regressions
+            finished = clock()  # the report's time includes the refresh
         record_datasheets(session, source_id, discovery.datasheets, finished)
         nested = _nested(counts)
         nested.setdefault("flag", {})

@@ -38,6 +38,9 @@ class SourceInfo:
     run_noun: str = "runs"
     # Where the GPU names of its runs come from, shown beside each GPU it measured on.
     gpu_naming: str = ""
+    # Its runs name framework versions (sourceNative metrics framework, version): after an ingest,
+    # the version regressions of the workloads it wrote are computed again.
+    compares_versions: bool = False
 
 
 @dataclass(frozen=True)

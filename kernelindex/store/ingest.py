@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
@@ -500,3 +500,15 @@ def apply_new_batches(session: Session, source: Source, batches: Sequence[Batch]
         gpus_changed=bool(counts["added.environment"] or counts["updated.environment"]),
     )
     return counts
+
+
+def workload_ids(session: Session, source_id: int, external_ids: Iterable[str]) -> list[int]:
+    """The ids of the source's workloads with these external ids (read a few thousand at a time)."""
+    wanted = sorted(external_ids)
+    found: list[int] = []
+    for start in range(0, len(wanted), 5000):
+        chunk = wanted[start : start + 5000]
+        found += session.scalars(
+            select(Workload.id).where(Workload.source_id == source_id, Workload.external_id.in_(chunk))
+        )
+    return found
