@@ -30,6 +30,20 @@ def describe(label: str, values: Sequence[float], unit: str, digits: int = 2) ->
     return f"{label}: median {median:.{digits}f} {unit} (min {low:.{digits}f}, max {high:.{digits}f}, n={len(values)})"
 
 
+def empty_store(url: str) -> None:
+    """Empty the store at ``url`` and migrate it: a SQLite file is removed, a PostgreSQL database
+    downgraded to nothing."""
+    from kernelindex.db import migrate
+
+    if url.startswith("sqlite"):
+        path = Path(url.removeprefix("sqlite:///"))
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+    else:
+        migrate.downgrade(url, "base")
+    migrate.upgrade(url)
+
+
 def load_average() -> str:
     return "load average " + " ".join(f"{value:.2f}" for value in os.getloadavg())
 

@@ -22,21 +22,10 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, select, text
 
-from kernelindex.db import migrate
 from kernelindex.db.tables import IngestionReport
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import load_average
-
-
-def reset(url: str) -> None:
-    if url.startswith("sqlite"):
-        path = Path(url.removeprefix("sqlite:///"))
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
-    else:
-        migrate.downgrade(url, "base")
-    migrate.upgrade(url)
+from common import empty_store, load_average
 
 
 def size_mb(url: str) -> float:
@@ -75,7 +64,7 @@ def main() -> None:
     args = parser.parse_args()
     url = args.database_url or "sqlite:////tmp/kernelindex-aiconfigurator-bench.db"
     backend = "SQLite" if url.startswith("sqlite") else "PostgreSQL"
-    reset(url)
+    empty_store(url)
     print(f"{backend}, load average at start {load_average()}")
     for label in ("full ingest", "unchanged re-ingest"):
         wall, rss, counts = ingest(url, args.data_dir)

@@ -41,7 +41,6 @@ from typing import Any
 from sqlalchemy import func, select
 
 from kernelindex.accounts.passwords import hash_password
-from kernelindex.db import migrate
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.tables import Attestation as AttestationRow
 from kernelindex.db.tables import (
@@ -62,6 +61,7 @@ from kernelindex.store.ingest import apply_batch, ensure_source
 from kernelindex.store.manifests import manifest_text
 
 sys.path.insert(0, str(Path(__file__).parent))
+from common import empty_store
 from search_suggest import GPUS, SOURCE, batches
 
 GPU_WEIGHTS = [0.55, 0.2, 0.1, 0.1, 0.05]  # B200, H100, H200, GB200, A100
@@ -78,16 +78,6 @@ BODIES = [
     "Regression after the stack upgrade: the kernel is slower than this result.",
 ]
 ATTESTATION_TYPES = ["reproduced", "could_not_reproduce", "environment_note", "regression_observed"]
-
-
-def reset(url: str) -> None:
-    if url.startswith("sqlite"):
-        path = Path(url.removeprefix("sqlite:///"))
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
-    else:
-        migrate.downgrade(url, "base")
-    migrate.upgrade(url)
 
 
 def runs_per_workload(runs: int, workloads: int, rng: random.Random) -> list[int]:
@@ -116,7 +106,7 @@ def build_catalogue(url: str, runs: int, workloads: int, attestations: int, seed
     timings: dict[str, float] = {}
     rng = random.Random(seed)
     started = time.perf_counter()
-    reset(url)
+    empty_store(url)
     engine = make_engine(url)
     sessions = make_sessionmaker(engine)
     now = datetime.now(UTC)

@@ -77,19 +77,7 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
     protocols, environments = _put_shared(session, batch.protocols, batch.environments, now, counts)
     workload = _put_workload(session, source, batch, now, counts)
 
-    implementations = existing_by_name(session, Implementation, (i.metadata.name for i in batch.implementations))
-    for impl_manifest in batch.implementations:
-        impl_row, outcome = put(
-            session,
-            Implementation,
-            impl_manifest,
-            implementation_columns(impl_manifest),
-            implementations.get(impl_manifest.metadata.name),
-            now,
-        )
-        implementations[impl_row.name] = impl_row
-        counts[f"{outcome}.implementation"] += 1
-    session.flush()
+    implementations = _put_implementations(session, batch.implementations, now, counts)
 
     listed = [record.manifest.metadata.name for record in batch.runs]
     # Names and digests only: most runs of a re-ingest are unchanged, and a full row carries
@@ -188,6 +176,22 @@ def _put_shared(
         if outcome is not Outcome.UNCHANGED:
             counts[f"{outcome}.environment"] += 1
     return protocols, environments
+
+
+def _put_implementations(
+    session: Session, manifests: Sequence[ImplementationManifest], now: datetime, counts: Counter[str]
+) -> dict[str, Implementation]:
+    """Implementations written where new or changed, by name; each is counted once per batch
+    (or group) that lists it."""
+    rows = existing_by_name(session, Implementation, (m.metadata.name for m in manifests))
+    for manifest in manifests:
+        row, outcome = put(
+            session, Implementation, manifest, implementation_columns(manifest), rows.get(manifest.metadata.name), now
+        )
+        rows[row.name] = row
+        counts[f"{outcome}.implementation"] += 1
+    session.flush()
+    return rows
 
 
 def _run_columns(
@@ -422,19 +426,7 @@ def apply_new_batches(session: Session, source: Source, batches: Sequence[Batch]
         counts,
     )
     wanted = {m.metadata.name: m for batch in batches for m in batch.implementations}
-    implementations = existing_by_name(session, Implementation, wanted)
-    for manifest in wanted.values():
-        row, outcome = put(
-            session,
-            Implementation,
-            manifest,
-            implementation_columns(manifest),
-            implementations.get(manifest.metadata.name),
-            now,
-        )
-        implementations[row.name] = row
-        counts[f"{outcome}.implementation"] += 1
-    session.flush()
+    implementations = _put_implementations(session, list(wanted.values()), now, counts)
 
     workload_rows = []
     for batch in batches:
