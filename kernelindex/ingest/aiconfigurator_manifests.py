@@ -49,7 +49,8 @@ PROTOCOL_NOTES = (
     "over the workload's sweep on one system, and its figure is the geometric mean of its per-case means; runs "
     "that measured different cases say so (k of n cases), and the per-case table compares them case by case. "
     "Runs of every framework and version on one system are ranked together: the protocol is the same, and which "
-    "kernel a framework dispatches is what the data compares."
+    "kernel a framework dispatches is what the data compares. Some tables hold the same point of a run twice (a "
+    "second measurement of it): the first row is kept and the repeat counted in the ingest report."
 )
 FRAMEWORKS = {
     "trtllm": ("TensorRT-LLM", "https://github.com/NVIDIA/TensorRT-LLM", "Apache-2.0"),
