@@ -168,7 +168,12 @@ def workload_manifest(key: WorkloadKey, models: set[str]) -> WorkloadSuite:
                 "sourceNative": {
                     "source": SOURCE_KEY,
                     "externalId": key.external_id,
-                    "metrics": {"family": key.family, "scheme": key.scheme, **dict(key.shape)},
+                    "metrics": {
+                        "family": key.family,
+                        "scheme": key.scheme,
+                        "identity": key.identity,
+                        **dict(key.shape),
+                    },
                 },
             },
         }
@@ -269,7 +274,7 @@ def _native(text: str) -> int | float | str:
 
 def run_identity(row: TunedRow) -> list[Any]:
     """What makes a row one result: its table, GPU, workload, winner and the winner's settings."""
-    return [row.path, row.gfx, row.cu_num, row.workload.external_id, row.library, *row.kernels, *row.settings]
+    return [row.path, row.gfx, row.cu_num, row.workload.identity, row.library, *row.kernels, *row.settings]
 
 
 def run_external_id(row: TunedRow, occurrence: int) -> str:

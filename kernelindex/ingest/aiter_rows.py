@@ -99,13 +99,22 @@ class WorkloadKey:
     shape: tuple[tuple[str, int | str], ...]  # shape, then kind columns, in table order
 
     @property
-    def external_id(self) -> str:
+    def identity(self) -> str:
+        """Every column that makes the workload, as written: ``gemm/a8w8/M=1,N=2048,K=3072,q_dtype_w=…``."""
         values = ",".join(f"{name}={value}" for name, value in self.shape)
         return f"{self.family}/{self.scheme or '-'}/{values}"
 
     @property
     def hash8(self) -> str:
-        return hashlib.sha256(self.external_id.encode()).hexdigest()[:8]
+        return hashlib.sha256(self.identity.encode()).hexdigest()[:8]
+
+    @property
+    def external_id(self) -> str:
+        """The family and sizes to read, the identity's digest to tell apart (at most 64 characters):
+        ``gemm/1x2048x3072/1f2e3d4c5b6a``."""
+        sizes = "x".join(str(value) for _, value in self.shape if isinstance(value, int))
+        digest = hashlib.sha256(self.identity.encode()).hexdigest()[:12]
+        return f"{self.family}/{sizes[: 64 - len(self.family) - 14]}/{digest}"
 
     def value(self, name: str) -> int | str | None:
         return next((value for key, value in self.shape if key == name), None)
