@@ -195,15 +195,13 @@ def open_source(reading: Reading) -> Opened:
     """The adapter on a recorded snapshot (both hosts served from its folder) or on GitHub
     (``--api-url``/``--raw-url`` options, else the settings; the token goes to the API only),
     at ``--ref`` (default ``main``)."""
+    ref = reading.options.get("ref") or DEFAULT_REF
     if reading.snapshot is not None:
-        # A snapshot's one branch is its recorded history.
-        ref = reading.options.get("ref") or github.SNAPSHOT_BRANCH
         transport = github.snapshot_transport(reading.snapshot, OWNER, REPO)
         api_client = httpx.Client(transport=transport, base_url=github.SNAPSHOT_API)
         raw_client = httpx.Client(transport=transport, base_url=github.SNAPSHOT_RAW)
         origin, observed = reading.snapshot_origin()
     else:
-        ref = reading.options.get("ref") or DEFAULT_REF
         settings = reading.settings
         api_url = reading.options.get("api_url") or settings.github_api_url
         raw_url = reading.options.get("raw_url") or settings.github_raw_url

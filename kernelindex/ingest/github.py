@@ -148,8 +148,9 @@ def snapshot_transport(root: Path, owner: str, repo: str) -> httpx.MockTransport
     """Answers the API and raw-host requests of ``GitHubApi`` and ``GitHubRaw`` from a snapshot.
 
     The snapshot has one branch (``snapshot``) whose history is every recorded commit; the
-    tree of a commit is what the snapshot holds of it (``files/<commit>/``). On the raw host a
-    ref that is not a full commit hash (a branch name, ``HEAD``) is the newest commit.
+    tree of a commit is what the snapshot holds of it (``files/<commit>/``). On both hosts a
+    ref that is not a full commit hash (a branch name, ``HEAD``) is that branch, whose head is
+    the newest commit.
     """
     refs = snapshot_refs(root)
     files = root / "files"
@@ -187,7 +188,8 @@ def snapshot_transport(root: Path, owner: str, repo: str) -> httpx.MockTransport
         if rest == "commits":
             touching = request.url.params.get("path", "").strip("/")
             head = request.url.params.get("sha", SNAPSHOT_BRANCH)
-            if head not in (SNAPSHOT_BRANCH, newest):
+            # As on the raw host, a ref that is not a full hash (a branch, HEAD) is the one branch.
+            if re.fullmatch(r"[0-9a-f]{40}", head) and head != newest:
                 return httpx.Response(404, json={"message": "No commit found"})
             if touching in last_changes:
                 # The snapshot holds the file at its newest commit only; its history is the
