@@ -149,12 +149,13 @@ class TableReading:
 
 
 def family_of(columns: list[str]) -> str | None:
-    """The schema family a header belongs to, or ``None`` for one not modelled."""
+    """The schema family a header (its shape columns in upper case) belongs to, or ``None`` for
+    one not modelled."""
     names = set(columns)
     if "token" in names:
         return FUSED_MOE
-    if {"M", "N", "K"} <= names or {"m", "n", "k"} <= names:
-        return BATCHED_GEMM if names & {"B", "b"} else GEMM
+    if {"M", "N", "K"} <= names:
+        return BATCHED_GEMM if "B" in names else GEMM
     return None
 
 
