@@ -241,6 +241,14 @@ def test_a_time_that_is_not_a_number_skips_its_row_alone(aiter_slice, value, rea
     assert "batched_gemm/a8w8/B=16,M=64,N=1280,K=8192" in identities
 
 
+def test_a_table_without_a_time_column_is_counted_as_shapes_waiting_to_be_tuned(aiter_slice):
+    edit(aiter_slice, BATCHED, 1, ",us,", ",time,")
+    discovery = adapter_on(aiter_slice).discover()
+
+    assert discovery.skipped["no_time_column"] == 2 and discovery.errors == []
+    assert any(f"{BATCHED}: row(s) 2, 3 skipped: the table has no time column" in line for line in discovery.warnings)
+
+
 def test_a_table_without_a_required_column_is_one_error_and_none_of_its_rows_is_used(aiter_slice):
     edit(aiter_slice, FMOE, 1, ",q_type,", ",quant,")
     adapter = adapter_on(aiter_slice)
