@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 import httpx
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
@@ -175,6 +176,7 @@ def _ingest(
         raise click.UsageError("give --snapshot or upstream options, not both")
     from kernelindex.db import migrate
     from kernelindex.db.engine import make_engine, make_sessionmaker
+    from kernelindex.ingest.aiconfigurator_tables import DataDirError
     from kernelindex.ingest.snapshot import SnapshotError
     from kernelindex.ingest.sources import SOURCES
     from kernelindex.ingest.sources import ingest as ingest_source
@@ -187,10 +189,16 @@ def _ingest(
     try:
         with _exclusive(engine, sessions):
             for slug in slugs:
-                with _progress(SOURCES[slug].info.name) as progress:
-                    summary = ingest_source(
-                        sessions, settings, slug, snapshot=snapshot, options=options, progress=progress
-                    )
+                try:
+                    with _progress(SOURCES[slug].info.name) as progress:
+                        summary = ingest_source(
+                            sessions, settings, slug, snapshot=snapshot, options=options, progress=progress
+                        )
+                except DataDirError as exc:
+                    # A source read from an installed package: the others still go on.
+                    err.print(f"[red]{SOURCES[slug].info.name} not read:[/] {escape(str(exc))}")
+                    statuses.append("failed")
+                    continue
                 print_report(summary)
                 statuses.append(summary.status)
     except SnapshotError as exc:
@@ -240,6 +248,28 @@ def ingest_kernelbench(
 def ingest_liger_kernel(raw_url: str | None, ref: str | None, snapshot: Path | None, database_url: str | None) -> None:
     """Ingest Liger-Kernel's published benchmark CSVs, idempotently."""
     _ingest(["liger-kernel"], database_url, snapshot, {"raw_url": raw_url, "ref": ref})
+
+
+@ingest.command("aiconfigurator")
+@click.option(
+    "--data-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="An AIConfigurator data folder: an unpacked aiconfigurator-core wheel or a checkout of the upstream "
+    "repository (default: the installed package, from pip install 'kernelindex[aiconfigurator]').",
+)
+@click.option("--data-version", metavar="VERSION", help="The package version of --data-dir, when it does not say.")
+@snapshot_option
+@database_url_option
+def ingest_aiconfigurator(
+    data_dir: Path | None, data_version: str | None, snapshot: Path | None, database_url: str | None
+) -> None:
+    """Ingest AIConfigurator's kernel latency tables, idempotently."""
+    _ingest(
+        ["aiconfigurator"],
+        database_url,
+        snapshot,
+        {"data_dir": str(data_dir) if data_dir else None, "data_version": data_version},
+    )
 
 
 @ingest.command("aiter")

@@ -20,6 +20,14 @@ class Gpu:
 
 
 B200 = Gpu("b200", "NVIDIA B200", "nvidia", "sm_100")
+B300 = Gpu("b300", "NVIDIA B300", "nvidia", "sm_103")
+GB200 = Gpu("gb200", "NVIDIA GB200", "nvidia", "sm_100")
+GB300 = Gpu("gb300", "NVIDIA GB300", "nvidia", "sm_103")
+H200 = Gpu("h200", "NVIDIA H200", "nvidia", "sm_90")
+RTX_PRO_6000_SERVER = Gpu(
+    "rtx-pro-6000-blackwell-server", "NVIDIA RTX PRO 6000 Blackwell Server Edition", "nvidia", "sm_120"
+)
+ARC_PRO_B60 = Gpu("arc-pro-b60", "Intel Arc Pro B60", "intel", "Xe2 (Battlemage)")
 H100_SXM = Gpu("h100-sxm", "NVIDIA H100 SXM", "nvidia", "sm_90")
 H100_PCIE = Gpu("h100-pcie", "NVIDIA H100 PCIe", "nvidia", "sm_90")
 A100_80 = Gpu("a100-sxm4-80gb", "NVIDIA A100 SXM4 80GB", "nvidia", "sm_80")
@@ -51,8 +59,11 @@ AMD_CLASSES = {
 }
 
 TRACKED_GPUS = (
+    B300,
+    GB300,
     B200,
-    Gpu("h200", "NVIDIA H200", "nvidia", "sm_90"),
+    GB200,
+    H200,
     H100_SXM,
     H100_PCIE,
     A100_80,
@@ -61,11 +72,13 @@ TRACKED_GPUS = (
     L4,
     A10G,
     A10,
+    RTX_PRO_6000_SERVER,
     RTX_A6000,
     RTX_3090_TI,
     RTX_3090,
     RTX_4090,
     T4,
+    ARC_PRO_B60,
     MI300X,
     MI308X,
     MI355X,
@@ -78,6 +91,12 @@ TRACKED_GPUS = (
 # rather than guess which product it is.
 DEVICE_NAMES = {
     "NVIDIA B200": B200,
+    "NVIDIA B300 SXM6 AC": B300,
+    "NVIDIA GB200": GB200,
+    "NVIDIA GB300": GB300,
+    "NVIDIA H200": H200,
+    "NVIDIA RTX PRO 6000 Blackwell Server Edition": RTX_PRO_6000_SERVER,
+    "Intel(R) Arc(TM) Pro B60 Graphics": ARC_PRO_B60,
     "NVIDIA H100 80GB HBM3": H100_SXM,
     "NVIDIA H100 PCIe": H100_PCIE,
     "NVIDIA A100-SXM4-80GB": A100_80,

@@ -44,6 +44,7 @@ class Source(Base):
     description: Mapped[str] = mapped_column(Text)
     licence: Mapped[str] = mapped_column(Text)
     attribution: Mapped[str] = mapped_column(Text, default="", server_default="")
+    gpu_naming: Mapped[str] = mapped_column(Text, default="", server_default="")
     # What the source calls one of its results ("submissions"), in sentences about its counts.
     run_noun: Mapped[str] = mapped_column(String(32), default="runs", server_default="runs")
     last_observed_at: Mapped[datetime | None]
@@ -253,6 +254,37 @@ class IngestionReport(Base):
     counts: Mapped[dict[str, Any]]
     errors: Mapped[list[Any]]
     drift: Mapped[list[Any]]
+
+
+class SourceFile(Base):
+    """A file an ingest read whole and stored (its path in the upstream, its content digest): the
+    next ingest skips a file whose digest it already holds, so re-reading an unchanged upstream
+    writes nothing and takes seconds."""
+
+    __tablename__ = "source_file"
+    __table_args__ = (UniqueConstraint("source_id", "path"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source_id: Mapped[int] = mapped_column(ForeignKey("source.id"))
+    path: Mapped[str] = mapped_column(String(500))
+    sha256: Mapped[str] = mapped_column(String(64))
+    rows: Mapped[int]
+    ingested_at: Mapped[datetime]
+
+
+class GpuDatasheet(Base):
+    """A GPU's datasheet figures as one source publishes them (memory bandwidth and capacity,
+    peak tensor rates per data type), with the source's own reference for them."""
+
+    __tablename__ = "gpu_datasheet"
+    __table_args__ = (UniqueConstraint("gpu_slug", "source_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    gpu_slug: Mapped[str] = mapped_column(String(200))
+    source_id: Mapped[int] = mapped_column(ForeignKey("source.id"))
+    figures: Mapped[dict[str, Any]]
+    reference: Mapped[str | None] = mapped_column(Text)
+    recorded_at: Mapped[datetime]
 
 
 class CatalogueState(Base):

@@ -79,6 +79,9 @@ SOURCE = SourceInfo(
         "terms, with this copyright notice."
     ),
     attribution=f"Data: KernelBench baseline timings, {COPYRIGHT}, MIT License.",
+    gpu_naming=(
+        'the device name PyTorch reported, as each timing file records it (hardware, such as "NVIDIA H100 80GB HBM3")'
+    ),
 )
 # Past this a figure is no time (LatencyNs allows at most 10**15 ns).
 MAX_LATENCY_NS = 10**15

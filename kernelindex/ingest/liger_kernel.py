@@ -61,6 +61,7 @@ SOURCE = SourceInfo(
         "with this copyright notice and licence; the bundled snapshot keeps the LICENSE file beside them."
     ),
     attribution=f"Data: Liger-Kernel benchmark results, {COPYRIGHT}, BSD 2-Clause License.",
+    gpu_naming="the gpu_name column of the benchmark data: the device name PyTorch reported",
 )
 
 

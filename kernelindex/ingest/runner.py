@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -24,13 +24,16 @@ from kernelindex.ingest.http import UpstreamError
 from kernelindex.store.batch import LIVE, Batch, ReadFrom, SourceInfo, UnitFailure
 from kernelindex.store.ingest import (
     apply_batch,
+    apply_new_batches,
     begin_writing,
     ensure_source,
     finish_report,
     mark_missing_workloads,
     source_by_id,
     start_report,
+    stored_units,
 )
+from kernelindex.store.source_files import record_datasheets, record_files, stored_files
 
 logger = logging.getLogger(__name__)
 
@@ -58,9 +61,24 @@ class Discovery:
     skipped: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Rows counted by what became of them (read, mapped, unchanged), for sources read as tables.
+    rows: Counter[str] = field(default_factory=Counter)
+    # Files read whole (path → (sha256, rows)): recorded when the ingest succeeds, so that the
+    # next one may skip them unchanged (``FileAware``).
+    files: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # Datasheet figures the source publishes, by GPU slug: (figures, the source's reference).
+    datasheets: dict[str, tuple[dict[str, float | int], str | None]] = field(default_factory=dict)
 
 
 Fetched = TypeVar("Fetched")
+
+
+@runtime_checkable
+class FileAware(Protocol):
+    """An adapter that reads whole files and skips those an earlier ingest stored unchanged:
+    the runner hands it their digests (path → sha256) before ``discover``."""
+
+    known_files: Mapping[str, str]
 
 
 class Adapter(Protocol[Fetched]):
@@ -127,6 +145,8 @@ def run_ingest(
         source = ensure_source(session, adapter.source)
         report_id = start_report(session, source, origin, started, read_from).id
         source_id = source.id
+        if isinstance(adapter, FileAware):
+            adapter.known_files = stored_files(session, source_id)
 
     counts: Counter[str] = Counter()
     errors: list[str] = []
@@ -141,17 +161,40 @@ def run_ingest(
     errors.extend(discovery.errors)
     errors.extend(f"warning: {text}" for text in discovery.warnings)
     counts.update({f"skipped.{reason}": n for reason, n in discovery.skipped.items()})
+    counts.update({f"rows.{what}": n for what, n in discovery.rows.items()})
     counts["units.listed"] = len(units)
     if discovery.errors:
         counts["files.failed"] += len(discovery.errors)
 
+    def record(batch: Batch) -> None:
+        counts["units.ingested"] += 1
+        counts["submissions.stored"] += len(batch.runs)
+        counts.update({f"skipped.{reason}": n for reason, n in batch.skipped.items()})
+        counts.update({f"anomalies.{name}": n for name, n in batch.anomalies.items()})
+        errors.extend(f"warning: {text}" for text in batch.warnings)
+
     def write(group: list[Batch]) -> None:
-        """Write fetched batches in one transaction, each under its own savepoint: a batch the
-        store refuses is rolled back alone and reported, the others are kept."""
+        """Write fetched batches in one transaction. Workloads the store does not hold yet are
+        written together; the others each under a savepoint of its own, so a batch the store
+        refuses is rolled back alone and reported, the others are kept."""
         with sessions.begin() as session:
             begin_writing(session)
             source = source_by_id(session, source_id)
+            named = Counter(batch.external_id for batch in group)
+            held = stored_units(session, source, list(named))
+            new = [batch for batch in group if batch.external_id not in held and named[batch.external_id] == 1]
+            if new:
+                try:
+                    with session.begin_nested():
+                        counts.update(apply_new_batches(session, source, new, observed))
+                except (SQLAlchemyError, ValueError):
+                    logger.exception("ingest: %d new workloads could not be stored together", len(new))
+                    new = []  # each is tried alone below, so the one at fault is named
+                for batch in new:
+                    record(batch)
             for batch in group:
+                if batch in new:
+                    continue
                 try:
                     with session.begin_nested():
                         written = apply_batch(session, source, batch, observed)
@@ -165,11 +208,7 @@ def run_ingest(
                     counts["units.failed"] += 1
                     continue
                 counts.update(written)
-                counts["units.ingested"] += 1
-                counts["submissions.stored"] += len(batch.runs)
-                counts.update({f"skipped.{reason}": n for reason, n in batch.skipped.items()})
-                counts.update({f"anomalies.{name}": n for name, n in batch.anomalies.items()})
-                errors.extend(f"warning: {text}" for text in batch.warnings)
+                record(batch)
 
     pending: list[Batch] = []
     pending_runs = 0
@@ -205,6 +244,9 @@ def run_ingest(
                 source.last_observed_at = observed
         if status != "failed" and (counts["units.failed"] or discovery.errors):
             status = "partial" if counts["units.ingested"] else "failed"
+        if status == "succeeded":
+            record_files(session, source_id, discovery.files, finished)
+        record_datasheets(session, source_id, discovery.datasheets, finished)
         nested = _nested(counts)
         nested.setdefault("flag", {})
         nested["flags"] = nested.pop("flag")

@@ -58,6 +58,7 @@ SOURCE = SourceInfo(
     ),
     attribution="Data: NVIDIA SOL-ExecBench leaderboard, under the NVIDIA website Terms of Service.",
     run_noun="submissions",
+    gpu_naming="the leaderboard's GPU type (gpu_type, such as B200), read as NVIDIA's product of that name",
 )
 SOURCE_KEY = "sol-execbench"
 PAGE_LIMIT = 100

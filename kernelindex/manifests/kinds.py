@@ -7,6 +7,7 @@ change the digest of any existing manifest.
 
 from __future__ import annotations
 
+import json
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal, Self
 
@@ -52,12 +53,22 @@ class Manifest(Strict):
     metadata: Metadata
 
     def to_json(self) -> dict[str, Any]:
-        """The manifest as plain JSON, exactly as the registry serves it."""
+        """The manifest as plain JSON, exactly as the registry serves it (a new copy each call)."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
+    @cached_property
+    def _served(self) -> dict[str, Any]:
+        # The model is frozen: its JSON, text and digest are computed from one dump, once.
+        return self.to_json()
+
     def identity(self) -> dict[str, Any]:
-        data = self.to_json()
+        data = self._served
         return {"apiVersion": data["apiVersion"], "kind": data["kind"], "spec": data["spec"]}
+
+    @cached_property
+    def text(self) -> str:
+        """The stored (and served) JSON: compact, UTF-8, in model field order (computed once)."""
+        return json.dumps(self._served, ensure_ascii=False, separators=(",", ":"))
 
     @cached_property
     def digest(self) -> str:

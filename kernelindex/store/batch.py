@@ -36,6 +36,8 @@ class SourceInfo:
     attribution: str
     # What the source calls one of its results, in sentences about how many it holds.
     run_noun: str = "runs"
+    # Where the GPU names of its runs come from, shown beside each GPU it measured on.
+    gpu_naming: str = ""
 
 
 @dataclass(frozen=True)

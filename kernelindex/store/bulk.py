@@ -4,7 +4,8 @@ For loads where the per-record path (``kernelindex.store.manifests.put``, one OR
 and one history row at a time) would take hours: a synthetic catalogue of a million runs,
 a restore. The caller hands plain column dictionaries whose manifests it has already
 built and digested; nothing is compared with what is stored, so the rows must be new.
-On PostgreSQL the rows stream through ``COPY``; elsewhere through one ``executemany``.
+On PostgreSQL the rows stream through ``COPY``; on SQLite through one ``executemany`` of the
+driver's.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, insert
+from sqlalchemy import Connection, Table, insert
 from sqlalchemy.orm import Session
 
 from kernelindex.db.base import Base
@@ -35,9 +36,38 @@ def insert_rows(session: Session, table: type[Base] | Table, rows: Sequence[Mapp
         with raw.cursor() as cursor, cursor.copy(statement) as copy:
             for row in rows:
                 copy.write_row([_copy_value(target, column, row[column]) for column in columns])
+    elif connection.dialect.name == "sqlite":
+        _execute_many(connection, target, rows)
     else:
         connection.execute(insert(target), list(rows))
     return len(rows)
+
+
+def _execute_many(connection: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+    """One ``executemany`` on the driver's cursor, each value converted by its column type's own
+    bind processor (what SQLAlchemy would send), without SQLAlchemy's per-row bookkeeping."""
+    columns = list(rows[0])
+    dialect = connection.dialect
+    processors = [table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in columns]
+    names = ", ".join(dialect.identifier_preparer.quote(name) for name in columns)
+    marks = ", ".join("?" * len(columns))
+    statement = f"INSERT INTO {dialect.identifier_preparer.format_table(table)} ({names}) VALUES ({marks})"
+    raw = connection.connection.driver_connection
+    assert raw is not None
+    cursor = raw.cursor()
+    try:
+        cursor.executemany(
+            statement,
+            (
+                tuple(
+                    value if process is None or value is None else process(value)
+                    for process, value in zip(processors, (row[name] for name in columns), strict=True)
+                )
+                for row in rows
+            ),
+        )
+    finally:
+        cursor.close()
 
 
 def _copy_value(table: Table, column: str, value: Any) -> Any:

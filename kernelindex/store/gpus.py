@@ -19,7 +19,7 @@ from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.orm import Session, load_only
 
 from kernelindex import urls
-from kernelindex.db.tables import Environment, Run, Source, Workload
+from kernelindex.db.tables import Environment, GpuDatasheet, Run, Source, Workload
 from kernelindex.gpus import TRACKED_GPUS
 from kernelindex.store.common import best_per_gpu, group_sizes, name_by_ref
 from kernelindex.store.keyset import SLUG_ORDER, Expr, Position, keyset_page, numbered_page, page_of
@@ -27,6 +27,7 @@ from kernelindex.store.manifests import environment_manifest
 from kernelindex.store.runs import availability_text, stack_text
 from kernelindex.store.schemas import (
     BestOnGpu,
+    DatasheetItem,
     EnvironmentItem,
     GpuDetail,
     GpuItem,
@@ -80,6 +81,7 @@ def _coverage(session: Session, slug: str | None) -> tuple[dict[str, list[GpuSou
                     workloads=workloads,
                     gaps=totals[source.id] - workloads,
                     source_workloads=totals[source.id],
+                    gpu_naming=source.gpu_naming,
                 )
             )
         return entries
@@ -205,6 +207,15 @@ def gpu_detail(session: Session, ref: str) -> GpuDetail | None:
             for e in environments
         ],
         workloads_url=urls.api_gpu_workloads(item.slug),
+        datasheets=[
+            DatasheetItem(source=slug, source_name=name, figures=figures, reference=reference)
+            for slug, name, figures, reference in session.execute(
+                select(Source.slug, Source.name, GpuDatasheet.figures, GpuDatasheet.reference)
+                .join(Source, GpuDatasheet.source_id == Source.id)
+                .where(GpuDatasheet.gpu_slug == item.slug)
+                .order_by(Source.name)
+            )
+        ],
     )
 
 

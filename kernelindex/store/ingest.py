@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
@@ -14,6 +14,7 @@ from kernelindex.db.tables import (
     Environment,
     Implementation,
     IngestionReport,
+    ManifestVersion,
     Protocol,
     Run,
     Source,
@@ -28,8 +29,9 @@ from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.ranking import geometric_mean
 from kernelindex.slugs import slugify
 from kernelindex.store.batch import LIVE, Batch, ReadFrom, RunRecord, SourceInfo
-from kernelindex.store.manifests import Outcome, existing_by_name, insert_new, put
-from kernelindex.store.search import index_batch
+from kernelindex.store.bulk import insert_rows, version_rows
+from kernelindex.store.manifests import Outcome, existing_by_name, insert_new, manifest_text, put
+from kernelindex.store.search import index_batch, index_new_workloads
 
 
 def begin_writing(session: Session) -> None:
@@ -56,6 +58,7 @@ def ensure_source(session: Session, info: SourceInfo) -> Source:
         "licence": info.licence,
         "attribution": info.attribution,
         "run_noun": info.run_noun,
+        "gpu_naming": info.gpu_naming,
     }
     if source is None:
         source = Source(slug=info.slug, **facts)
@@ -71,35 +74,7 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
     """Write a batch inside the caller's transaction; returns ``"<outcome>.<table>"`` counts."""
     counts: Counter[str] = Counter()
 
-    protocols = existing_by_name(session, Protocol, (p.metadata.name for p in batch.protocols))
-    for manifest in batch.protocols:
-        row, outcome = put(
-            session,
-            Protocol,
-            manifest,
-            protocol_columns(manifest),
-            protocols.get(manifest.metadata.name),
-            now,
-        )
-        protocols[row.name] = row
-        # Shared by many workloads: counted when written, not once per workload that uses it.
-        if outcome is not Outcome.UNCHANGED:
-            counts[f"{outcome}.protocol"] += 1
-
-    environments = existing_by_name(session, Environment, (e.metadata.name for e in batch.environments))
-    for env_manifest in batch.environments:
-        env_row, outcome = put(
-            session,
-            Environment,
-            env_manifest,
-            environment_columns(env_manifest),
-            environments.get(env_manifest.metadata.name),
-            now,
-        )
-        environments[env_row.name] = env_row
-        if outcome is not Outcome.UNCHANGED:
-            counts[f"{outcome}.environment"] += 1
-
+    protocols, environments = _put_shared(session, batch.protocols, batch.environments, now, counts)
     workload = _put_workload(session, source, batch, now, counts)
 
     implementations = existing_by_name(session, Implementation, (i.metadata.name for i in batch.implementations))
@@ -142,12 +117,19 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
         if name not in stored:
             outcome = Outcome.ADDED
             new_runs.append(
-                (record.manifest, _run_columns(record, source, workload, implementations, protocols, environments))
+                (
+                    record.manifest,
+                    _run_columns(
+                        record, source, (workload.id, workload.digest), implementations, protocols, environments
+                    ),
+                )
             )
         elif name not in changed:
             outcome = Outcome.UNCHANGED
         else:
-            columns = _run_columns(record, source, workload, implementations, protocols, environments)
+            columns = _run_columns(
+                record, source, (workload.id, workload.digest), implementations, protocols, environments
+            )
             if changed[name].review_state is not None:
                 # A maintainer has decided on this run: a new upstream value does not hold it again.
                 held = changed[name].held_for_review
@@ -180,24 +162,53 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
     return counts
 
 
+def _put_shared(
+    session: Session,
+    protocol_manifests: Sequence[BenchmarkProtocol],
+    environment_manifests: Sequence[ExecutionEnvironment],
+    now: datetime,
+    counts: Counter[str],
+) -> tuple[dict[str, Protocol], dict[str, Environment]]:
+    """Protocols and environments (shared by many workloads), written where new or changed; they
+    are counted when written, not once per workload that uses them."""
+    protocols = existing_by_name(session, Protocol, (m.metadata.name for m in protocol_manifests))
+    for manifest in protocol_manifests:
+        row, outcome = put(
+            session, Protocol, manifest, protocol_columns(manifest), protocols.get(manifest.metadata.name), now
+        )
+        protocols[row.name] = row
+        if outcome is not Outcome.UNCHANGED:
+            counts[f"{outcome}.protocol"] += 1
+    environments = existing_by_name(session, Environment, (m.metadata.name for m in environment_manifests))
+    for env in environment_manifests:
+        env_row, outcome = put(
+            session, Environment, env, environment_columns(env), environments.get(env.metadata.name), now
+        )
+        environments[env_row.name] = env_row
+        if outcome is not Outcome.UNCHANGED:
+            counts[f"{outcome}.environment"] += 1
+    return protocols, environments
+
+
 def _run_columns(
     record: RunRecord,
     source: Source,
-    workload: Workload,
+    workload: tuple[int, str],
     implementations: Mapping[str, Implementation],
     protocols: Mapping[str, Protocol],
     environments: Mapping[str, Environment],
 ) -> dict[str, Any]:
     spec = record.manifest.spec
     protocol, environment = protocols[record.protocol], environments[record.environment]
+    workload_id, workload_digest = workload
     return {
         "source_id": source.id,
         "external_id": record.external_id,
-        "workload_id": workload.id,
+        "workload_id": workload_id,
         "implementation_id": implementations[record.implementation].id,
         "protocol_id": protocol.id,
         "environment_id": environment.id,
-        "comparison_key": comparison_key(workload.digest, protocol.digest, environment.digest),
+        "comparison_key": comparison_key(workload_digest, protocol.digest, environment.digest),
         "status": spec.status,
         "evidence": EvidenceLevel.REPORTED,
         "primary_statistic": spec.timing.primary_statistic,
@@ -246,30 +257,10 @@ def implementation_columns(manifest: ImplementationManifest) -> dict[str, Any]:
 
 
 def _put_workload(session: Session, source: Source, batch: Batch, now: datetime, counts: Counter[str]) -> Workload:
-    manifest = batch.workload
-    spec = manifest.spec
-    bounds = [case.sol_latency_ms for case in spec.cases if case.sol_latency_ms]
     current = session.scalar(
         select(Workload).where(Workload.source_id == source.id, Workload.external_id == batch.external_id)
     )
-    workload, outcome = put(
-        session,
-        Workload,
-        manifest,
-        {
-            "source_id": source.id,
-            "external_id": batch.external_id,
-            "collection": spec.collection,
-            "title": manifest.metadata.title or spec.definition.name,
-            "description": spec.definition.description,
-            "origin_model": spec.origin_model,
-            "tags": list(spec.tags),
-            "case_count": len(spec.cases),
-            "sol_aggregate_ms": geometric_mean(bounds) if len(bounds) == len(spec.cases) else None,
-        },
-        current,
-        now,
-    )
+    workload, outcome = put(session, Workload, batch.workload, _workload_columns(source, batch), current, now)
     counts[f"{outcome}.workload"] += 1
     _put_upstream_total(workload, batch, now)
     if current is not None and current.missing_since is not None:
@@ -282,21 +273,39 @@ def _put_workload(session: Session, source: Source, batch: Batch, now: datetime,
     session.flush()
     if outcome is not Outcome.UNCHANGED:
         # One multi-row INSERT rather than an ORM object per case (a sweep has dozens).
-        session.execute(
-            insert(WorkloadCase),
-            [
-                {
-                    "workload_id": workload.id,
-                    "position": position,
-                    "axes": case.axes,
-                    "baseline_latency_ms": case.baseline_latency_ms,
-                    "sol_latency_ms": case.sol_latency_ms,
-                }
-                for position, case in enumerate(spec.cases)
-            ],
-        )
+        session.execute(insert(WorkloadCase), _case_rows(workload.id, batch))
         session.expire(workload, ["cases"])
     return workload
+
+
+def _workload_columns(source: Source, batch: Batch) -> dict[str, Any]:
+    manifest = batch.workload
+    spec = manifest.spec
+    bounds = [case.sol_latency_ms for case in spec.cases if case.sol_latency_ms]
+    return {
+        "source_id": source.id,
+        "external_id": batch.external_id,
+        "collection": spec.collection,
+        "title": manifest.metadata.title or spec.definition.name,
+        "description": spec.definition.description,
+        "origin_model": spec.origin_model,
+        "tags": list(spec.tags),
+        "case_count": len(spec.cases),
+        "sol_aggregate_ms": geometric_mean(bounds) if len(bounds) == len(spec.cases) else None,
+    }
+
+
+def _case_rows(workload_id: int, batch: Batch) -> list[dict[str, Any]]:
+    return [
+        {
+            "workload_id": workload_id,
+            "position": position,
+            "axes": case.axes,
+            "baseline_latency_ms": case.baseline_latency_ms,
+            "sol_latency_ms": case.sol_latency_ms,
+        }
+        for position, case in enumerate(batch.workload.spec.cases)
+    ]
 
 
 def _put_upstream_total(workload: Workload, batch: Batch, now: datetime) -> None:
@@ -384,3 +393,110 @@ def close_interrupted_reports(session: Session, now: datetime) -> int:
         report.finished_at = now
         report.errors = [*report.errors, INTERRUPTED]
     return len(reports)
+
+
+def stored_units(session: Session, source: Source, units: Sequence[str]) -> set[str]:
+    """Which of ``units`` (workload external ids) the store already holds a workload for."""
+    if not units:
+        return set()
+    found = session.scalars(
+        select(Workload.external_id).where(Workload.source_id == source.id, Workload.external_id.in_(units))
+    )
+    return set(found)
+
+
+def apply_new_batches(session: Session, source: Source, batches: Sequence[Batch], now: datetime) -> Counter[str]:
+    """Write batches whose workloads the store does not hold yet, all at once, in the caller's
+    transaction: the rows ``apply_batch`` would write, as a few multi-row inserts (``COPY`` on
+    PostgreSQL) instead of a dozen statements a workload. Every run of a new workload is new.
+
+    Returns the counts of the whole group; the caller writes a group it cannot be sure is new
+    through ``apply_batch``.
+    """
+    counts: Counter[str] = Counter()
+    protocols, environments = _put_shared(
+        session,
+        list({m.metadata.name: m for batch in batches for m in batch.protocols}.values()),
+        list({m.metadata.name: m for batch in batches for m in batch.environments}.values()),
+        now,
+        counts,
+    )
+    wanted = {m.metadata.name: m for batch in batches for m in batch.implementations}
+    implementations = existing_by_name(session, Implementation, wanted)
+    for manifest in wanted.values():
+        row, outcome = put(
+            session,
+            Implementation,
+            manifest,
+            implementation_columns(manifest),
+            implementations.get(manifest.metadata.name),
+            now,
+        )
+        implementations[row.name] = row
+        counts[f"{outcome}.implementation"] += 1
+    session.flush()
+
+    workload_rows = []
+    for batch in batches:
+        workload_rows.append(
+            {
+                "name": batch.workload.metadata.name,
+                "digest": batch.workload.digest,
+                "manifest_json": manifest_text(batch.workload),
+                "created_at": now,
+                "updated_at": now,
+                **_workload_columns(source, batch),
+                "upstream_total": batch.upstream_total,
+                "upstream_total_observed_at": (batch.upstream_total_observed_at or now)
+                if batch.upstream_total is not None
+                else None,
+                "missing_since": None,
+                "last_seen_at": None,
+            }
+        )
+    insert_rows(session, Workload, workload_rows)
+    insert_rows(session, ManifestVersion, version_rows("WorkloadSuite", workload_rows, now))
+    listed = [batch.external_id for batch in batches]
+    ids = {
+        external_id: workload_id
+        for external_id, workload_id in session.execute(
+            select(Workload.external_id, Workload.id).where(
+                Workload.source_id == source.id, Workload.external_id.in_(listed)
+            )
+        )
+    }
+    insert_rows(session, WorkloadCase, [row for batch in batches for row in _case_rows(ids[batch.external_id], batch)])
+    counts["added.workload"] += len(batches)
+
+    run_rows = []
+    for batch in batches:
+        stored = (ids[batch.external_id], batch.workload.digest)
+        for record in batch.runs:
+            run_rows.append(
+                {
+                    "name": record.manifest.metadata.name,
+                    "digest": record.manifest.digest,
+                    "manifest_json": manifest_text(record.manifest),
+                    "created_at": now,
+                    "updated_at": now,
+                    **_run_columns(record, source, stored, implementations, protocols, environments),
+                    "withdrawn_at": None,
+                    "withdrawn_reason": None,
+                }
+            )
+            counts["flag.held_for_review"] += record.held_for_review
+            counts["flag.withdrawn_upstream"] += record.upstream_withdrawn
+    insert_rows(session, Run, run_rows)
+    insert_rows(session, ManifestVersion, version_rows("BenchmarkRun", run_rows, now))
+    counts["added.run"] += len(run_rows)
+    names = {batch.external_id: batch.workload.spec.definition.name for batch in batches}
+    index_new_workloads(
+        session,
+        [
+            (workload, names[workload.external_id])
+            for workload in session.scalars(select(Workload).where(Workload.id.in_(ids.values())))
+        ],
+        list(wanted.values()) if counts["added.implementation"] or counts["updated.implementation"] else [],
+        gpus_changed=bool(counts["added.environment"] or counts["updated.environment"]),
+    )
+    return counts

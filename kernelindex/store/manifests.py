@@ -173,7 +173,7 @@ def manifest_by_digest(session: Session, digest: str) -> StoredManifest | None:
 
 def manifest_text(manifest: Manifest) -> str:
     """The stored (and served) JSON of a manifest: compact, UTF-8, in model field order."""
-    return json.dumps(manifest.to_json(), ensure_ascii=False, separators=(",", ":"))
+    return manifest.text
 
 
 def existing_by_name(session: Session, table: type[Row], names: Iterable[str]) -> dict[str, Row]:

@@ -60,6 +60,7 @@ RERUN_SOURCE = SourceInfo(
     ),
     licence="Measurements: CC-BY-4.0. Implementations measured: Apache-2.0 (source in the registry).",
     attribution="Data: KernelIndex controlled reruns, CC-BY-4.0.",
+    gpu_naming="the device the runner measured on, as the CUDA driver named it, in the signed bundle",
 )
 
 RERUN_PROTOCOL_NAME = f"{rerun_protocol.PROTOCOL_NAME}-v{rerun_protocol.PROTOCOL_VERSION}"

@@ -453,6 +453,7 @@ class GpuSourceCoverage(ApiModel):
     workloads: int = Field(description="the source's workloads with at least one run on this GPU")
     gaps: int = Field(description="the source's workloads with no run on this GPU")
     source_workloads: int = Field(description="all the source's workloads: workloads + gaps")
+    gpu_naming: str = Field(description="where the source's name for this GPU comes from")
 
 
 class GpuItem(ApiModel):
@@ -501,8 +502,21 @@ class GpuWorkload(ApiModel):
     api_url: str
 
 
+class DatasheetItem(ApiModel):
+    """A GPU's datasheet figures as one source publishes them."""
+
+    source: str = Field(description="the source's slug")
+    source_name: str
+    figures: dict[str, float | int] = Field(
+        description="by name: memory_bandwidth_bytes_per_s, memory_bytes, power_w, sm_version, "
+        "<data type>_tensor_flops_per_s"
+    )
+    reference: str | None = Field(description="the datasheet the source cites for them")
+
+
 class GpuDetail(GpuItem):
     environment_list: list[EnvironmentItem]
+    datasheets: list[DatasheetItem] = Field(description="the datasheet figures each source publishes for it")
     workloads_url: str = Field(
         description="its workloads, measured or not, page by page: filter by source and by measured=true|false"
     )

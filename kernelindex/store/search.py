@@ -123,6 +123,8 @@ class SearchResults:
 
 def fold(text: str) -> str:
     """Accents dropped and case folded: "Ångström" → "angstrom"."""
+    if text.isascii():
+        return text.casefold()  # nothing to decompose: most text, read far faster
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
 
@@ -499,6 +501,27 @@ def index_batch(session: Session, batch: Batch, workload: Workload, counts: Mapp
         prune.add("gpu")
     if entries or prune:
         _sync(session, entries, prune=prune)
+
+
+def index_new_workloads(
+    session: Session,
+    workloads: Sequence[tuple[Workload, str]],
+    implementations: Sequence[ImplementationManifest],
+    gpus_changed: bool,
+) -> None:
+    """Index workloads just added together (``apply_new_batches``; each with its definition's
+    name), with the projects of the implementations written with them and, when an environment
+    was, the GPUs."""
+    entries = [workload_entry(workload, name) for workload, name in workloads]
+    prune: set[str] = set()
+    for model in sorted({_model_slug(w.origin_model) for w, _ in workloads if w.origin_model}):
+        entries += model_entries(session, only=model)
+    if implementations:
+        entries += project_entries(session, implementations)
+    if gpus_changed:
+        entries += gpu_entries(session)
+        prune.add("gpu")
+    _sync(session, entries, prune=prune)
 
 
 def rebuild_index(session: Session) -> None:

@@ -29,6 +29,7 @@ from kernelindex.store.models import model_detail
 from kernelindex.store.schemas import (
     BestOnGpu,
     CollectionCount,
+    DatasheetItem,
     GpuItem,
     ImplementationWorkload,
     IngestionReportItem,
@@ -42,7 +43,7 @@ from kernelindex.store.workloads import facet_values, gpu_coverage, source_facet
 from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
-from kernelindex.web.format import latency, one_unit
+from kernelindex.web.format import latency, one_unit, significant
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.pages import PageContext, page_route, render_page
 
@@ -277,6 +278,7 @@ class SourceCoverageLine(Part):
     workloads: int
     source_workloads: int
     share: str
+    gpu_naming: str  # where the source's name for the GPU comes from
 
 
 class GpuLine(Part):
@@ -310,6 +312,7 @@ def _gpu_line(gpu: GpuItem) -> GpuLine:
                 workloads=entry.workloads,
                 source_workloads=entry.source_workloads,
                 share=share(entry.workloads, entry.source_workloads),
+                gpu_naming=entry.gpu_naming,
             )
             for entry in gpu.by_source
             if entry.runs
@@ -362,10 +365,37 @@ class CoverageTab(Part):
     selected: bool
 
 
+class DatasheetLine(Part):
+    """One source's datasheet figures for the GPU, written for a reader."""
+
+    source_name: str
+    figures: list[tuple[str, str]]  # (what, value with its unit)
+    reference: str | None
+
+
+def _datasheet_line(item: DatasheetItem) -> DatasheetLine:
+    figures = item.figures
+    shown: list[tuple[str, str]] = []
+    if (bandwidth := figures.get("memory_bandwidth_bytes_per_s")) is not None:
+        shown.append(("Memory bandwidth", f"{significant(bandwidth / 1e12)} TB/s"))
+    if (memory := figures.get("memory_bytes")) is not None:
+        shown.append(("Memory", f"{significant(memory / 2**30)} GiB"))
+    for name, value in sorted(figures.items()):
+        if name.endswith("_tensor_flops_per_s"):
+            dtype = name.removesuffix("_tensor_flops_per_s").upper().replace("BFLOAT16", "BF16")
+            shown.append((f"{dtype} tensor peak (dense)", f"{significant(value / 1e12)} TFLOP/s"))
+    if (power := figures.get("power_w")) is not None:
+        shown.append(("Power", f"{significant(power)} W"))
+    if (sm := figures.get("sm_version")) is not None:
+        shown.append(("Compute capability", f"sm_{int(sm)}"))
+    return DatasheetLine(source_name=item.source_name, figures=shown, reference=item.reference)
+
+
 class GpuPage(PageContext):
     template: ClassVar[str] = "gpu.html"
 
     gpu: GpuLine
+    datasheets: list[DatasheetLine]
     source: str | None
     measured: bool
     filters: dict[str, str | None]  # collection, tag and text, as given
@@ -433,6 +463,7 @@ def gpu(
     names = {entry.source: entry.source_name for entry in detail.by_source}
     context = GpuPage(
         gpu=_gpu_line(detail),
+        datasheets=[_datasheet_line(item) for item in detail.datasheets],
         source=source_slug,
         measured=show_measured,
         filters=narrowed,

@@ -1,0 +1,230 @@
+"""AIConfigurator rows, checked and grouped: a workload per table × fixed configuration, a run per
+system, framework, version and kernel within it, a point per swept value.
+
+Every row is accounted for. A row is skipped, with its reason counted and its file named, when
+its latency is missing or not a positive number, or when its device string contradicts the
+system folder it was found in (it is never relabelled). The checks are column operations, so
+the same rule decides which rows are kept when the tables are surveyed (counting) and when
+they are read (grouping).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from kernelindex.gpus import Gpu
+from kernelindex.ingest.aiconfigurator_tables import Schema, TableFile, classify
+
+NativeScalar = str | int | float | bool | None
+
+
+@dataclass(frozen=True)
+class System:
+    """A system folder's GPU and the device strings its rows may carry (the full name the driver
+    reports, and shorter forms some collectors wrote)."""
+
+    gpu: Gpu
+    device_names: frozenset[str]
+
+
+class TableError(Exception):
+    """A file that cannot be read as a table at all; the ingest names it and goes on."""
+
+
+@dataclass(frozen=True)
+class WorkloadKey:
+    table: str
+    config: tuple[tuple[str, NativeScalar], ...]
+
+    @property
+    def external_id(self) -> str:
+        identity = json.dumps([self.table, list(self.config)], separators=(",", ":"), default=str)
+        return f"{self.table.removesuffix('_perf')[:40]}-{hashlib.sha256(identity.encode()).hexdigest()[:16]}"
+
+    def value(self, name: str) -> NativeScalar:
+        return dict(self.config).get(name)
+
+
+@dataclass(frozen=True)
+class RunKey:
+    system: str
+    framework: str
+    version: str
+    kernel: str
+
+
+@dataclass
+class Point:
+    latency_ms: float
+    measured: dict[str, NativeScalar]
+
+
+@dataclass
+class RunRows:
+    files: set[str] = field(default_factory=set)
+    # (framework, version) as the rows write them, where that is not the folder's.
+    recorded: set[tuple[str, str]] = field(default_factory=set)
+    points: dict[tuple[NativeScalar, ...], Point] = field(default_factory=dict)
+    duplicates: int = 0
+
+
+@dataclass
+class WorkloadRows:
+    key: WorkloadKey
+    swept: tuple[str, ...]
+    runs: dict[RunKey, RunRows] = field(default_factory=dict)
+
+
+@dataclass
+class Checked:
+    """One file after the row checks: the kept rows, and what was skipped and why."""
+
+    table: pa.Table
+    schema: Schema
+    skipped: Counter[str] = field(default_factory=Counter)
+    warnings: list[str] = field(default_factory=list)
+
+
+def read(file: TableFile, columns: list[str] | None = None) -> pa.Table:
+    try:
+        return pq.read_table(file.path, columns=columns)
+    except (OSError, pa.ArrowException) as exc:
+        raise TableError(f"{file.relative}: not a readable Parquet table ({exc})") from None
+
+
+def read_rows(file: TableFile) -> int:
+    """A file's row count from its footer, without reading its rows (0 if it cannot be read)."""
+    try:
+        return pq.read_metadata(file.path).num_rows
+    except (OSError, pa.ArrowException):
+        return 0
+
+
+def check(file: TableFile, system: System, table: pa.Table) -> Checked:
+    """Keep the rows with a positive latency and a device string that names the folder's GPU."""
+    schema = classify(table.column_names)
+    checked = Checked(table, schema)
+    if schema.unmapped:
+        return checked
+    assert schema.latency is not None
+    latency = pc.cast(table.column(schema.latency), pa.float64(), safe=False)
+    keep = pc.fill_null(pc.and_(pc.is_finite(latency), pc.greater(latency, 0.0)), False)
+    missing = table.num_rows - pc.sum(pc.cast(keep, pa.int64())).as_py() if table.num_rows else 0
+    if missing:
+        checked.skipped["latency_missing_or_not_positive"] += missing
+        checked.warnings.append(f"{file.relative}: {missing} rows without a positive latency, skipped")
+    if "device" in table.column_names:
+        devices = [value for value in pc.unique(table.column("device")).to_pylist()]
+        wrong = [value for value in devices if value not in system.device_names]
+        if wrong:
+            contradicts = pc.fill_null(pc.is_in(table.column("device"), value_set=pa.array(wrong)), True)
+            count = pc.sum(pc.cast(pc.and_(keep, contradicts), pa.int64())).as_py() or 0
+            keep = pc.and_(keep, pc.invert(contradicts))
+            if count:
+                checked.skipped["device_contradicts_folder"] += count
+                names = ", ".join(repr(value) for value in wrong)
+                checked.warnings.append(
+                    f"{file.relative}: {count} rows name the device {names}, not the folder's "
+                    f"{system.gpu.product}: skipped, not relabelled"
+                )
+    checked.table = table.filter(keep)
+    return checked
+
+
+def config_key(table_name: str, schema: Schema, row: dict[str, Any]) -> WorkloadKey:
+    return WorkloadKey(table_name, tuple((name, _scalar(row.get(name))) for name in schema.config))
+
+
+def workload_keys(file: TableFile, checked: Checked) -> list[WorkloadKey]:
+    """The distinct workloads of a checked file, without reading its rows one by one."""
+    schema = checked.schema
+    if not schema.config:
+        return [WorkloadKey(file.table, ())]
+    distinct = checked.table.select(list(schema.config)).group_by(list(schema.config)).aggregate([])
+    return [config_key(file.table, schema, row) for row in distinct.to_pylist()]
+
+
+def group(file: TableFile, checked: Checked, workloads: dict[str, WorkloadRows]) -> None:
+    """Add the checked rows of ``file`` to ``workloads`` (by external id): one run per
+    configuration and kernel, its points in the order of the file. Grouped by Arrow, so Python
+    sees a run at a time, not a row."""
+    schema = checked.schema
+    assert schema.latency is not None
+    table = _exact_integers(checked.table, schema)
+    recorded = recorded_stacks(file, table)
+    values = [*schema.swept, schema.latency, *schema.measured]
+    runs = table.group_by([*schema.config, "kernel_source"], use_threads=False).aggregate(
+        [(name, "list") for name in values]
+    )
+    columns = {name: runs.column(name).to_pylist() for name in [*schema.config, "kernel_source"]}
+    lists = {name: runs.column(f"{name}_list").to_pylist() for name in values}
+    keys: dict[tuple[Any, ...], WorkloadRows] = {}
+    for index in range(runs.num_rows):
+        config = tuple(columns[name][index] for name in schema.config)
+        rows = keys.get(config)
+        if rows is None:
+            key = WorkloadKey(file.table, tuple(zip(schema.config, map(_scalar, config), strict=True)))
+            rows = workloads.get(key.external_id)
+            if rows is None:
+                rows = workloads[key.external_id] = WorkloadRows(key, schema.swept)
+            keys[config] = rows
+        # The folder names the framework and version; the rows' own columns are kept as recorded.
+        run_key = RunKey(file.system, file.framework, file.version, str(columns["kernel_source"][index]))
+        run = rows.runs.setdefault(run_key, RunRows())
+        run.files.add(file.relative)
+        run.recorded |= recorded
+        points = list(zip(*(lists[name][index] for name in schema.swept), strict=True))
+        latencies = lists[schema.latency][index]
+        measured = [lists[name][index] for name in schema.measured]
+        for position, point in enumerate(points):
+            if point in run.points:
+                run.duplicates += 1
+                continue
+            extra = {name: column[position] for name, column in zip(schema.measured, measured, strict=True)}
+            run.points[point] = Point(float(latencies[position]), extra)
+
+
+def _exact_integers(table: pa.Table, schema: Schema) -> pa.Table:
+    """Float columns of the shape that hold only whole numbers, as integers: a shape is a count,
+    and 4096.0 and 4096 must be one case."""
+    for name in (*schema.swept, *schema.config):
+        column = table.column(name)
+        if not pa.types.is_floating(column.type) or table.num_rows == 0:
+            continue
+        finite = pc.drop_null(column)
+        whole = len(finite) == 0 or pc.all(pc.equal(finite, pc.floor(finite))).as_py()
+        if whole:
+            table = table.set_column(table.column_names.index(name), name, pc.cast(column, pa.int64()))
+    return table
+
+
+def recorded_stacks(file: TableFile, table: pa.Table) -> set[tuple[str, str]]:
+    """The (framework, version) pairs the rows write that differ from the folder's."""
+    if "framework" not in table.column_names or "version" not in table.column_names:
+        return set()
+    pairs = table.select(["framework", "version"]).group_by(["framework", "version"]).aggregate([]).to_pylist()
+    return {
+        (str(pair["framework"]), str(pair["version"]))
+        for pair in pairs
+        if str(pair["framework"]).lower() != file.framework or str(pair["version"]) != file.version
+    }
+
+
+def _scalar(value: Any) -> NativeScalar:
+    """A cell as a JSON scalar: whole floats as integers (a shape is a count), NaN as missing."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return int(value) if value.is_integer() else value
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    return str(value)

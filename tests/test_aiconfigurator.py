@@ -1,0 +1,301 @@
+"""The AIConfigurator adapter: Parquet tables as sweep workloads, on real rows of the bundled slice
+and on small tables written here, each family of trouble reported and never half-written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from sqlalchemy import func, select
+
+from kernelindex.db.tables import Environment, Implementation, IngestionReport, Run, Workload
+from kernelindex.ingest.aiconfigurator import SYSTEMS
+from kernelindex.ingest.sources import SOURCES, ingest
+from kernelindex.settings import Settings
+
+BUNDLED = SOURCES["aiconfigurator"].bundled
+SLICE_ROWS = 33_125
+DSV3 = {
+    "moe_dtype": "fp8_block",
+    "hidden_size": 7168,
+    "inter_size": 2048,
+    "topk": 8,
+    "num_experts": 256,
+    "distribution": "balanced",
+}
+
+
+def run_ingest(db: Any, **options: str) -> Any:
+    return ingest(db.sessions, Settings(database_url=db.url), "aiconfigurator", options=options)
+
+
+def moe_rows(framework: str, version: str, kernel: str, latencies: dict[int, float], **config: Any) -> list[dict]:
+    base = {"op_name": "moe", **DSV3, "moe_tp_size": 1, "moe_ep_size": 8, **config}
+    return [
+        {
+            "framework": framework,
+            "version": version,
+            "device": "NVIDIA H200",
+            "kernel_source": kernel,
+            **base,
+            "num_tokens": tokens,
+            "latency": latency,
+        }
+        for tokens, latency in latencies.items()
+    ]
+
+
+def write_table(root: Path, relative: str, rows: list[dict] | pa.Table) -> Path:
+    path = root / "data" / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows), path)
+    return path
+
+
+@pytest.fixture
+def tables(tmp_path: Path) -> Path:
+    """Two frameworks' MoE tables on the H200, and a GEMM table on the B200."""
+    root = tmp_path / "aic"
+    write_table(
+        root,
+        "h200_sxm/moe/vllm/0.24.0/moe_perf.parquet",
+        moe_rows("VLLM", "0.24.0", "vllm_fused_moe", {1: 0.05, 4096: 0.4}),
+    )
+    write_table(
+        root,
+        "h200_sxm/moe/sglang/0.5.14/moe_perf.parquet",
+        moe_rows("SGLang", "0.5.14", "sglang_fused_moe_triton", {1: 0.06, 2048: 0.3, 4096: 0.5}),
+    )
+    write_table(
+        root,
+        "b200_sxm/gemm/trtllm/1.3.0rc20/gemm_perf.parquet",
+        [
+            {
+                "framework": "TRTLLM",
+                "version": "1.3.0rc20",
+                "device": "NVIDIA B200",
+                "op_name": "gemm",
+                "kernel_source": "torch.nn.functional.linear",
+                "gemm_dtype": "bfloat16",
+                "m": m,
+                "n": 4096,
+                "k": 4096.0,  # a whole float is the count it names: one case with the integer
+                "latency": 0.01 * m,
+            }
+            for m in (1, 2, 8)
+        ],
+    )
+    return root
+
+
+def test_a_workload_is_a_table_at_one_configuration_over_its_sweep(db: Any, tables: Path) -> None:
+    summary = run_ingest(db, data_dir=str(tables), data_version="0.12.0")
+    assert summary.status == "succeeded", summary.errors
+    assert summary.counts["rows"] == {"read": 8, "mapped": 8, "not_mapped": 0}
+    with db.sessions() as session:
+        workloads = {w.title: w for w in session.scalars(select(Workload))}
+        assert set(workloads) == {
+            "MoE layer fp8_block: hidden 7168, inter 2048, top-8 of 256 experts, TP 1, EP 8, balanced",
+            "GEMM bfloat16 N=4096 K=4096",
+        }
+        moe = next(w for w in workloads.values() if w.title.startswith("MoE"))
+        assert moe.case_count == 3  # 1, 2048 and 4096 tokens: the union of both sweeps
+        runs = session.scalars(select(Run).where(Run.workload_id == moe.id)).all()
+        titles = {session.get(Implementation, run.implementation_id).name for run in runs}
+        assert len(runs) == 2 and len(titles) == 2
+        # One comparison group for both frameworks on the H200: they rank side by side.
+        assert len({run.comparison_key for run in runs}) == 1
+        vllm = next(run for run in runs if '"framework":"vLLM"' in run.manifest_json)
+        by_case = {
+            r["caseIndex"]: r["latencyNs"]["mean"] for r in json.loads(vllm.manifest_json)["spec"]["caseResults"]
+        }
+        assert by_case == {0: 50_000, 2: 400_000}  # it did not measure 2048 tokens
+        gemm = next(w for w in workloads.values() if w.title.startswith("GEMM"))
+        assert gemm.case_count == 3
+        assert "k" in json.loads(gemm.manifest_json)["spec"]["definition"]["axes"]
+        gpus = set(session.scalars(select(Environment.gpu_product)))
+        assert gpus == {"NVIDIA H200", "NVIDIA B200"}
+
+
+def test_each_framework_version_is_an_implementation_of_its_own(db: Any, tables: Path) -> None:
+    run_ingest(db, data_dir=str(tables), data_version="0.12.0")
+    with db.sessions() as session:
+        titles = set(session.scalars(select(Implementation.name)))
+        manifests = [json.loads(text) for text in session.scalars(select(Implementation.manifest_json))]
+    assert {m["metadata"]["title"] for m in manifests} == {
+        "vLLM 0.24.0 · vllm_fused_moe",
+        "SGLang 0.5.14 · sglang_fused_moe_triton",
+        "TensorRT-LLM 1.3.0rc20 · torch.nn.functional.linear",
+    }
+    assert len(titles) == 3
+
+
+def test_the_case_figures_are_the_rows_latencies(db: Any, tables: Path) -> None:
+    run_ingest(db, data_dir=str(tables), data_version="0.12.0")
+    with db.sessions() as session:
+        run = session.scalars(select(Run).where(Run.name.like("aic-moe-%"))).all()
+        sglang = next(r for r in run if "SGLang" in r.manifest_json)
+        spec = json.loads(sglang.manifest_json)["spec"]
+    assert [r["latencyNs"]["mean"] for r in spec["caseResults"]] == [60_000, 300_000, 500_000]
+    assert spec["timing"]["primaryStatistic"] == "geomean"
+    assert spec["sourceNative"]["metrics"]["framework"] == "SGLang"
+    assert spec["sourceNative"]["metrics"]["cases_measured"] == 3
+
+
+def test_a_second_ingest_of_the_same_files_writes_nothing(db: Any, tables: Path) -> None:
+    first = run_ingest(db, data_dir=str(tables), data_version="0.12.0")
+    second = run_ingest(db, data_dir=str(tables), data_version="0.12.0")
+    assert first.wrote_records and not second.wrote_records
+    assert second.counts["rows"] == {"unchanged": 8}
+    assert second.counts["units"] == {"listed": 0}
+
+
+def test_a_newer_version_adds_only_what_changed(db: Any, tables: Path) -> None:
+    run_ingest(db, data_dir=str(tables), data_version="0.12.0")
+    write_table(
+        tables,
+        "h200_sxm/moe/vllm/0.26.0/moe_perf.parquet",
+        moe_rows("VLLM", "0.26.0", "vllm_fused_moe", {1: 0.05, 4096: 0.45}),
+    )
+    summary = run_ingest(db, data_dir=str(tables), data_version="0.13.0")
+    assert summary.status == "succeeded", summary.errors
+    assert summary.counts["added"] == {"implementation": 1, "run": 1}
+    assert summary.counts["rows"]["read"] == 2 and summary.counts["rows"]["unchanged"] == 8
+    with db.sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Run).where(Run.missing_since.is_not(None))) == 0
+
+
+def test_rows_without_a_latency_are_skipped_and_named(db: Any, tables: Path) -> None:
+    rows = moe_rows("VLLM", "0.22.0", "vllm_fused_moe", {1: 0.05, 8: -1.0, 16: 0.07})
+    rows.append({**rows[0], "num_tokens": 32, "latency": None})
+    write_table(tables, "h200_sxm/moe/vllm/0.22.0/moe_perf.parquet", rows)
+    summary = run_ingest(db, data_dir=str(tables), data_version="0.12.0")
+    assert summary.status == "succeeded"
+    assert summary.counts["skipped"]["latency_missing_or_not_positive"] == 2
+    assert any(
+        "h200_sxm/moe/vllm/0.22.0/moe_perf.parquet: 2 rows without a positive latency" in e for e in summary.errors
+    )
+    assert summary.counts["rows"]["read"] == summary.counts["rows"]["mapped"] + summary.counts["rows"]["not_mapped"]
+
+
+def test_a_device_that_contradicts_its_folder_is_reported_not_relabelled(db: Any, tables: Path) -> None:
+    rows = moe_rows("VLLM", "0.22.0", "vllm_fused_moe", {1: 0.05, 8: 0.06})
+    rows[1]["device"] = "NVIDIA H100"
+    write_table(tables, "h200_sxm/moe/vllm/0.22.0/moe_perf.parquet", rows)
+    summary = run_ingest(db, data_dir=str(tables), data_version="0.12.0")
+    assert summary.counts["skipped"]["device_contradicts_folder"] == 1
+    assert any("'NVIDIA H100', not the folder's NVIDIA H200" in line for line in summary.errors)
+    with db.sessions() as session:
+        assert "NVIDIA H100" not in set(session.scalars(select(Environment.gpu_product)))
+
+
+def test_a_table_the_adapter_cannot_map_is_counted_not_dropped(db: Any, tables: Path) -> None:
+    write_table(
+        tables,
+        "h200_sxm/comm/trtllm/1.3.0rc20/wideep_deepep_ll_perf.parquet",
+        [
+            {
+                "framework": "TRTLLM",
+                "version": "1.3.0rc20",
+                "device": "NVIDIA H200",
+                "op_name": "deepep",
+                "kernel_source": "deepep",
+                "num_token": 8,
+                "dispatch_avg_t_us": 3.0,
+                "combine_avg_t_us": 4.0,
+            }
+        ],
+    )
+    # A missing column (no kernel_source) is a schema of its own, reported the same way.
+    write_table(
+        tables,
+        "h200_sxm/gemm/vllm/0.24.0/gemm_perf.parquet",
+        [
+            {
+                "framework": "VLLM",
+                "version": "0.24.0",
+                "device": "NVIDIA H200",
+                "op_name": "gemm",
+                "m": 1,
+                "n": 2,
+                "k": 3,
+                "gemm_dtype": "fp8",
+                "latency": 0.01,
+            }
+        ],
+    )
+    summary = run_ingest(db, data_dir=str(tables), data_version="0.12.0")
+    assert summary.status == "succeeded"
+    assert summary.counts["skipped"]["unmapped_schema.wideep_deepep_ll_perf"] == 1
+    assert summary.counts["skipped"]["unmapped_schema.gemm_perf"] == 1
+    assert summary.counts["rows"] == {"read": 10, "mapped": 8, "not_mapped": 2}
+    assert any("no latency column (its times are per phase" in line for line in summary.errors)
+    assert any("no kernel_source column" in line for line in summary.errors)
+
+
+def test_an_unreadable_file_is_named_and_the_others_are_kept(db: Any, tables: Path) -> None:
+    broken = tables / "data/h200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet"
+    broken.parent.mkdir(parents=True)
+    broken.write_bytes(b"PAR1 not really")
+    summary = run_ingest(db, data_dir=str(tables), data_version="0.12.0")
+    assert summary.status == "partial"
+    assert any(
+        "h200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet: not a readable Parquet table" in e for e in summary.errors
+    )
+    with db.sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Workload)) == 2
+        assert session.scalar(select(func.count()).select_from(Run)) == 3
+    # It was not recorded as stored: once fixed, it is read.
+    write_table(
+        tables,
+        "h200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet",
+        moe_rows("TRTLLM", "1.3.0rc20", "moe_torch_flow_cutlass", {1: 0.04}),
+    )
+    again = run_ingest(db, data_dir=str(tables), data_version="0.12.0")
+    assert again.status == "succeeded" and again.counts["added"]["run"] == 1
+
+
+def test_the_bundled_slice_holds_every_system_and_the_deepseek_layer(db: Any) -> None:
+    summary = ingest(db.sessions, Settings(database_url=db.url), "aiconfigurator", snapshot=BUNDLED)
+    assert summary.status == "succeeded", summary.errors
+    assert summary.counts["rows"]["read"] == SLICE_ROWS
+    assert summary.counts["rows"]["mapped"] + summary.counts["rows"]["not_mapped"] == SLICE_ROWS
+    with db.sessions() as session:
+        products = set(session.scalars(select(Environment.gpu_product)))
+        assert products == {system.gpu.product for system in SYSTEMS.values()}
+        report = session.scalars(select(IngestionReport)).one()
+        assert report.read_from == "bundled" and (report.snapshot_scope or "").startswith(
+            "partial: 33,125 of the 12,586,413"
+        )
+        layers = [
+            w
+            for w in session.scalars(select(Workload).where(Workload.title.like("MoE layer fp8_block: hidden 7168%")))
+            if "top-8 of 256 experts" in w.title and "balanced" in w.title
+        ]
+        # One workload per parallelism setting.
+        assert len(layers) == len({w.title for w in layers}) >= 4
+        ep8 = next(w for w in layers if w.title.endswith("TP 1, EP 8, balanced"))
+        frameworks = {
+            json.loads(text)["spec"]["sourceNative"]["metrics"]["framework"]
+            for text, product in session.execute(
+                select(Run.manifest_json, Environment.gpu_product)
+                .join(Environment, Run.environment_id == Environment.id)
+                .where(Run.workload_id == ep8.id)
+            )
+            if product == "NVIDIA H200"
+        }
+    assert frameworks == {"TensorRT-LLM", "SGLang", "vLLM"}
+
+
+def test_the_slice_names_the_package_version_it_was_cut_from(db: Any, tmp_path: Path) -> None:
+    copy = shutil.copytree(BUNDLED, tmp_path / "slice")
+    (copy / "MANIFEST.sha256").unlink()
+    summary = run_ingest(db, data_dir=str(copy))
+    with db.sessions() as session:
+        report = session.get(IngestionReport, summary.report_id)
+        assert report is not None and report.origin.startswith("aiconfigurator-core 0.12.0 ")
