@@ -272,6 +272,19 @@ def ingest_aiconfigurator(
     )
 
 
+@ingest.command("aiter")
+@api_url_option
+@raw_url_option
+@click.option("--ref", metavar="REF", help="The branch, tag or commit to read (default: main).")
+@snapshot_option
+@database_url_option
+def ingest_aiter(
+    api_url: str | None, raw_url: str | None, ref: str | None, snapshot: Path | None, database_url: str | None
+) -> None:
+    """Ingest aiter's tuned-kernel tables (the tuner's winner per shape and GPU), idempotently."""
+    _ingest(["aiter"], database_url, snapshot, {"api_url": api_url, "raw_url": raw_url, "ref": ref})
+
+
 @ingest.command("all")
 @database_url_option
 def ingest_all(database_url: str | None) -> None:

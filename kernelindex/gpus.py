@@ -7,6 +7,7 @@ environments are added to this list at run time.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -40,6 +41,22 @@ RTX_3090_TI = Gpu("rtx-3090-ti", "NVIDIA RTX 3090 Ti", "nvidia", "sm_86")
 RTX_3090 = Gpu("rtx-3090", "NVIDIA RTX 3090", "nvidia", "sm_86")
 RTX_4090 = Gpu("rtx-4090", "NVIDIA RTX 4090", "nvidia", "sm_89")
 T4 = Gpu("t4", "NVIDIA T4", "nvidia", "sm_75")
+# AMD sources (aiter's tuned tables) name a GPU by architecture and compute-unit count, not by
+# product: each pair is a class of products, and the product name says so wherever it is shown.
+MI300X = Gpu("mi300x", "AMD Instinct MI300X class: gfx942, 304 CUs", "amd", "gfx942")
+MI308X = Gpu("mi308x", "AMD Instinct MI308X class: gfx942, 80 CUs", "amd", "gfx942")
+MI355X = Gpu("mi350x-mi355x", "AMD Instinct MI350X/MI355X class: gfx950, 256 CUs", "amd", "gfx950")
+# gfx1250 is an architecture target of LLVM's AMDGPU backend (GFX12.5); no source names the
+# product it ships in, so each compute-unit count is a class of its own.
+GFX1250_256 = Gpu("gfx1250-256cu", "AMD gfx1250, 256 CUs (product not named)", "amd", "gfx1250")
+GFX1250_96 = Gpu("gfx1250-96cu", "AMD gfx1250, 96 CUs (product not named)", "amd", "gfx1250")
+AMD_CLASSES = {
+    ("gfx942", 304): MI300X,
+    ("gfx942", 80): MI308X,
+    ("gfx950", 256): MI355X,
+    ("gfx1250", 256): GFX1250_256,
+    ("gfx1250", 96): GFX1250_96,
+}
 
 TRACKED_GPUS = (
     B300,
@@ -62,7 +79,11 @@ TRACKED_GPUS = (
     RTX_4090,
     T4,
     ARC_PRO_B60,
-    Gpu("mi300x", "AMD Instinct MI300X", "amd", "gfx942"),
+    MI300X,
+    MI308X,
+    MI355X,
+    GFX1250_256,
+    GFX1250_96,
 )
 
 # Device names as ``torch.cuda.get_device_name()`` reports them (the form sources publish),
@@ -97,7 +118,37 @@ def gpu_for_device_name(name: str) -> Gpu | None:
     return DEVICE_NAMES.get(name.strip())
 
 
+def amd_gpu_class(gfx: str | None, cu_num: int | None) -> Gpu:
+    """The product class of an AMD GPU named by architecture (``gfx942``) and compute-unit count.
+
+    A pair not known here, or a missing half, is never completed by guessing: it becomes a GPU
+    of its own that states exactly what is known ("gfx unknown, 304 CUs").
+    """
+    if gfx is not None and cu_num is not None and (gfx, cu_num) in AMD_CLASSES:
+        return AMD_CLASSES[(gfx, cu_num)]
+    arch = gfx or "gfx unknown"
+    cus = f"{cu_num} CUs" if cu_num is not None else "CU count unknown"
+    product = f"AMD GPU, {arch}, {cus}"
+    return Gpu(_unclassed_amd_slug(product) or "amd-gpu", product, "amd", gfx or "unknown")
+
+
+_UNCLASSED_AMD = re.compile(
+    r"amd gpu, (gfx[0-9a-z]+|gfx unknown), (\d+) cus|amd gpu, (gfx[0-9a-z]+|gfx unknown), cu count unknown"
+)
+
+
+def _unclassed_amd_slug(product: str) -> str | None:
+    """``amd-gfx-unknown-304cu`` for "AMD GPU, gfx unknown, 304 CUs": a plain slug for a URL."""
+    match = _UNCLASSED_AMD.fullmatch(product.lower())
+    if match is None:
+        return None
+    arch = (match[1] or match[3]).replace(" ", "-")
+    return f"amd-{arch}-{match[2]}cu" if match[2] else f"amd-{arch}-cu-unknown"
+
+
 _BY_PRODUCT = {gpu.product.lower(): gpu for gpu in TRACKED_GPUS}
+# Product names other sources report for a tracked class.
+_BY_PRODUCT["amd instinct mi300x"] = MI300X
 
 
 def gpu_slug(vendor: str, product: str) -> str:
@@ -105,4 +156,6 @@ def gpu_slug(vendor: str, product: str) -> str:
     (vendor prefix dropped, lower case, spaces as dashes)."""
     if tracked := _BY_PRODUCT.get(product.lower()):
         return tracked.slug
+    if unclassed := _unclassed_amd_slug(product):
+        return unclassed
     return product.lower().removeprefix(f"{vendor.lower()} ").replace(" ", "-")

@@ -24,7 +24,7 @@ from kernelindex.db.rerun_tables import RerunBundle
 from kernelindex.db.tables import Workload
 from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
-from tests import kernelbench_slice, liger_slice
+from tests import aiter_slice, kernelbench_slice, liger_slice
 from tests.servers import free_port, github_serving_repos, serving, snapshot_api
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -46,6 +46,7 @@ def invoke(*args: str):  # type: ignore[no-untyped-def]
         ["ingest", "sol-execbench"],
         ["ingest", "kernelbench"],
         ["ingest", "liger-kernel"],
+        ["ingest", "aiter"],
         ["ingest", "all"],
         ["verify"],
     ],
@@ -124,11 +125,16 @@ def test_ingest_live_api_over_http(tmp_path):
 
 def test_ingest_all_reads_every_source_live_and_a_second_run_writes_nothing(tmp_path, monkeypatch):
     """`ingest all` (the cron job) against local servers speaking the SOL-ExecBench API and
-    GitHub's two interfaces, holding real slices of the KernelBench and Liger-Kernel snapshots."""
+    GitHub's two interfaces, holding real slices of the KernelBench, Liger-Kernel and aiter snapshots."""
     kernelbench = kernelbench_slice.make_slice(tmp_path / "kernelbench")
     liger = liger_slice.make_slice(tmp_path / "liger")
+    aiter = aiter_slice.make_slice(tmp_path / "aiter")
     url = f"sqlite:///{tmp_path}/all.db"
-    repos = [(kernelbench, "ScalingIntelligence", "KernelBench"), (liger, "linkedin", "Liger-Kernel")]
+    repos = [
+        (kernelbench, "ScalingIntelligence", "KernelBench"),
+        (liger, "linkedin", "Liger-Kernel"),
+        (aiter, "ROCm", "aiter"),
+    ]
     with serving(snapshot_api(BUNDLED_SNAPSHOT)) as sol, github_serving_repos(repos) as (api_url, raw_url):
         monkeypatch.setenv("KERNELINDEX_SOL_EXECBENCH_URL", f"{sol}/api")
         monkeypatch.setenv("KERNELINDEX_GITHUB_API_URL", api_url)
@@ -136,8 +142,8 @@ def test_ingest_all_reads_every_source_live_and_a_second_run_writes_nothing(tmp_
         first = invoke("ingest", "all", "--database-url", url)
         second = invoke("ingest", "all", "--database-url", url)
     assert first.exit_code == 0, first.output
-    assert first.output.count("succeeded") == 3
-    for name in ("NVIDIA SOL-ExecBench", "KernelBench", "Liger-Kernel"):
+    assert first.output.count("succeeded") == 4
+    for name in ("NVIDIA SOL-ExecBench", "KernelBench", "Liger-Kernel", "aiter"):
         assert name in first.output
     assert second.exit_code == 0, second.output
     assert " added " not in second.output.replace("│", " ") and " updated " not in second.output.replace("│", " ")
@@ -145,7 +151,7 @@ def test_ingest_all_reads_every_source_live_and_a_second_run_writes_nothing(tmp_
     with make_sessionmaker(engine)() as session:
         sources = {workload.source.slug for workload in session.scalars(select(Workload))}
     engine.dispose()
-    assert sources == {"sol-execbench", "kernelbench", "liger-kernel"}
+    assert sources == {"sol-execbench", "kernelbench", "liger-kernel", "aiter"}
 
 
 def test_ingest_unreachable_api_fails_clearly(tmp_path):
@@ -305,7 +311,8 @@ def test_serve_migrates_loads_the_bundled_snapshot_and_serves(tmp_path):
                     raise AssertionError(process.communicate()[0]) from None
                 time.sleep(0.2)
         assert response.status_code == 200
-        assert response.json()["workloadCount"] == 235 + 521 + 182  # SOL-ExecBench, KernelBench, Liger-Kernel
+        # SOL-ExecBench, KernelBench, Liger-Kernel, aiter
+        assert response.json()["workloadCount"] == 235 + 521 + 182 + 51_581
         assert httpx.get(f"http://127.0.0.1:{port}/runs/sol-submission-16893.json").status_code == 200
         gpu = httpx.get(f"http://127.0.0.1:{port}/gpus/h200.json").json()
         assert gpu["gpu"]["measuredWorkloads"] == 2, gpu

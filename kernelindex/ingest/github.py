@@ -123,23 +123,39 @@ SNAPSHOT_BRANCH = "snapshot"
 
 
 def snapshot_refs(root: Path) -> list[dict[str, Any]]:
-    """``refs.json``: the recorded commits, oldest first."""
+    """``refs.json``: the recorded commits, oldest first. A snapshot of one commit may write it
+    as that one object (``{"commit": …, "files": […]}``)."""
     refs = json.loads((root / "refs.json").read_text())
+    if isinstance(refs, dict) and "commit" in refs:
+        refs = [refs]
     if not isinstance(refs, list) or not all(isinstance(ref, dict) and "commit" in ref for ref in refs):
         raise ValueError(f"{root}/refs.json: expected a list of commits")
     return refs
+
+
+def _last_changes(ref: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Per file, the commit that last changed it, where the snapshot recorded one: a ``files``
+    entry ``{"path": …, "last_changed": "<hash> <ISO time>"}``, as a refs entry of its own."""
+    changes: dict[str, dict[str, str]] = {}
+    for entry in ref.get("files", []):
+        if isinstance(entry, dict) and isinstance(entry.get("last_changed"), str):
+            sha, _, committed = entry["last_changed"].partition(" ")
+            changes[entry["path"]] = {"commit": sha, "committed": committed}
+    return changes
 
 
 def snapshot_transport(root: Path, owner: str, repo: str) -> httpx.MockTransport:
     """Answers the API and raw-host requests of ``GitHubApi`` and ``GitHubRaw`` from a snapshot.
 
     The snapshot has one branch (``snapshot``) whose history is every recorded commit; the
-    tree of a commit is what the snapshot holds of it (``files/<commit>/``). On the raw host a
-    ref that is not a full commit hash (a branch name, ``HEAD``) is the newest commit.
+    tree of a commit is what the snapshot holds of it (``files/<commit>/``). On both hosts a
+    ref that is not a full commit hash (a branch name, ``HEAD``) is that branch, whose head is
+    the newest commit.
     """
     refs = snapshot_refs(root)
     files = root / "files"
     newest = refs[-1]["commit"]
+    last_changes = _last_changes(refs[-1])
 
     def commit_json(ref: dict[str, Any]) -> dict[str, Any]:
         date = datetime.fromisoformat(ref["committed"]).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -172,8 +188,13 @@ def snapshot_transport(root: Path, owner: str, repo: str) -> httpx.MockTransport
         if rest == "commits":
             touching = request.url.params.get("path", "").strip("/")
             head = request.url.params.get("sha", SNAPSHOT_BRANCH)
-            if head not in (SNAPSHOT_BRANCH, newest):
+            # As on the raw host, a ref that is not a full hash (a branch, HEAD) is the one branch.
+            if re.fullmatch(r"[0-9a-f]{40}", head) and head != newest:
                 return httpx.Response(404, json={"message": "No commit found"})
+            if touching in last_changes:
+                # The snapshot holds the file at its newest commit only; its history is the
+                # commit that last changed it, which is all a reader of one file asks for.
+                return paged([commit_json(last_changes[touching])], request)
             matching = [
                 commit_json(ref)
                 for ref in reversed(refs)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from kernelindex.ingest import aiconfigurator, kernelbench, liger_kernel, sol_execbench
+from kernelindex.ingest import aiconfigurator, aiter, kernelbench, liger_kernel, sol_execbench
 from kernelindex.ingest.reading import Opened, Reading, Sleep
 from kernelindex.ingest.runner import IngestSummary, Progress, run_ingest
 from kernelindex.ingest.snapshot import snapshot_facts, verify_checksums
@@ -38,6 +38,7 @@ SOURCES: dict[str, RegisteredSource] = {
         RegisteredSource(kernelbench.SOURCE, BUNDLED_DATA / "kernelbench", kernelbench.open_source),
         RegisteredSource(liger_kernel.SOURCE, BUNDLED_DATA / "liger-kernel", liger_kernel.open_source),
         RegisteredSource(aiconfigurator.SOURCE, BUNDLED_DATA / "aiconfigurator", aiconfigurator.open_source),
+        RegisteredSource(aiter.SOURCE, BUNDLED_DATA / "aiter", aiter.open_source),
     )
 }
 
