@@ -169,9 +169,15 @@ snapshot_option = click.option(
 
 
 def _ingest(
-    slugs: Sequence[str], database_url: str | None, snapshot: Path | None, options: dict[str, str | None]
+    slugs: Sequence[str],
+    database_url: str | None,
+    snapshot: Path | None,
+    options: dict[str, str | None],
+    skip_unavailable: bool = False,
 ) -> None:
-    """Ingest each source in turn under the ingest lock, print each report; exit 1 unless all succeeded."""
+    """Ingest each source in turn under the ingest lock, print each report; exit 1 unless all
+    succeeded. With ``skip_unavailable``, a source read from a package that is not installed is
+    skipped with a line saying so, not failed (``ingest all`` on an install without it)."""
     if snapshot is not None and any(options.values()):
         raise click.UsageError("give --snapshot or upstream options, not both")
     from kernelindex.db import migrate
@@ -196,8 +202,11 @@ def _ingest(
                         )
                 except DataDirError as exc:
                     # A source read from an installed package: the others still go on.
-                    err.print(f"[red]{SOURCES[slug].info.name} not read:[/] {escape(str(exc))}")
-                    statuses.append("failed")
+                    if skip_unavailable:
+                        err.print(f"[yellow]{SOURCES[slug].info.name} skipped:[/] {escape(str(exc))}")
+                    else:
+                        err.print(f"[red]{SOURCES[slug].info.name} not read:[/] {escape(str(exc))}")
+                        statuses.append("failed")
                     continue
                 print_report(summary)
                 statuses.append(summary.status)
@@ -291,7 +300,7 @@ def ingest_all(database_url: str | None) -> None:
     """Ingest every source from its live upstream, one after another (for cron or a timer)."""
     from kernelindex.ingest.sources import SOURCES
 
-    _ingest(list(SOURCES), database_url, None, {})
+    _ingest(list(SOURCES), database_url, None, {}, skip_unavailable=True)
 
 
 # --- export / import ------------------------------------------------------------------

@@ -38,7 +38,7 @@ SOURCES: dict[str, RegisteredSource] = {
         RegisteredSource(kernelbench.SOURCE, BUNDLED_DATA / "kernelbench", kernelbench.open_source),
         RegisteredSource(liger_kernel.SOURCE, BUNDLED_DATA / "liger-kernel", liger_kernel.open_source),
         RegisteredSource(aiconfigurator.SOURCE, BUNDLED_DATA / "aiconfigurator", aiconfigurator.open_source),
-        RegisteredSource(aiter.SOURCE, BUNDLED_DATA / "aiter", aiter.open_source),
+        RegisteredSource(aiter.SOURCE, BUNDLED_DATA / "aiter-slice", aiter.open_source),
     )
 }
 
