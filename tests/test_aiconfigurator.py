@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import func, select
 
-from kernelindex.db.regression_tables import VersionRegression
+from kernelindex.db.regression_tables import RegressionNoise, VersionRegression
 from kernelindex.db.tables import Environment, Implementation, IngestionReport, Run, Workload
 from kernelindex.ingest.aiconfigurator import SYSTEMS
 from kernelindex.ingest.sources import SOURCES, ingest
@@ -315,3 +315,22 @@ def test_the_ingest_finds_version_regressions_in_what_it_wrote(db: Any, tables: 
     assert len(found) == 1
     # Nothing written, nothing recomputed.
     assert "regressions" not in run_ingest(db, data_dir=str(tables), data_version="0.12.0").counts
+
+
+def test_a_point_measured_twice_keeps_its_repeat_and_sets_the_noise(db: Any, tmp_path: Path) -> None:
+    root = tmp_path / "repeats"
+    first = moe_rows("VLLM", "0.24.0", "vllm_fused_moe", {tokens: 0.1 for tokens in range(1, 41)})
+    again = moe_rows("VLLM", "0.24.0", "vllm_fused_moe", {tokens: 0.102 for tokens in range(1, 41)})
+    write_table(root, "h200_sxm/moe/vllm/0.24.0/moe_perf.parquet", first + again)
+    summary = run_ingest(db, data_dir=str(root), data_version="0.12.0")
+    assert summary.counts["anomalies"] == {"repeated_points_first_kept": 40}
+    with db.sessions() as session:
+        spec = json.loads(session.scalars(select(Run.manifest_json)).one())["spec"]
+        noise = session.scalars(select(RegressionNoise)).one()
+    assert spec["caseResults"][0] == {
+        "caseIndex": 0,
+        "latencyNs": {"mean": 100_000},
+        "metrics": {"repeated_latency_ns": 102_000},
+    }
+    assert noise.estimated and noise.pairs == 40 and abs(noise.bound - 0.02) < 1e-9
+    assert "40 cases the source measured twice" in noise.method

@@ -294,6 +294,8 @@ def run_manifest(
     for point, measured in sorted(rows.points.items(), key=lambda item: positions[item[0]]):
         result: dict[str, Any] = {"caseIndex": positions[point], "latencyNs": {"mean": ms_to_ns(measured.latency_ms)}}
         extra = {name: value for name, value in measured.measured.items() if value is not None}
+        if point in rows.repeats:
+            extra["repeated_latency_ns"] = ms_to_ns(rows.repeats[point])
         if extra:
             result["metrics"] = extra
         case_results.append(result)

@@ -75,6 +75,9 @@ class RunRows:
     recorded: set[tuple[str, str]] = field(default_factory=set)
     points: dict[tuple[NativeScalar, ...], Point] = field(default_factory=dict)
     duplicates: int = 0
+    # A point measured again in the same table: its first repeat's latency (ms), the purest
+    # measure of the source's noise there is (same kernel, version, GPU and shape).
+    repeats: dict[tuple[NativeScalar, ...], float] = field(default_factory=dict)
 
 
 @dataclass
@@ -188,6 +191,7 @@ def group(file: TableFile, checked: Checked, workloads: dict[str, WorkloadRows])
         for position, point in enumerate(points):
             if point in run.points:
                 run.duplicates += 1
+                run.repeats.setdefault(point, float(latencies[position]))
                 continue
             extra = {name: column[position] for name, column in zip(schema.measured, measured, strict=True)}
             run.points[point] = Point(float(latencies[position]), extra)

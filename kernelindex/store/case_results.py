@@ -11,6 +11,9 @@ from typing import Any
 
 from kernelindex.store.sweeps import CENTRES
 
+# A case's second measurement, where a source measured it twice (AIConfigurator's tables).
+REPEATED = "repeated_latency_ns"
+
 
 @dataclass(frozen=True)
 class RunCases:
@@ -22,6 +25,8 @@ class RunCases:
     kernel: str | None
     statistic: str | None
     latencies: dict[int, int]
+    # Case index → the latency of a second measurement of that case, where the source has one.
+    repeats: dict[int, int]
 
 
 def run_cases(manifest_json: str) -> RunCases:
@@ -34,7 +39,13 @@ def run_cases(manifest_json: str) -> RunCases:
         for result in results
         if statistic in (result.get("latencyNs") or {})
     }
+    repeats = {
+        int(result["caseIndex"]): repeated
+        for result in results
+        if isinstance(repeated := (result.get("metrics") or {}).get(REPEATED), int) and repeated > 0
+    }
     return RunCases(
+        repeats=repeats,
         framework=_text(metrics.get("framework")),
         version=_text(metrics.get("version")),
         kernel=_text(metrics.get("kernel_source")),
