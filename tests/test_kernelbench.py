@@ -585,7 +585,7 @@ def test_a_problem_file_that_is_not_python_is_kept_without_inputs_and_a_warning(
 
 
 def test_full_bundled_snapshot(tmp_path):
-    """Once, on SQLite: the figures of README.md (and the brief's data facts) come out of a full ingest."""
+    """Once, on SQLite: the figures of README.md (and the snapshot README's data facts) come out of a full ingest."""
     url = f"sqlite:///{tmp_path / 'kernelbench.db'}"
     migrate.upgrade(url)
     engine = make_engine(url)
