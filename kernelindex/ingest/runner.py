@@ -43,7 +43,7 @@ logger = logging.getLogger(__name__)
 # unit: a commit per unit made a first load of ten thousand runs several times slower, and no
 # transaction is held open while the upstream is being read. A crash loses at most the group
 # being written; every committed unit is whole, so running again completes the work.
-GROUP_UNITS = 32
+GROUP_UNITS = 256
 GROUP_RUNS = 4_000
 
 

@@ -66,6 +66,7 @@ from kernelindex.db.tables import Environment, Implementation, Run, Source, Work
 from kernelindex.manifests import Implementation as ImplementationManifest
 from kernelindex.slugs import slugify
 from kernelindex.store.batch import Batch
+from kernelindex.store.bulk import insert_rows
 from kernelindex.store.manifests import workload_manifest
 from kernelindex.store.schemas import OnGpuItem, SearchHitItem, SearchResponse, SourceRefItem, WorkloadItem
 from kernelindex.store.version import mark_changed
@@ -271,7 +272,6 @@ _DELETE_TERMS = delete(SearchTerm).where(SearchTerm.entry_id.in_(bindparam("ids"
 _DELETE_ENTRIES = delete(SearchEntry).where(SearchEntry.id.in_(bindparam("ids", expanding=True)))
 _UPDATE_ENTRY = update(SearchEntry).where(SearchEntry.id == bindparam("entry_id"))
 _INSERT_ENTRIES = insert(SearchEntry).returning(SearchEntry.id, sort_by_parameter_order=True)
-_INSERT_TERMS = insert(SearchTerm)
 _STALE_WORKLOADS = select(SearchEntry.id).where(
     SearchEntry.kind == "workload", SearchEntry.slug.not_in(select(Workload.name))
 )
@@ -455,7 +455,7 @@ def _sync(session: Session, entries: Iterable[Entry], prune: Iterable[str] = ())
         for term, weight in entry.terms.items()
     ]
     if terms:
-        connection.execute(_INSERT_TERMS, terms)
+        insert_rows(session, SearchTerm, terms)  # the bulk path: an index of thousands of entries at once
         _add_words(session, {row["term"] for row in terms})
 
 
