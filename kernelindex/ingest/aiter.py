@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
-import httpx
 from pydantic import ValidationError
 
 from kernelindex.gpus import Gpu, amd_gpu_class
@@ -196,20 +195,6 @@ def open_source(reading: Reading) -> Opened:
     (``--api-url``/``--raw-url`` options, else the settings; the token goes to the API only),
     at ``--ref`` (default ``main``)."""
     ref = reading.options.get("ref") or DEFAULT_REF
-    if reading.snapshot is not None:
-        transport = github.snapshot_transport(reading.snapshot, OWNER, REPO)
-        api_client = httpx.Client(transport=transport, base_url=github.SNAPSHOT_API)
-        raw_client = httpx.Client(transport=transport, base_url=github.SNAPSHOT_RAW)
-        origin, observed = reading.snapshot_origin()
-    else:
-        settings = reading.settings
-        api_url = reading.options.get("api_url") or settings.github_api_url
-        raw_url = reading.options.get("raw_url") or settings.github_raw_url
-        token = settings.github_token.get_secret_value() if settings.github_token else ""
-        api_client = reading.client(api_url, headers={"Authorization": f"Bearer {token}"} if token else None)
-        raw_client = reading.client(raw_url)
-        origin, observed = f"{raw_url.rstrip('/')}/{OWNER}/{REPO}/{ref}", None
-    adapter = Aiter(
-        GitHubApi(reading.fetcher(api_client), OWNER, REPO), GitHubRaw(reading.fetcher(raw_client), OWNER, REPO), ref
-    )
-    return Opened(adapter, origin, observed, [api_client, raw_client])
+    hosts = github.open_hosts(reading, OWNER, REPO)
+    origin = hosts.snapshot_origin or f"{hosts.raw_url}/{OWNER}/{REPO}/{ref}"
+    return Opened(Aiter(hosts.api, hosts.raw, ref), origin, hosts.observed_at, hosts.clients)

@@ -14,12 +14,15 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import httpx
 
 from kernelindex.ingest.http import Fetcher, UpstreamError
+
+if TYPE_CHECKING:
+    from kernelindex.ingest.reading import Reading
 
 PER_PAGE = 100
 # A bound on pages, so an upstream that ignores ``page`` cannot loop us forever.
@@ -222,3 +225,45 @@ def snapshot_transport(root: Path, owner: str, repo: str) -> httpx.MockTransport
         return api(request) if request.url.host == httpx.URL(SNAPSHOT_API).host else raw(request)
 
     return httpx.MockTransport(handle)
+
+
+@dataclass
+class Hosts:
+    """GitHub's REST API and raw-file host for one repository, as an adapter reads them: from a
+    recorded snapshot (both served from its folder) or from GitHub, the token to the API only."""
+
+    api: GitHubApi
+    raw: GitHubRaw
+    clients: list[httpx.Client]
+    # Where it reads: "snapshot <folder>" and the snapshot's date, or the live hosts' URLs.
+    snapshot_origin: str | None
+    observed_at: datetime | None
+    api_url: str
+    raw_url: str
+
+
+def open_hosts(reading: Reading, owner: str, repo: str) -> Hosts:
+    """The hosts on ``reading``'s snapshot, else on GitHub (``--api-url``/``--raw-url``, else the settings)."""
+    if reading.snapshot is not None:
+        transport = snapshot_transport(reading.snapshot, owner, repo)
+        api_client = httpx.Client(transport=transport, base_url=SNAPSHOT_API)
+        raw_client = httpx.Client(transport=transport, base_url=SNAPSHOT_RAW)
+        origin, observed = reading.snapshot_origin()
+        api_url, raw_url = SNAPSHOT_API, SNAPSHOT_RAW
+    else:
+        settings = reading.settings
+        api_url = reading.options.get("api_url") or settings.github_api_url
+        raw_url = reading.options.get("raw_url") or settings.github_raw_url
+        token = settings.github_token.get_secret_value() if settings.github_token else ""
+        api_client = reading.client(api_url, headers={"Authorization": f"Bearer {token}"} if token else None)
+        raw_client = reading.client(raw_url)
+        origin, observed = None, None
+    return Hosts(
+        GitHubApi(reading.fetcher(api_client), owner, repo),
+        GitHubRaw(reading.fetcher(raw_client), owner, repo),
+        [api_client, raw_client],
+        origin,
+        observed,
+        api_url.rstrip("/"),
+        raw_url.rstrip("/"),
+    )

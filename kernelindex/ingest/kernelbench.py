@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 from collections import Counter, defaultdict
 
-import httpx
 from pydantic import ValidationError
 
 from kernelindex.gpus import Gpu, gpu_for_device_name
@@ -376,20 +375,6 @@ def _unit_order(problem: Problem) -> tuple[int, int, str, str]:
 def open_source(reading: Reading) -> Opened:
     """The adapter on a recorded snapshot (both hosts served from its folder) or on GitHub
     (``--api-url``/``--raw-url`` options, else the settings; the token goes to the API only)."""
-    if reading.snapshot is not None:
-        transport = github.snapshot_transport(reading.snapshot, OWNER, REPO)
-        api_client = httpx.Client(transport=transport, base_url=github.SNAPSHOT_API)
-        raw_client = httpx.Client(transport=transport, base_url=github.SNAPSHOT_RAW)
-        origin, observed = reading.snapshot_origin()
-    else:
-        settings = reading.settings
-        api_url = reading.options.get("api_url") or settings.github_api_url
-        raw_url = reading.options.get("raw_url") or settings.github_raw_url
-        token = settings.github_token.get_secret_value() if settings.github_token else ""
-        api_client = reading.client(api_url, headers={"Authorization": f"Bearer {token}"} if token else None)
-        raw_client = reading.client(raw_url)
-        origin, observed = f"{api_url.rstrip('/')}/repos/{OWNER}/{REPO}", None
-    adapter = KernelBench(
-        GitHubApi(reading.fetcher(api_client), OWNER, REPO), GitHubRaw(reading.fetcher(raw_client), OWNER, REPO)
-    )
-    return Opened(adapter, origin, observed, [api_client, raw_client])
+    hosts = github.open_hosts(reading, OWNER, REPO)
+    origin = hosts.snapshot_origin or f"{hosts.api_url}/repos/{OWNER}/{REPO}"
+    return Opened(KernelBench(hosts.api, hosts.raw), origin, hosts.observed_at, hosts.clients)
