@@ -11,6 +11,7 @@ leaves an ``ingestion_report`` row.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -41,10 +42,12 @@ logger = logging.getLogger(__name__)
 
 # Fetched units are written a group at a time, one transaction per group and a savepoint per
 # unit: a commit per unit made a first load of ten thousand runs several times slower, and no
-# transaction is held open while the upstream is being read. A crash loses at most the group
-# being written; every committed unit is whole, so running again completes the work.
+# transaction is held open while the upstream is being read. A group is also written once it
+# has waited GROUP_SECONDS, so against a slow upstream progress shows and a crash loses at most
+# a few seconds of fetching; every committed unit is whole, so running again completes the work.
 GROUP_UNITS = 256
 GROUP_RUNS = 4_000
+GROUP_SECONDS = 1.0
 
 
 @dataclass
@@ -218,6 +221,7 @@ def run_ingest(
 
     pending: list[Batch] = []
     pending_runs = 0
+    pending_since = time.monotonic()
     for done, unit in enumerate(units, start=1):
         if progress:
             progress(unit, done, len(units))
@@ -234,9 +238,10 @@ def run_ingest(
         drift |= batch.drift
         pending.append(batch)
         pending_runs += len(batch.runs)
-        if len(pending) >= GROUP_UNITS or pending_runs >= GROUP_RUNS:
+        waited = time.monotonic() - pending_since
+        if len(pending) >= GROUP_UNITS or pending_runs >= GROUP_RUNS or waited >= GROUP_SECONDS:
             write(pending)
-            pending, pending_runs = [], 0
+            pending, pending_runs, pending_since = [], 0, time.monotonic()
     if pending:
         write(pending)
 
