@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from kernelindex.app import create_app
 from kernelindex.cli import main
 from kernelindex.db.engine import make_engine, make_sessionmaker
-from kernelindex.db.rerun_tables import RerunBundle
 from kernelindex.db.tables import Workload
 from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
@@ -284,71 +277,3 @@ def test_verify_url_from_a_running_server(loaded_db, make_app):
         result = invoke("verify", f"{base}/runs/sol-submission-16893.json")
     assert result.exit_code == 0, result.output
     assert "5 of 5 manifests verified" in result.output
-
-
-def test_serve_migrates_loads_the_bundled_snapshot_and_serves(tmp_path):
-    """The README's first command, minus the install: a fresh store comes up populated."""
-    port = free_port()
-    env = {**os.environ, "KERNELINDEX_DATABASE_URL": f"sqlite:///{tmp_path}/fresh.db"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kernelindex.cli", "serve", "--port", str(port)],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        # Generous: the first start loads three sources, and a busy test machine slows it down
-        # (bench/first_start.py measures how long it takes).
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                response = httpx.get(f"http://127.0.0.1:{port}/index.json", timeout=2)
-                break
-            except httpx.TransportError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    # A server still loading would keep communicate() waiting for ever.
-                    process.kill()
-                    raise AssertionError(process.communicate()[0]) from None
-                time.sleep(0.2)
-        assert response.status_code == 200
-        # SOL-ExecBench, KernelBench, Liger-Kernel, aiter
-        assert response.json()["workloadCount"] == 235 + 521 + 182 + 325 + 59  # and AIConfigurator's slice
-        assert httpx.get(f"http://127.0.0.1:{port}/runs/sol-submission-16893.json").status_code == 200
-        gpu = httpx.get(f"http://127.0.0.1:{port}/gpus/h200.json").json()
-        # The two reruns' workloads, and 50 of the AIConfigurator slice's 59 (MoE, GEMM, all-reduce).
-        assert gpu["gpu"]["measuredWorkloads"] == 2 + 50, gpu
-        # What a newcomer sees: every source's GPUs, and a problem's figures across them.
-        gpus = httpx.get(f"http://127.0.0.1:{port}/gpus.json").json()["gpus"]
-        assert len([gpu for gpu in gpus if gpu["runs"]]) >= 12
-        relu = httpx.get(f"http://127.0.0.1:{port}/search.json", params={"q": "relu"}, timeout=10)
-        assert relu.status_code == 200
-        engine = make_engine(f"sqlite:///{tmp_path}/fresh.db")
-        with make_sessionmaker(engine)() as session:
-            level_1 = session.scalars(select(Workload.name).where(Workload.collection == "KernelBench level 1")).all()
-        engine.dispose()
-        widest = max(
-            len(
-                (
-                    httpx.get(f"http://127.0.0.1:{port}/workloads/{name}.json", timeout=10).json()["crossGpu"]
-                    or {"gpus": []}
-                )["gpus"]
-            )
-            for name in level_1[:20]
-        )
-        assert widest >= 8
-    finally:
-        process.send_signal(signal.SIGINT)
-        output = process.communicate(timeout=20)[0]
-    assert "loading the bundled snapshot of every source" in output
-    assert "Loading the bundled controlled reruns" in output and "refused" not in output
-    assert "succeeded" in output
-    # The store is the configured file, holding the catalogue and the controlled reruns; no
-    # default ./kernelindex.db was made in the working directory.
-    assert (tmp_path / "fresh.db").is_file() and not (tmp_path / "kernelindex.db").exists()
-    engine = make_engine(f"sqlite:///{tmp_path}/fresh.db")
-    with make_sessionmaker(engine)() as session:
-        assert session.scalar(select(func.count()).select_from(Workload)) == 235 + 521 + 182 + 325 + 59
-        assert session.scalar(select(func.count()).select_from(RerunBundle)) == 17  # fixtures/reruns/bundles
-    engine.dispose()
