@@ -1,5 +1,6 @@
 """The leaderboard's figures as the database computes them (``store.standings``, read by
-``store.leaderboards``) agree with ``kernelindex.ranking`` applied to every run of the workload.
+``store.leaderboards``), and a run's rank (``store.run_queries.run_standing``), agree with
+``kernelindex.ranking`` applied to every run of the workload.
 
 Random small catalogues with many ties (few latencies, few days), every kind of ineligible run,
 two revisions of one implementation and an optional "as of" cutoff, on SQLite and PostgreSQL.
@@ -27,6 +28,7 @@ from kernelindex.ranking import (
     record_history,
 )
 from kernelindex.store.leaderboards import group_detail, leaderboard, ranked_rows
+from kernelindex.store.run_queries import run_standing
 from kernelindex.store.runs import run_facts
 
 DAY0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -162,6 +164,11 @@ def _check_agreement(session: Session, workload: Workload, before: datetime | No
             (fact.name for fact in members if fact.name not in ranked_names),
             key=lambda name: (next(f.latency_ns for f in members if f.name == name), name),
         )
+        rows = {run.name: run for run in session.scalars(select(Run).where(Run.comparison_key == group.key))}
+        for fact in members:
+            expected = next(((e.rank, e.vs_best) for e in ranked if e.run.name == fact.name), (None, None))
+            standing = run_standing(session, rows[fact.name])
+            assert (standing.rank, standing.vs_best, standing.group_size) == (*expected, len(ranked))
         table = ranked_rows(session, board, group, None, "rank", 0, len(members) + 1)
         assert table.total == len(ranked)
         assert [(view.name, entry.rank, entry.vs_best) for view, entry in table.rows] == [
