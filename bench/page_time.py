@@ -45,7 +45,7 @@ async def measure(settings: Settings, paths: list[str], runs: int) -> None:
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             for path in paths:
                 for _ in range(10):
                     await client.get(path)

@@ -136,33 +136,30 @@ def default_group(runs: Sequence[RunFacts]) -> str | None:
 
     With nothing eligible, the group with the most runs, then the most recently observed.
     """
-    headline = fastest_reported(runs)
-    if headline is not None:
-        return headline.comparison_key
-    if not runs:
-        return None
-    by_key: dict[str, list[RunFacts]] = {}
+    sizes: dict[str, GroupSize] = {}
     for run in runs:
-        by_key.setdefault(run.comparison_key, []).append(run)
-    return max(by_key, key=lambda key: (len(by_key[key]), max(run.observed_at for run in by_key[key]), key))
+        size = sizes.get(run.comparison_key, GroupSize(run.comparison_key, 0, run.observed_at))
+        sizes[run.comparison_key] = GroupSize(size.key, size.runs + 1, max(size.last_observed_at, run.observed_at))
+    return opening_group(fastest_reported(runs), list(sizes.values()))
 
 
 @dataclass(frozen=True)
-class ImplementationBest:
-    """An implementation's fastest ranked run in one group, and how many of its runs are ranked there."""
+class GroupSize:
+    """How many runs a comparison group holds, eligible or not, and when the newest was observed."""
 
-    best: RankedRun
-    ranked_runs: int
+    key: str
+    runs: int
+    last_observed_at: datetime
 
 
-def best_per_implementation(ranked: Sequence[RankedRun]) -> list[ImplementationBest]:
-    """One line per implementation of a ranked group, fastest first (``RunFacts.implementation``)."""
-    best: dict[str, RankedRun] = {}
-    counts: dict[str, int] = {}
-    for entry in ranked:  # fastest first, so the first seen per implementation is its best
-        best.setdefault(entry.run.implementation, entry)
-        counts[entry.run.implementation] = counts.get(entry.run.implementation, 0) + 1
-    return [ImplementationBest(best=entry, ranked_runs=counts[name]) for name, entry in best.items()]
+def opening_group(headline: RunFacts | None, groups: Sequence[GroupSize]) -> str | None:
+    """``default_group`` from the workload's headline (``fastest_reported``) and the size of each
+    of its groups, for a caller that counts runs without loading them."""
+    if headline is not None:
+        return headline.comparison_key
+    if not groups:
+        return None
+    return max(groups, key=lambda group: (group.runs, group.last_observed_at, group.key)).key
 
 
 def rank_implementations(ranked: Sequence[RankedRun]) -> list[tuple[RankedRun, int]]:
@@ -170,12 +167,28 @@ def rank_implementations(ranked: Sequence[RankedRun]) -> list[tuple[RankedRun, i
     among those (equal latencies share a rank, as in ``rank_group``), with its ranked runs' count.
 
     ``vs_best`` is unchanged: the group's best run is the best of its implementations too."""
+    return rank_implementation_bests((entry.run, 1) for entry in ranked)
+
+
+def rank_implementation_bests(bests: Iterable[tuple[RunFacts, int]]) -> list[tuple[RankedRun, int]]:
+    """``rank_implementations`` from partial answers: eligible runs of one group, each standing for
+    that many ranked runs of its implementation, of which it is the fastest (one per revision of
+    an implementation, as a database can find them, or every ranked run, each standing for one)."""
+    best: dict[str, RunFacts] = {}
+    counts: dict[str, int] = {}
+    for run, count in bests:
+        held = best.get(run.implementation)
+        if held is None or (run.latency_ns, run.name) < (held.latency_ns, held.name):
+            best[run.implementation] = run
+        counts[run.implementation] = counts.get(run.implementation, 0) + count
+    ordered = _fastest_first(best.values())
     lines: list[tuple[RankedRun, int]] = []
-    for position, line in enumerate(best_per_implementation(ranked), start=1):
+    for position, run in enumerate(ordered, start=1):
         previous = lines[-1][0] if lines else None
-        tied = previous is not None and previous.run.latency_ns == line.best.run.latency_ns
+        tied = previous is not None and previous.run.latency_ns == run.latency_ns
         rank = previous.rank if previous is not None and tied else position
-        lines.append((RankedRun(run=line.best.run, rank=rank, vs_best=line.best.vs_best), line.ranked_runs))
+        vs_best = run.latency_ns / ordered[0].latency_ns
+        lines.append((RankedRun(run=run, rank=rank, vs_best=vs_best), counts[run.implementation]))
     return lines
 
 

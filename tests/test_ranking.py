@@ -15,7 +15,6 @@ from kernelindex.ranking import (
     FALLBACK_NOISE,
     RunFacts,
     VersionPoint,
-    best_per_implementation,
     current_record,
     default_group,
     fastest_reported,
@@ -26,6 +25,7 @@ from kernelindex.ranking import (
     rank_at_case,
     rank_by_group,
     rank_group,
+    rank_implementation_bests,
     rank_implementations,
     record_history,
     sorted_versions,
@@ -467,7 +467,7 @@ def test_the_current_record_is_the_first_ranked_run():
     assert current_record([]) is None
 
 
-def test_best_per_implementation_keeps_each_projects_fastest_run_and_counts_its_ranked_runs():
+def test_implementation_bests_keep_each_projects_fastest_run_and_count_its_ranked_runs():
     ranked = rank_group(
         [
             run("triton-1", 120, implementation="triton"),
@@ -478,12 +478,25 @@ def test_best_per_implementation_keeps_each_projects_fastest_run_and_counts_its_
             run("triton-failed", 50, implementation="triton", status="failed"),
         ]
     )
-    lines = best_per_implementation(ranked)
-    assert [(line.best.run.name, line.best.rank, line.ranked_runs) for line in lines] == [
+    lines = rank_implementations(ranked)
+    assert [(entry.run.name, entry.rank, runs) for entry, runs in lines] == [
         ("triton-2", 1, 2),
-        ("compile", 3, 1),
-        ("eager-1", 4, 2),
+        ("compile", 2, 1),
+        ("eager-1", 3, 2),
     ]
+
+
+def test_implementation_bests_from_each_revisions_best_rank_as_from_every_run():
+    """A database gives each revision's fastest run and its count: the lines are those of every run."""
+    runs = [
+        run("triton-a-1", 120, implementation="triton"),
+        run("triton-a-2", 130, implementation="triton"),
+        run("triton-b-1", 100, implementation="triton"),
+        run("eager-1", 400, implementation="eager"),
+        run("eager-2", 400, implementation="eager"),
+    ]
+    revision_bests = [(runs[0], 2), (runs[2], 1), (runs[3], 2)]
+    assert rank_implementation_bests(revision_bests) == rank_implementations(rank_group(runs))
 
 
 def test_implementations_are_ranked_among_themselves_and_equal_bests_share_a_rank():

@@ -23,6 +23,7 @@ from kernelindex.store.case_results import RunCases, run_cases
 from kernelindex.store.framework_filter import FrameworkSelection, checked_selection
 from kernelindex.store.manifests import implementation_manifest, workload_manifest
 from kernelindex.store.runs import run_facts
+from kernelindex.store.sweeps import may_carry_case_results
 
 
 class UnknownCase(ValueError):
@@ -123,7 +124,7 @@ def case_ranking(
     rows = session.scalars(
         select(Run)
         .options(joinedload(Run.implementation))
-        .where(Run.workload_id == workload.id, Run.comparison_key == comparison_key)
+        .where(Run.workload_id == workload.id, Run.comparison_key == comparison_key, may_carry_case_results())
         .order_by(Run.latency_ns, Run.name)
     )
     runs = [_GroupRun(row, run_cases(row.manifest_json)) for row in rows]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from kernelindex import urls
@@ -41,12 +41,14 @@ class _EligibleRun:
     observed_at: datetime
     environment_id: int
     implementation_id: int
+    eligible_runs: int  # of its implementation revision in its environment, of which it is the fastest
 
 
-def cross_gpu_view(session: Session, workload: Workload) -> CrossGpuView | None:
-    """The workload's best eligible figures per GPU and per implementation × GPU; ``None`` unless
-    eligible runs of it were measured on two or more GPUs."""
-    rows = session.execute(
+def _fastest_per_revision(session: Session, workload: Workload) -> list[_EligibleRun]:
+    """Each implementation revision's fastest eligible run in each environment, fastest first
+    (equal latencies by name), with how many eligible runs it has there."""
+    partition = (Run.environment_id, Run.implementation_id)
+    ordered = (
         select(
             Run.name,
             Run.latency_ns,
@@ -55,34 +57,46 @@ def cross_gpu_view(session: Session, workload: Workload) -> CrossGpuView | None:
             Run.observed_at,
             Run.environment_id,
             Run.implementation_id,
+            func.count().over(partition_by=partition).label("eligible_runs"),
+            func.row_number().over(partition_by=partition, order_by=(Run.latency_ns, Run.name)).label("nth"),
         )
         .where(Run.workload_id == workload.id, eligible())
-        .order_by(Run.latency_ns, Run.name)
+        .subquery()
     )
-    runs = [_EligibleRun(*row) for row in rows]
+    columns = [column for column in ordered.c if column.name != "nth"]
+    rows = session.execute(select(*columns).where(ordered.c.nth == 1).order_by(ordered.c.latency_ns, ordered.c.name))
+    return [_EligibleRun(*row) for row in rows]
+
+
+def cross_gpu_view(session: Session, workload: Workload) -> CrossGpuView | None:
+    """The workload's best eligible figures per GPU and per implementation × GPU; ``None`` unless
+    eligible runs of it were measured on two or more GPUs."""
+    runs = _fastest_per_revision(session, workload)
     environments = _by_id(session, Environment, {run.environment_id for run in runs})
     if len({environment.gpu_slug for environment in environments.values()}) < 2:
         return None
     implementations = _by_id(session, Implementation, {run.implementation_id for run in runs})
 
-    best_of_gpu: dict[str, CrossGpuFigure] = {}
+    best_of_gpu: dict[str, _EligibleRun] = {}
     setups_of_gpu: dict[str, set[int]] = {}
     runs_of_gpu: dict[str, int] = {}
-    cells: dict[str, dict[str, CrossGpuFigure]] = {}
+    cells: dict[str, dict[str, _EligibleRun]] = {}
     for run in runs:  # fastest first, so the first run seen for a key is its best
         environment, implementation = environments[run.environment_id], implementations[run.implementation_id]
         gpu = environment.gpu_slug
-        figure = _figure(run, environment, implementation)
-        best_of_gpu.setdefault(gpu, figure)
+        best_of_gpu.setdefault(gpu, run)
         setups_of_gpu.setdefault(gpu, set()).add(environment.id)
-        runs_of_gpu[gpu] = runs_of_gpu.get(gpu, 0) + 1
+        runs_of_gpu[gpu] = runs_of_gpu.get(gpu, 0) + run.eligible_runs
         # One line per implementation across its revisions: its fastest revision on each GPU.
-        cells.setdefault(implementation_identity(implementation), {}).setdefault(gpu, figure)
+        cells.setdefault(implementation_identity(implementation), {}).setdefault(gpu, run)
+
+    def figure(run: _EligibleRun) -> CrossGpuFigure:
+        return _figure(run, environments[run.environment_id], implementations[run.implementation_id])
 
     products = {environment.gpu_slug: environment.gpu_product for environment in environments.values()}
     gpus = sorted(best_of_gpu, key=lambda slug: (_GPU_ORDER.get(slug, len(_GPU_ORDER)), products[slug], slug))
     # Each line's fastest figure over every GPU: whose manifest name the line gives.
-    titles = {key: min(figures.values(), key=lambda f: (f.latency_ns, f.run)) for key, figures in cells.items()}
+    titles = {key: figure(min(found.values(), key=lambda r: (r.latency_ns, r.name))) for key, found in cells.items()}
     return CrossGpuView(
         note=CROSS_GPU_NOTE,
         gpus=[
@@ -91,7 +105,7 @@ def cross_gpu_view(session: Session, workload: Workload) -> CrossGpuView | None:
                 gpu_product=products[slug],
                 environments=len(setups_of_gpu[slug]),
                 eligible_runs=runs_of_gpu[slug],
-                best=best_of_gpu[slug],
+                best=figure(best_of_gpu[slug]),
             )
             for slug in gpus
         ],
@@ -100,7 +114,7 @@ def cross_gpu_view(session: Session, workload: Workload) -> CrossGpuView | None:
                 implementation=titles[key].implementation,
                 implementation_title=titles[key].implementation_title,
                 project=titles[key].project,
-                best_by_gpu={slug: cells[key][slug] for slug in gpus if slug in cells[key]},
+                best_by_gpu={slug: figure(cells[key][slug]) for slug in gpus if slug in cells[key]},
             )
             for key in sorted(cells, key=lambda key: (key.casefold(), key))
         ],

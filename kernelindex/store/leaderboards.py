@@ -6,25 +6,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from kernelindex import urls
-from kernelindex.db.tables import Run, Source, Workload
+from kernelindex.db.tables import Implementation, Run, Source, Workload
 from kernelindex.manifests import WorkloadSuite
 from kernelindex.ranking import (
     RankedRun,
     RecordBreak,
-    current_record,
-    default_group,
+    RunFacts,
     fastest_reported,
-    rank_group,
-    record_history,
+    opening_group,
+    rank_implementation_bests,
 )
 from kernelindex.store.common import history, source_ref
 from kernelindex.store.completeness import workload_completeness
@@ -32,61 +30,48 @@ from kernelindex.store.cross_gpu import cross_gpu_view
 from kernelindex.store.manifests import manifest_document, workload_manifest
 from kernelindex.store.reruns import RerunBounds, newest_rerun_bounds
 from kernelindex.store.revisions import workload_revisions
-from kernelindex.store.runs import RunView, runs_of_workload
+from kernelindex.store.runs import RunView, implementation_identity, implementations_by_id, run_views
 from kernelindex.store.schemas import ComparisonGroupItem, GroupBest, WorkloadDetail, WorkloadManifest
+from kernelindex.store.standings import (
+    Scope,
+    group_counts,
+    group_records,
+    ranked_page,
+    record_setters,
+    revision_bests,
+)
 from kernelindex.store.workloads import workload_items
 
 # What runs a workload's reference as written, in each source's terms, most preferred first:
 # KernelBench's eager PyTorch, the reruns' eager PyTorch, Liger-Kernel's Hugging Face and then
 # plain PyTorch providers. A speed-up is measured against the first of these a group holds.
-BASELINES: tuple[Callable[[RunView], bool], ...] = (
-    lambda view: view.implementation_name == "pytorch-eager",
-    lambda view: view.project == "KernelIndex PyTorch eager",
-    lambda view: view.implementation_name == "liger-kernel-huggingface",
-    lambda view: view.implementation_name == "liger-kernel-torch",
+BASELINES: tuple[Callable[[Implementation], bool], ...] = (
+    lambda implementation: implementation.name == "pytorch-eager",
+    lambda implementation: implementation.project == "KernelIndex PyTorch eager",
+    lambda implementation: implementation.name == "liger-kernel-huggingface",
+    lambda implementation: implementation.name == "liger-kernel-torch",
 )
 
 
 @dataclass(frozen=True)
 class GroupStanding:
-    """One comparison group of a workload: its runs (fastest first), ranks and record history."""
+    """One comparison group of a workload: how many runs it holds and which holds its record."""
 
     key: str
-    runs: list[RunView]
-    ranked: list[RankedRun]
-    history: list[RecordBreak]
-
-    @property
-    def sample(self) -> RunView:
-        """Any run of the group: they share workload, protocol and environment."""
-        return self.runs[0]
-
-    @property
-    def record(self) -> RunView | None:
-        """The run that holds the group's record now (its #1)."""
-        best = current_record(self.ranked)
-        return self.view(best.run.name) if best else None
-
-    def view(self, name: str) -> RunView:
-        return next(view for view in self.runs if view.name == name)
-
-    @property
-    def baseline(self) -> RunView | None:
-        """The fastest ranked run of the group's baseline implementation (``BASELINES``), if it has one."""
-        ranked = [self.view(entry.run.name) for entry in self.ranked]
-        for is_baseline in BASELINES:
-            if found := next((view for view in ranked if is_baseline(view)), None):
-                return found
-        return None
+    run_count: int
+    eligible_count: int
+    last_observed_at: datetime
+    sample: RunView  # any run of the group: they share workload, protocol and environment
+    record: RunView | None  # the run that holds the group's record now (its #1)
 
 
 @dataclass(frozen=True)
 class Leaderboard:
     workload: Workload
     manifest: WorkloadSuite  # the workload's current manifest
-    runs: list[RunView]
+    scope: Scope
     groups: list[GroupStanding]
-    fastest: RunView | None  # the headline: ``ranking.fastest_reported``
+    fastest: RunView | None  # the headline: ``ranking.fastest_reported``, the #1 of its group
     default_key: str | None  # the group it opens on: ``ranking.default_group``
     sources: list[Source]
     rerun_bounds: RerunBounds | None
@@ -94,44 +79,43 @@ class Leaderboard:
     def group(self, key: str | None) -> GroupStanding | None:
         return next((group for group in self.groups if group.key == key), None)
 
-    @cached_property
-    def rank_of(self) -> dict[str, RankedRun]:
-        return {entry.run.name: entry for group in self.groups for entry in group.ranked}
+    @property
+    def run_count(self) -> int:
+        return sum(group.run_count for group in self.groups)
 
-
-def runs_as_of(views: Sequence[RunView], cutoff: datetime) -> list[RunView]:
-    """The runs a leaderboard held just before ``cutoff``: those observed by then, with a
-    maintainer's withdrawal made later not yet applied. Disqualification by the source and
-    holds for review carry no date, so they apply as recorded now."""
-    held = []
-    for view in views:
-        if view.observed_at >= cutoff:
-            continue
-        if view.withdrawn_at is not None and view.withdrawn_at >= cutoff:
-            view = replace(view, withdrawn_at=None, withdrawn_reason=None)
-        held.append(view)
-    return held
+    @property
+    def eligible_count(self) -> int:
+        return sum(group.eligible_count for group in self.groups)
 
 
 def leaderboard(session: Session, workload: Workload, before: datetime | None = None) -> Leaderboard:
-    """The leaderboard of ``workload`` now, or as it stood just before ``before``."""
-    views = runs_of_workload(session, workload.id)
-    if before is not None:
-        views = runs_as_of(views, before)
-    by_key: dict[str, list[RunView]] = {}
-    for view in views:
-        by_key.setdefault(view.comparison_key, []).append(view)
+    """The leaderboard of ``workload`` now, or as it stood just before ``before``: every group's
+    figures from the database, with only each group's record (or one of its runs) loaded in full."""
+    scope = Scope(workload.id, before)
+    counts = group_counts(session, scope)
+    records = group_records(session, scope)
+    shown = Run.name.in_(sorted(records.values())) | Run.id.in_(
+        sorted(count.any_run for count in counts if count.size.key not in records)
+    )
+    views = {view.name: view for view in run_views(session, *scope.runs(), shown)}
+    samples = {view.comparison_key: view for view in views.values()}
     groups = [
         GroupStanding(
-            key=key,
-            runs=members,
-            ranked=rank_group(view.facts for view in members),
-            history=record_history(view.facts for view in members),
+            key=count.size.key,
+            run_count=count.size.runs,
+            eligible_count=count.eligible_runs,
+            last_observed_at=count.size.last_observed_at,
+            sample=samples[count.size.key],
+            record=views[records[count.size.key]] if count.size.key in records else None,
         )
-        for key, members in by_key.items()
+        for count in counts
     ]
-    facts = [view.facts for view in views]
-    headline = fastest_reported(facts)
+    # Facts as the scope stood: a record holder withdrawn since then was eligible then.
+    headline = fastest_reported(
+        RunFacts(view.name, view.comparison_key, view.latency_ns, view.observed_at)
+        for group in groups
+        if (view := group.record)
+    )
     measured_by = select(Run.source_id).where(Run.workload_id == workload.id).distinct()
     sources = session.scalars(
         select(Source).where((Source.id == workload.source_id) | Source.id.in_(measured_by)).order_by(Source.id)
@@ -139,13 +123,129 @@ def leaderboard(session: Session, workload: Workload, before: datetime | None = 
     return Leaderboard(
         workload=workload,
         manifest=workload_manifest(workload),
-        runs=views,
+        scope=scope,
         groups=groups,
-        fastest=next(view for view in views if view.name == headline.name) if headline else None,
-        default_key=default_group(facts),
+        fastest=views[headline.name] if headline else None,
+        default_key=opening_group(headline, [count.size for count in counts]),
         sources=list(sources),
         rerun_bounds=newest_rerun_bounds(session, workload.id),
     )
+
+
+@dataclass(frozen=True)
+class RevisionLine:
+    """One implementation revision in one group: its fastest eligible run and how many of its runs are
+    eligible there; ``best.implementation`` is the implementation across its revisions."""
+
+    implementation_id: int
+    project: str
+    best: RunFacts
+    sol_score: float | None
+    ranked_runs: int
+
+
+@dataclass(frozen=True)
+class GroupDetail:
+    """What a leaderboard page shows of its selected group beyond the ranked runs: each
+    implementation's best, the runs not ranked, the record history and the baseline."""
+
+    standing: GroupStanding
+    revisions: list[RevisionLine]  # fastest first
+    # Each implementation's fastest run ranked among implementations, with its ranked runs' count.
+    implementations: list[tuple[RankedRun, int]]
+    ineligible: list[RunView]  # fastest first
+    history: list[RecordBreak]
+    baseline: RunView | None  # the fastest ranked run of the group's baseline implementation (``BASELINES``)
+    views: dict[str, RunView]
+
+    def view(self, name: str) -> RunView:
+        return self.views[name]
+
+
+def group_detail(session: Session, board: Leaderboard, standing: GroupStanding) -> GroupDetail:
+    """Load what the page of ``standing`` shows besides its ranked runs."""
+    scope = board.scope
+    bests = revision_bests(session, scope, standing.key)
+    implementations = implementations_by_id(session, {best.implementation_id for best in bests})
+    revisions = [
+        RevisionLine(
+            implementation_id=best.implementation_id,
+            project=implementations[best.implementation_id].project,
+            best=RunFacts(
+                name=best.name,
+                comparison_key=best.comparison_key,
+                latency_ns=best.latency_ns,
+                observed_at=best.observed_at,
+                implementation=implementation_identity(implementations[best.implementation_id]),
+            ),
+            sol_score=best.sol_score,
+            ranked_runs=best.ranked_runs,
+        )
+        for best in bests
+    ]
+    # The baseline is the fastest ranked run of the first baseline implementation the group holds.
+    baseline = next(
+        (
+            line.best.name
+            for is_baseline in BASELINES
+            for line in revisions
+            if is_baseline(implementations[line.implementation_id])
+        ),
+        None,
+    )
+    setters = record_setters(session, scope, standing.key)
+    lines = rank_implementation_bests((line.best, line.ranked_runs) for line in revisions)
+    names = {entry.run.name for entry, _ in lines} | {setter.name for setter in setters} | {baseline} - {None}
+    in_group = [*scope.runs(), Run.comparison_key == standing.key]
+    ineligible = run_views(session, *in_group, ~scope.eligible())
+    views = {view.name: view for view in run_views(session, *in_group, Run.name.in_(sorted(names)))}
+    views.update((view.name, view) for view in ineligible)
+    history: list[RecordBreak] = []
+    for setter in setters:
+        facts = RunFacts(setter.name, standing.key, setter.latency_ns, setter.observed_at)
+        history.append(RecordBreak(run=facts, previous=history[-1].run if history else None))
+    return GroupDetail(
+        standing=standing,
+        revisions=revisions,
+        implementations=lines,
+        ineligible=ineligible,
+        history=history,
+        baseline=views[baseline] if baseline else None,
+        views=views,
+    )
+
+
+@dataclass(frozen=True)
+class RankedRows:
+    """A page of a group's ranked table, how many rows the whole table has and its middle latency."""
+
+    rows: list[tuple[RunView, RankedRun]]
+    total: int
+    median_latency_ns: float | None
+
+
+def ranked_rows(
+    session: Session,
+    board: Leaderboard,
+    standing: GroupStanding,
+    implementation_ids: Collection[int] | None,
+    sort: str,
+    offset: int,
+    limit: int,
+    implementation_position: Mapping[int, int] | None = None,
+) -> RankedRows:
+    """Every ranked run of a group as a table (``standings.ranked_page``): one page of it loaded."""
+    found = ranked_page(
+        session, board.scope, standing.key, implementation_ids, sort, offset, limit, implementation_position
+    )
+    names = [name for name, _ in found.entries]
+    views = {view.name: view for view in run_views(session, *board.scope.runs(), Run.name.in_(names))}
+    best = standing.record.latency_ns if standing.record else 1
+    rows = [
+        (views[name], RankedRun(run=views[name].facts, rank=rank, vs_best=views[name].latency_ns / best))
+        for name, rank in found.entries
+    ]
+    return RankedRows(rows=rows, total=found.total, median_latency_ns=found.median_latency_ns)
 
 
 def _group_best(view: RunView) -> GroupBest:
@@ -175,8 +275,8 @@ def workload_detail(session: Session, workload: Workload) -> WorkloadDetail:
             stack=group.sample.software,
             protocol=group.sample.protocol_name,
             protocol_title=group.sample.protocol_title,
-            runs=len(group.runs),
-            eligible_runs=len(group.ranked),
+            runs=group.run_count,
+            eligible_runs=group.eligible_count,
             best=_group_best(record) if (record := group.record) else None,
             runs_url=urls.api_runs(workload=workload.name, comparison_key=group.key),
         )

@@ -6,23 +6,28 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, select
+from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import Run, Source, Workload
 from kernelindex.manifests.types import RunStatus
 
 
-def eligible(run: Any = Run) -> ColumnElement[bool]:
-    """Runs that may be ranked (PRODUCT.md §5), as a SELECT filter on ``Run`` or an alias of it.
+def eligible(run: Any = Run, as_of: datetime | None = None) -> ColumnElement[bool]:
+    """Runs that may be ranked (PRODUCT.md §5), as a SELECT filter on ``Run`` or an alias of it;
+    with ``as_of``, as they stood then: a maintainer's withdrawal made later is not yet applied.
 
     The SQL form of ``kernelindex.ranking.ineligibility_reasons``: the two must agree.
     """
+    not_withdrawn = run.withdrawn_at.is_(None)
+    if as_of is not None:
+        not_withdrawn = or_(not_withdrawn, run.withdrawn_at >= as_of)
     return and_(
         run.status == RunStatus.PASSED,
-        run.withdrawn_at.is_(None),
+        not_withdrawn,
         run.upstream_withdrawn.is_(False),
         run.held_for_review.is_(False),
+        or_(run.review_state.is_(None), run.review_state != "rejected"),
     )
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session, joinedload
 
 from kernelindex import urls
@@ -15,7 +15,7 @@ from kernelindex.compare import ComparedRun
 from kernelindex.db.tables import Environment, Implementation, Workload
 from kernelindex.db.tables import Run as Run  # the run row that find_run returns, for its callers' annotations
 from kernelindex.manifests.types import EvidenceLevel
-from kernelindex.ranking import RunFacts, ineligibility_reasons, is_eligible, rank_group
+from kernelindex.ranking import ineligibility_reasons, is_eligible
 from kernelindex.store.common import history, name_by_ref, rank_expression, source_ref
 from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page
 from kernelindex.store.manifests import manifest_document
@@ -141,19 +141,18 @@ class RunStanding:
 
 
 def run_standing(session: Session, run: Run) -> RunStanding:
-    """The run's rank in its group by ``ranking.rank_group``, as its page and ``/api/v1/runs/{ref}`` show it."""
+    """The run's rank in its group by ``ranking.rank_group``, as its page and ``/api/v1/runs/{ref}``
+    show it: one more than the eligible runs of the group strictly faster, counted by the database."""
     reasons = ineligibility_reasons(run_facts(run))
     same_group = (Run.workload_id == run.workload_id, Run.comparison_key == run.comparison_key, eligible())
+    size, faster, best = session.execute(
+        select(func.count(), func.count(case((Run.latency_ns < run.latency_ns, 1))), func.min(Run.latency_ns)).where(
+            *same_group
+        )
+    ).one()
     if reasons:
-        return RunStanding(None, None, session.scalar(select(func.count()).where(*same_group)) or 0, reasons)
-    # Eligible members only, so the facts need no more than name, key, latency and time.
-    group = session.execute(select(Run.name, Run.latency_ns, Run.observed_at).where(*same_group))
-    ranked = rank_group(
-        RunFacts(name=name, comparison_key=run.comparison_key, latency_ns=latency_ns, observed_at=observed_at)
-        for name, latency_ns, observed_at in group
-    )
-    mine = next(r for r in ranked if r.run.name == run.name)
-    return RunStanding(mine.rank, mine.vs_best, len(ranked), reasons)
+        return RunStanding(None, None, size, reasons)
+    return RunStanding(faster + 1, run.latency_ns / best, size, reasons)
 
 
 def review_of(run: Run) -> Review | None:

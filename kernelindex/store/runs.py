@@ -6,12 +6,13 @@ the same: its ranking facts, its availability text and its environment's stack.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Select, select
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy import ColumnElement, Select, select
+from sqlalchemy.orm import Session, joinedload, selectinload
 
 from kernelindex.db.tables import Implementation, Run
 from kernelindex.manifests.types import EvidenceLevel, RunStatus
@@ -168,7 +169,15 @@ def with_references(stmt: AnySelect) -> AnySelect:
 
 
 def run_views_query() -> Select[Run]:
-    return with_references(select(Run)).options(joinedload(Run.source))
+    # The runs of a page mostly share their workload, environment and protocol: each is read
+    # once by a second SELECT, not joined to every row with its manifest.
+    return select(Run).options(
+        selectinload(Run.workload),
+        selectinload(Run.implementation),
+        selectinload(Run.environment),
+        selectinload(Run.protocol),
+        selectinload(Run.source),
+    )
 
 
 def to_view(run: Run) -> RunView:
@@ -222,6 +231,14 @@ def to_view(run: Run) -> RunView:
     )
 
 
-def runs_of_workload(session: Session, workload_id: int) -> list[RunView]:
-    runs = session.scalars(run_views_query().where(Run.workload_id == workload_id).order_by(Run.latency_ns, Run.name))
+def run_views(session: Session, *where: ColumnElement[bool]) -> list[RunView]:
+    """The runs that ``where`` selects, fastest first (equal latencies by name)."""
+    runs = session.scalars(run_views_query().where(*where).order_by(Run.latency_ns, Run.name))
     return [to_view(run) for run in runs.unique()]
+
+
+def implementations_by_id(session: Session, ids: Collection[int]) -> dict[int, Implementation]:
+    if not ids:
+        return {}
+    found = session.scalars(select(Implementation).where(Implementation.id.in_(sorted(ids))))
+    return {implementation.id: implementation for implementation in found}

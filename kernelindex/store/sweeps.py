@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session, joinedload
 
 from kernelindex.db.tables import Run, Workload
@@ -64,6 +64,12 @@ class Sweep:
     series: list[SweepSeries]
 
 
+def may_carry_case_results() -> ColumnElement[bool]:
+    """A SELECT filter on ``Run`` that keeps every run with per-case results: a manifest without
+    the ``caseResults`` key has none, and the database drops those without reading them here."""
+    return Run.manifest_json.contains('"caseResults"', autoescape=True)
+
+
 def group_sweep(
     session: Session, workload: Workload, comparison_key: str, selection: FrameworkSelection | None = None
 ) -> Sweep | None:
@@ -78,6 +84,7 @@ def group_sweep(
         select(Run)
         .options(joinedload(Run.implementation))
         .where(Run.workload_id == workload.id, Run.comparison_key == comparison_key, eligible())
+        .where(may_carry_case_results())
         .order_by(Run.latency_ns, Run.name)
     )
     series: dict[str, SweepSeries] = {}

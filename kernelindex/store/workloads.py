@@ -24,17 +24,17 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, Text, and_, case, cast, func, or_, select
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm import Session, aliased, joinedload
 
 from kernelindex import urls
 from kernelindex.db.tables import Environment, Run, Source, Workload
 from kernelindex.slugs import slugify
 from kernelindex.store.catalog import origin_model_spellings
-from kernelindex.store.common import contains, fastest_eligible_runs, name_by_ref
+from kernelindex.store.common import contains, name_by_ref
 from kernelindex.store.gpu_filter import MeasuredWithoutGpu, gpu_named
 from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page, numbered_page
 from kernelindex.store.reads import eligible
-from kernelindex.store.runs import environment_label, evaluation_stack
+from kernelindex.store.runs import environment_label, evaluation_stack, with_references
 from kernelindex.store.schemas import FastestRun, WorkloadItem
 from kernelindex.store.source_filter import source_named
 
@@ -242,7 +242,9 @@ def gpu_coverage(session: Session, filters: WorkloadFilters) -> GpuCoverage:
 @dataclass(frozen=True)
 class CollectionGroup:
     name: str
-    workloads: list[WorkloadItem]  # by slug
+    workload_count: int
+    measured_on_gpu: int | None  # given a GPU, how many of its workloads have runs on it
+    busiest: list[WorkloadItem]  # its most measured workloads, with their figures, by slug
 
 
 @dataclass(frozen=True)
@@ -264,22 +266,43 @@ def eligible_run_count(session: Session) -> int:
     return session.scalar(select(func.count()).select_from(Run).where(eligible())) or 0
 
 
-def catalogue_by_source(session: Session, gpu: str | None = None) -> list[SourceGroup]:
-    """The whole catalogue with figures (on ``gpu``, given one: ``UnknownGpu`` if there is no
-    such GPU), by source (by name) then collection (``collection_order``).
+def catalogue_by_source(session: Session, gpu: str | None = None, shown: int = 12) -> list[SourceGroup]:
+    """The whole catalogue counted (on ``gpu``, given one: ``UnknownGpu`` if there is no such
+    GPU), by source (by name) then collection (``collection_order``), with the figures of each
+    collection's ``shown`` most measured workloads: most eligible runs (on the GPU), then most
+    runs on the GPU, then by slug.
 
-    Sources with no workloads of their own (controlled reruns measure other sources'
-    workloads) have no group.
+    Only the workloads shown are read with their figures; the others are counted. Sources with
+    no workloads of their own (controlled reruns measure other sources' workloads) have no group.
     """
     gpu = gpu_named(session, gpu) if gpu else None
-    workloads = list(session.scalars(select(Workload).order_by(Workload.name)))
-    items = workload_items(session, workloads, whole=True, gpu=gpu)
+    listing = session.execute(select(Workload.id, Workload.name, Workload.source_id, Workload.collection)).all()
+    stats = _eligible_stats_subquery(None, gpu)
+    eligible_runs: dict[int, int] = dict(session.execute(select(stats.c.workload_id, stats.c.runs)).all())
+    on_gpu: dict[int, int] = {}
+    if gpu is not None:
+        counted = _runs_on_gpu_subquery(gpu)
+        on_gpu = dict(session.execute(select(counted.c.workload_id, counted.c.runs)).all())
+
+    def busiest_first(row: Any) -> tuple[int, int, str]:
+        return (-eligible_runs.get(row.id, 0), -on_gpu.get(row.id, 0), row.name)
+
+    by_source: dict[int, dict[str, list[Any]]] = {}
+    for row in listing:
+        by_source.setdefault(row.source_id, {}).setdefault(row.collection, []).append(row)
+    chosen = {
+        row.id
+        for collections in by_source.values()
+        for rows in collections.values()
+        for row in sorted(rows, key=busiest_first)[:shown]
+    }
+    shown_workloads = list(session.scalars(select(Workload).where(Workload.id.in_(sorted(chosen)))))
+    items = {item.slug: item for item in workload_items(session, shown_workloads, gpu=gpu)}
     groups = []
     for source in sorted(session.scalars(select(Source)), key=lambda s: (s.name.casefold(), s.slug)):
-        own = [item for item in items if item.source_slug == source.slug]
-        if not own:
+        collections = by_source.get(source.id)
+        if not collections:
             continue
-        names = sorted({item.collection for item in own}, key=collection_order)
         groups.append(
             SourceGroup(
                 slug=source.slug,
@@ -287,22 +310,93 @@ def catalogue_by_source(session: Session, gpu: str | None = None) -> list[Source
                 website=source.url,
                 licence=source.licence,
                 attribution=source.attribution,
-                workload_count=len(own),
-                eligible_runs=sum(item.eligible_runs for item in own),
+                workload_count=sum(len(rows) for rows in collections.values()),
+                eligible_runs=sum(eligible_runs.get(row.id, 0) for rows in collections.values() for row in rows),
                 collections=[
-                    CollectionGroup(name, [item for item in own if item.collection == name]) for name in names
+                    CollectionGroup(
+                        name=name,
+                        workload_count=len(collections[name]),
+                        measured_on_gpu=None if gpu is None else sum(1 for r in collections[name] if on_gpu.get(r.id)),
+                        busiest=sorted(
+                            (items[row.name] for row in collections[name] if row.id in chosen),
+                            key=lambda item: item.slug,
+                        ),
+                    )
+                    for name in sorted(collections, key=collection_order)
                 ],
             )
         )
     return groups
 
 
-def _fastest_runs(session: Session, ids: Sequence[int] | None, gpu: str | None) -> dict[int, Run]:
-    """Each workload's fastest eligible run (on ``gpu``, given one), its headline (``ranking.fastest_reported``)."""
-    scope: list[ColumnElement[bool]] = [Run.workload_id.in_(ids)] if ids is not None else []
-    if gpu is not None:
-        scope.append(Environment.gpu_slug == gpu)
-    return {run.workload_id: run for run in fastest_eligible_runs(session, (Run.workload_id,), *scope)}
+@dataclass(frozen=True)
+class _GroupLeader:
+    """A comparison group's record holder (its fastest eligible run, equal latencies by name) and
+    when its record was set: the earliest observed of its eligible runs that equal the holder
+    (the rule of ``ranking.record_history``)."""
+
+    workload_id: int
+    run_id: int
+    latency_ns: int
+    name: str
+    set_at: datetime
+
+
+def _group_leaders(session: Session, ids: Sequence[int], gpu: str | None) -> dict[int, list[_GroupLeader]]:
+    """The leader of every comparison group (on ``gpu``, given one) of these workloads, by workload.
+
+    Each group's leader is found through the leaderboard index, walked fastest first and stopped
+    at the first eligible run, so the cost follows the groups, not their runs."""
+    if not ids:
+        return {}
+    groups = (
+        select(Run.workload_id, Run.comparison_key)
+        .where(Run.workload_id.in_(sorted(ids)), *_on_gpu(gpu))
+        .distinct()
+        .subquery()
+    )
+    member = aliased(Run)
+    holder = (
+        select(member.id)
+        .where(
+            member.workload_id == groups.c.workload_id,
+            member.comparison_key == groups.c.comparison_key,
+            eligible(member),
+        )
+        .order_by(member.latency_ns, member.name)
+        .limit(1)
+        .scalar_subquery()
+    )
+    holders = select(groups.c.workload_id, groups.c.comparison_key, holder.label("run_id")).subquery()
+    equal = aliased(Run)
+    set_at = (
+        select(func.min(equal.observed_at))
+        .where(
+            equal.workload_id == Run.workload_id,
+            equal.comparison_key == Run.comparison_key,
+            equal.latency_ns == Run.latency_ns,
+            eligible(equal),
+        )
+        .scalar_subquery()
+    )
+    rows = session.execute(
+        select(Run.workload_id, Run.id, Run.latency_ns, Run.name, set_at.label("set_at")).join(
+            holders, Run.id == holders.c.run_id
+        )
+    )
+    leaders: dict[int, list[_GroupLeader]] = {}
+    for row in rows:
+        leader = _GroupLeader(row.workload_id, row.id, row.latency_ns, row.name, row.set_at)
+        leaders.setdefault(row.workload_id, []).append(leader)
+    return leaders
+
+
+def _headlines(session: Session, leaders: dict[int, list[_GroupLeader]]) -> dict[int, Run]:
+    """Each workload's fastest eligible run, its headline (``ranking.fastest_reported``): the
+    fastest of its groups' leaders, equal latencies by name; loaded with its references."""
+    fastest = [min(found, key=lambda leader: (leader.latency_ns, leader.name)).run_id for found in leaders.values()]
+    runs = session.scalars(with_references(select(Run)).where(Run.id.in_(fastest))).unique()
+    return {run.workload_id: run for run in runs}
 
 
 def fastest_run(run: Run) -> FastestRun:
@@ -324,18 +418,17 @@ def fastest_run(run: Run) -> FastestRun:
     )
 
 
-def workload_items(
-    session: Session, workloads: Sequence[Workload], whole: bool = False, gpu: str | None = None
-) -> list[WorkloadItem]:
-    """``workloads`` with their figures, in the order given; ``whole`` when they are the whole catalogue.
+def workload_items(session: Session, workloads: Sequence[Workload], gpu: str | None = None) -> list[WorkloadItem]:
+    """``workloads`` with their figures, in the order given.
 
     Given a GPU slug (one ``gpu_named`` accepted), the figures are of the runs on that GPU
     alone, and each item says how many runs it has there (0: not measured on it).
     """
-    ids = None if whole else [w.id for w in workloads]
+    ids = [w.id for w in workloads]
     stats = {row.workload_id: row for row in session.execute(select(_eligible_stats_subquery(ids, gpu)))}
-    last = {row.workload_id: row.at for row in session.execute(select(_last_record_subquery(ids, gpu)))}
-    fastest = _fastest_runs(session, ids, gpu)
+    leaders = _group_leaders(session, ids, gpu)
+    last = {workload_id: max(leader.set_at for leader in found) for workload_id, found in leaders.items()}
+    fastest = _headlines(session, leaders)
     on_gpu: dict[int, int] = {}
     if gpu is not None:
         counted = _runs_on_gpu_subquery(gpu, ids)

@@ -63,7 +63,7 @@ def leaderboard_citable(board: Leaderboard, base_url: str, as_of: date, accessed
         environment = f"{first.gpu_product}, stack {first.stack}" if first.stack else first.gpu_product
         standing = (
             f"{where}, the #1 of the default comparison group ({environment}; comparison key {group.key}), "
-            f"among {len(group.ranked)} eligible runs observed by then, was {first.name} ({first.digest}), "
+            f"among {group.eligible_count} eligible runs observed by then, was {first.name} ({first.digest}), "
             f"{first.latency_ns} ns {first.primary_statistic}, by {first.project}."
         )
     source = next((s for s in board.sources if s.id == workload.source_id), None)

@@ -71,10 +71,13 @@ def latency_column(values_ns: Sequence[float | None], figures: Sequence[int] | N
 Row = TypeVar("Row", bound=BaseModel)
 
 
-def one_unit(rows: Sequence[Row], ns_field: str, text_field: str) -> list[Row]:
+def one_unit(rows: Sequence[Row], ns_field: str, text_field: str, unit: str | None = None) -> list[Row]:
     """``rows`` (page models) with ``text_field`` rewritten from ``ns_field`` so that the column
-    they make shares one unit ("–" where a row has no latency)."""
-    texts = latency_column([getattr(row, ns_field) for row in rows])
+    they make shares one unit ("–" where a row has no latency): ``unit`` where the rows are a page
+    of a longer column, whose unit they alone would not give."""
+    values = [getattr(row, ns_field) for row in rows]
+    unit = unit or latency_unit(values)
+    texts = ["–" if value is None else latency_in(value, unit) for value in values]
     return [row.model_copy(update={text_field: text}) for row, text in zip(rows, texts, strict=True)]
 
 

@@ -135,13 +135,6 @@ def _workload_part(w: WorkloadItem) -> WorkloadPart:
     )
 
 
-def _busiest(workloads: list[WorkloadItem]) -> list[WorkloadPart]:
-    """The collection's most measured workloads (on the filtered GPU, if any), shown by slug."""
-    busiest = sorted(workloads, key=lambda w: (-w.eligible_runs, -(w.runs_on_gpu or 0), w.slug))
-    busiest = busiest[:SHOWN_PER_COLLECTION]
-    return [_workload_part(w) for w in sorted(busiest, key=lambda w: w.slug)]
-
-
 @page_route(router, "/")
 def home(request: Request, session: SessionDep, gpu: str | None = None) -> Response:
     chosen = params.text("gpu", gpu)
@@ -149,7 +142,7 @@ def home(request: Request, session: SessionDep, gpu: str | None = None) -> Respo
         slug = gpu_named(session, chosen) if chosen else None
     except GpuFilterError as exc:
         raise BadRequest(str(exc)) from None
-    groups = catalogue_by_source(session, slug)
+    groups = catalogue_by_source(session, slug, shown=SHOWN_PER_COLLECTION)
     catalogue = [
         SourceSection(
             slug=group.slug,
@@ -163,10 +156,10 @@ def home(request: Request, session: SessionDep, gpu: str | None = None) -> Respo
             collections=[
                 CollectionPart(
                     name=collection.name,
-                    workload_count=len(collection.workloads),
-                    measured_on_gpu=None if slug is None else sum(1 for w in collection.workloads if w.runs_on_gpu),
+                    workload_count=collection.workload_count,
+                    measured_on_gpu=collection.measured_on_gpu,
                     url=urls.workloads(source=group.slug, collection=collection.name, gpu=slug),
-                    workloads=_busiest(collection.workloads),
+                    workloads=[_workload_part(w) for w in collection.busiest],
                 )
                 for collection in group.collections
             ],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -14,19 +15,13 @@ from kernelindex import urls
 from kernelindex.gpus import TRACKED_GPUS
 from kernelindex.manifests.kinds import Definition, WorkloadCase
 from kernelindex.manifests.types import EvidenceLevel
-from kernelindex.ranking import (
-    RankedRun,
-    best_per_implementation,
-    current_record,
-    ineligibility_reasons,
-    rank_implementations,
-)
+from kernelindex.ranking import RankedRun, ineligibility_reasons
 from kernelindex.slugs import slugify
 from kernelindex.store.case_ranking import UnknownCase, case_ranking
 from kernelindex.store.completeness import workload_completeness
 from kernelindex.store.cross_gpu import cross_gpu_view
 from kernelindex.store.framework_filter import UnknownFramework
-from kernelindex.store.leaderboards import GroupStanding, Leaderboard
+from kernelindex.store.leaderboards import GroupDetail, GroupStanding, Leaderboard, group_detail, ranked_rows
 from kernelindex.store.reruns import RERUN_PROTOCOL_NAME, RerunBounds
 from kernelindex.store.revisions import problem_of, workload_revisions
 from kernelindex.store.runs import RunView
@@ -364,8 +359,8 @@ def _tab(standing: GroupStanding, label: str, selected_key: str | None) -> Group
         protocol=sample.protocol_title,
         protocol_url=urls.protocol(sample.protocol_name),
         controlled_rerun=sample.protocol_name == RERUN_PROTOCOL_NAME,
-        run_count=len(standing.runs),
-        eligible_count=len(standing.ranked),
+        run_count=standing.run_count,
+        eligible_count=standing.eligible_count,
         best_latency_ns=record.latency_ns if record else None,
         best_latency=latency(record.latency_ns) if record else "–",
         best_implementation=record.project if record else None,
@@ -374,23 +369,22 @@ def _tab(standing: GroupStanding, label: str, selected_key: str | None) -> Group
     )
 
 
-def _implementation_rows(standing: GroupStanding) -> list[ImplementationRow]:
-    best = current_record(standing.ranked)
+def _implementation_rows(detail: GroupDetail) -> list[ImplementationRow]:
     rows = []
-    for line in best_per_implementation(standing.ranked):
-        view = standing.view(line.best.run.name)
+    for entry, ranked_runs in detail.implementations:
+        view = detail.view(entry.run.name)
         rows.append(
             ImplementationRow(
                 project=view.project,
                 variant=_variant(view.project, view.implementation_title),
                 url=urls.implementation(view.project_slug),
                 runtime=view.runtime or "unknown",
-                run_count=line.ranked_runs,
+                run_count=ranked_runs,
                 best_run=view.name,
                 best_run_url=urls.run(view.name),
                 best_latency_ns=view.latency_ns,
                 best_latency=latency(view.latency_ns),
-                vs_best_text=ratio(view.latency_ns / best.run.latency_ns) if best else "–",
+                vs_best_text=ratio(entry.vs_best),
                 evidence=view.evidence,
                 availability=view.availability,
             )
@@ -398,21 +392,21 @@ def _implementation_rows(standing: GroupStanding) -> list[ImplementationRow]:
     return one_unit(rows, "best_latency_ns", "best_latency")
 
 
-def _record_rows(standing: GroupStanding) -> list[RecordRow]:
+def _record_rows(detail: GroupDetail) -> list[RecordRow]:
     return [
         RecordRow(
             observed_at=brk.run.observed_at,
             run=brk.run.name,
             url=urls.run(brk.run.name),
             implementation=_display_name(
-                (view := standing.view(brk.run.name)).project, _variant(view.project, view.implementation_title)
+                (view := detail.view(brk.run.name)).project, _variant(view.project, view.implementation_title)
             ),
             latency_ns=brk.run.latency_ns,
             latency=latency(brk.run.latency_ns),
             improvement=brk.improvement,
             improvement_text="first record" if brk.improvement is None else improvement(brk.improvement),
         )
-        for brk in standing.history
+        for brk in detail.history
     ]
 
 
@@ -428,8 +422,8 @@ def _header(board: Leaderboard) -> WorkloadHeader:
         origin_model=workload.origin_model,
         origin_model_url=urls.model(slugify(workload.origin_model)) if workload.origin_model else None,
         case_count=workload.case_count,
-        run_count=len(board.runs),
-        eligible_count=len(board.rank_of),
+        run_count=board.run_count,
+        eligible_count=board.eligible_count,
         digest=workload.digest,
         missing_since=workload.missing_since,
     )
@@ -487,9 +481,9 @@ def _case_rows(
 CHART_BARS = 20
 
 
-def _ranked_chart(rows: Sequence[RunRow], label: str) -> BarChart | None:
-    """The ranked table as bars, fastest first: at most the ``CHART_BARS`` fastest rows."""
-    shown = sorted(rows, key=ROW_ORDERS["rank"])[:CHART_BARS]
+def _ranked_chart(fastest: Sequence[RunRow], total: int, label: str) -> BarChart | None:
+    """The ranked table as bars: its ``CHART_BARS`` fastest rows (``fastest``) of ``total``."""
+    shown = sorted(fastest, key=ROW_ORDERS["rank"])[:CHART_BARS]
     unit = latency_unit(row.latency_ns for row in shown)
     statistics = sorted({row.statistic for row in shown})
     return bar_chart(
@@ -505,7 +499,7 @@ def _ranked_chart(rows: Sequence[RunRow], label: str) -> BarChart | None:
         ],
         title=f"Latency per implementation on {label}, fastest first",
         description=(
-            f"One bar per row of the ranked table below ({len(shown)} of {len(rows)}), its length the "
+            f"One bar per row of the ranked table below ({len(shown)} of {total}), its length the "
             f"{', '.join(statistics)} latency on a linear axis from zero; shorter is faster. "
             "The table holds the same figures."
         ),
@@ -515,11 +509,11 @@ def _ranked_chart(rows: Sequence[RunRow], label: str) -> BarChart | None:
     )
 
 
-def _speedup_chart(standing: GroupStanding, label: str) -> BarChart | None:
+def _speedup_chart(detail: GroupDetail, label: str) -> BarChart | None:
     """Each implementation's speed-up over the group's baseline run, or, where the source reports
     one per run (SOL-ExecBench's ``avg_speedup``), over the reference as the source measured it."""
-    lines = [(standing.view(entry.run.name), entry) for entry, _ in rank_implementations(standing.ranked)]
-    baseline = standing.baseline
+    lines = [(detail.view(entry.run.name), entry) for entry, _ in detail.implementations]
+    baseline = detail.baseline
     if baseline is not None:
         figures = [(view, baseline.latency_ns / view.latency_ns) for view, _ in lines]
         against = f"{baseline.implementation_title} ({latency(baseline.latency_ns)})"
@@ -559,30 +553,73 @@ ROW_ORDERS: dict[str, Callable[[RunRow], Any]] = {
 }
 
 
-def _ranked_rows(
-    standing: GroupStanding | None, runs: str, case_count: int, implementation_filter: str, sort: str
-) -> list[RunRow]:
+@dataclass(frozen=True)
+class RankedTable:
+    """The page of the ranked table shown, its fastest rows (for the chart) and its length."""
+
+    page: list[RunRow]
+    fastest: list[RunRow]
+    total: int
+    page_count: int
+
+
+def _ranked_table(
+    session: Session,
+    board: Leaderboard,
+    detail: GroupDetail | None,
+    runs: str,
+    case_count: int,
+    implementation_filter: str,
+    sort: str,
+    page: int,
+) -> RankedTable:
     """The ranked table of the selected group: each implementation's best run, ranked among the
-    implementations (``runs="best"``), or every ranked run; filtered by implementation name and
-    sorted for display."""
-    if standing is None:
-        return []
-    if runs == "all":
-        rows = [_row(standing.view(entry.run.name), entry, case_count) for entry in standing.ranked]
-    else:
+    implementations (``runs="best"``), or every ranked run, a page of them read from the store;
+    filtered by implementation name and sorted for display. Raises ``BadRequest`` for a page past
+    the last."""
+    if detail is None:
+        return _paged([], [], 0, page)
+    needle = implementation_filter.casefold()
+
+    def wanted(project: str, title: str) -> bool:
+        return needle in f"{project}\n{_variant(project, title) or ''}".casefold()
+
+    if runs == "best":
         rows = [
-            _row(standing.view(entry.run.name), entry, case_count, implementation_runs=count)
-            for entry, count in rank_implementations(standing.ranked)
+            _row(detail.view(entry.run.name), entry, case_count, implementation_runs=count)
+            for entry, count in detail.implementations
+            if wanted(detail.view(entry.run.name).project, entry.run.implementation)
         ]
-    if implementation_filter:
-        needle = implementation_filter.casefold()
-        rows = [row for row in rows if needle in f"{row.implementation}\n{row.variant or ''}".casefold()]
-    return sorted(rows, key=ROW_ORDERS[sort])
+        rows = one_unit(sorted(rows, key=ROW_ORDERS[sort]), "latency_ns", "latency")
+        return _paged(rows[(page - 1) * PAGE_SIZE : page * PAGE_SIZE], rows, len(rows), page)
+    revisions = detail.revisions
+    chosen = {line.implementation_id for line in revisions if wanted(line.project, line.best.implementation)}
+    projects = sorted({line.project.casefold() for line in revisions})
+    position = {line.implementation_id: projects.index(line.project.casefold()) for line in revisions}
+    ids = chosen if implementation_filter else None
+    found = ranked_rows(session, board, detail.standing, ids, sort, (page - 1) * PAGE_SIZE, PAGE_SIZE, position)
+    unit = latency_unit([found.median_latency_ns])
+    fastest = found
+    if sort != "rank" or page != 1:
+        fastest = ranked_rows(session, board, detail.standing, ids, "rank", 0, CHART_BARS)
+    return _paged(
+        one_unit([_row(view, entry, case_count) for view, entry in found.rows], "latency_ns", "latency", unit),
+        [_row(view, entry, case_count) for view, entry in fastest.rows[:CHART_BARS]],
+        found.total,
+        page,
+    )
 
 
-def _not_measured_on(views: Sequence[RunView]) -> list[GpuLink]:
+def _paged(rows: list[RunRow], fastest: list[RunRow], total: int, page: int) -> RankedTable:
+    page_count = max(1, -(-total // PAGE_SIZE))
+    if page > page_count:
+        raise BadRequest(f"page {page} is past the last page ({page_count}).")
+    return RankedTable(page=rows, fastest=fastest, total=total, page_count=page_count)
+
+
+def _not_measured_on(board: Leaderboard) -> list[GpuLink]:
     """The tracked GPUs that no run of this workload was measured on, each linking its GPU page."""
-    measured = {view.gpu_product for view in views}
+    measured = {group.sample.gpu_product for group in board.groups}
     return [GpuLink(product=gpu.product, url=urls.gpu(gpu.slug)) for gpu in TRACKED_GPUS if gpu.product not in measured]
 
 
@@ -671,11 +708,11 @@ def build_leaderboard(
     case_index = params.index("case", case)
     framework = params.text("framework", framework, max_length=64)
     version = params.text("version", version, max_length=300)
-    workload, views = board.workload, board.runs
+    workload = board.workload
     slug = workload.name
-    rank_of = board.rank_of
     selected_key = _selected_key(board, group)
     selected = board.group(selected_key)
+    detail = group_detail(session, board, selected) if selected else None
     labels = _group_labels(board)
     tabs = [
         _tab(standing, labels[standing.key], selected_key)
@@ -684,11 +721,7 @@ def build_leaderboard(
     tabs = one_unit(tabs, "best_latency_ns", "best_latency")
     selected_tab = next((tab for tab in tabs if tab.selected), None)
 
-    members = selected.runs if selected else []
-    ranked_rows = _ranked_rows(selected, runs, workload.case_count, implementation_filter, sort)
-    page_count = max(1, -(-len(ranked_rows) // PAGE_SIZE))
-    if page > page_count:
-        raise BadRequest(f"page {page} is past the last page ({page_count}).")
+    table = _ranked_table(session, board, detail, runs, workload.case_count, implementation_filter, sort, page)
     group_param = selected_key.removeprefix("sha256:")[:16] if selected_key and group else None
 
     def board_url(sort: str = sort, runs: str = runs, page: int | None = None) -> str:
@@ -719,14 +752,13 @@ def build_leaderboard(
     if selected_key is None and (case_index is not None or framework or version):
         raise BadRequest("this workload has no runs yet: there is no case, framework or version to choose.")
 
-    ranked_rows = one_unit(ranked_rows, "latency_ns", "latency")
     ineligible_rows = one_unit(
-        [_row(v, None, workload.case_count) for v in members if v.name not in rank_of], "latency_ns", "latency"
+        [_row(v, None, workload.case_count) for v in (detail.ineligible if detail else [])], "latency_ns", "latency"
     )
-    history = _record_rows(selected) if selected else []
+    history = _record_rows(detail) if detail else []
     chart = history_chart(
         [RecordPoint(row.observed_at, row.latency_ns, row.implementation, row.improvement) for row in history],
-        until=max((v.observed_at for v in members), default=None),
+        until=selected.last_observed_at if selected else None,
     )
     fastest_view = board.fastest
     rerun_bounds = board.rerun_bounds
@@ -745,10 +777,12 @@ def build_leaderboard(
     return LeaderboardPage(
         workload=_header(board),
         completeness=workload_completeness(session, workload),
-        fastest=_row(fastest_view, rank_of[fastest_view.name], workload.case_count) if fastest_view else None,
+        fastest=_row(fastest_view, RankedRun(fastest_view.facts, rank=1, vs_best=1.0), workload.case_count)
+        if fastest_view
+        else None,
         fastest_group=labels[fastest_view.comparison_key] if fastest_view else None,
         groups=tabs,
-        not_measured_on=_not_measured_on(views),
+        not_measured_on=_not_measured_on(board),
         selected_group=selected_tab,
         sort=sort,
         sort_links=[
@@ -771,16 +805,16 @@ def build_leaderboard(
             for key, label in RUN_MODES.items()
         ],
         implementation_filter=implementation_filter,
-        ranked=ranked_rows[(page - 1) * PAGE_SIZE : page * PAGE_SIZE],
-        ranked_total=len(ranked_rows),
+        ranked=table.page,
+        ranked_total=table.total,
         page=page,
-        page_count=page_count,
+        page_count=table.page_count,
         previous_url=board_url(page=page - 1) if page > 1 else None,
-        next_url=board_url(page=page + 1) if page < page_count else None,
+        next_url=board_url(page=page + 1) if page < table.page_count else None,
         ineligible=ineligible_rows,
-        implementations=_implementation_rows(selected) if selected else [],
-        ranked_chart=_ranked_chart(ranked_rows, selected_tab.label) if selected_tab else None,
-        speedup_chart=_speedup_chart(selected, selected_tab.label) if selected and selected_tab else None,
+        implementations=_implementation_rows(detail) if detail else [],
+        ranked_chart=_ranked_chart(table.fastest, table.total, selected_tab.label) if selected_tab else None,
+        speedup_chart=_speedup_chart(detail, selected_tab.label) if detail and selected_tab else None,
         history=one_unit(list(reversed(history)), "latency_ns", "latency"),
         chart=chart,
         tensors=_tensor_rows(definition),

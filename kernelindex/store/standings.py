@@ -1,0 +1,242 @@
+"""A workload's comparison groups figured by the database (PRODUCT.md §5): how many runs each
+group holds, each implementation revision's fastest eligible run, ranks and record setters.
+
+A leaderboard reads these few rows and then loads in full only the runs it shows, so its cost
+follows the page, not the number of runs. The rules are those of ``kernelindex.ranking``;
+``tests/test_standings.py`` builds random catalogues and checks that both give the same
+answers on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Subquery, case, func, or_, select
+from sqlalchemy.orm import Session
+
+from kernelindex.db.tables import Run
+from kernelindex.ranking import GroupSize
+from kernelindex.store.reads import eligible
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The runs of one workload, as they stood just before ``before`` when it is given."""
+
+    workload_id: int
+    before: datetime | None = None
+
+    def runs(self) -> list[ColumnElement[bool]]:
+        clauses = [Run.workload_id == self.workload_id]
+        if self.before is not None:
+            clauses.append(Run.observed_at < self.before)
+        return clauses
+
+    def eligible(self) -> ColumnElement[bool]:
+        return eligible(Run, as_of=self.before)
+
+
+@dataclass(frozen=True)
+class GroupCount:
+    size: GroupSize
+    eligible_runs: int
+    any_run: int  # the id of one of its runs: they share workload, protocol and environment
+
+
+def group_counts(session: Session, scope: Scope) -> list[GroupCount]:
+    """Every comparison group of the workload with its runs and eligible runs counted."""
+    rows = session.execute(
+        select(
+            Run.comparison_key,
+            func.count(),
+            func.sum(case((scope.eligible(), 1), else_=0)),
+            func.max(Run.observed_at),
+            func.min(Run.id),
+        )
+        .where(*scope.runs())
+        .group_by(Run.comparison_key)
+    )
+    return [
+        GroupCount(size=GroupSize(key, runs, last_observed_at), eligible_runs=int(eligible_runs), any_run=any_run)
+        for key, runs, eligible_runs, last_observed_at, any_run in rows
+    ]
+
+
+def group_records(session: Session, scope: Scope) -> dict[str, str]:
+    """Each group's record holder by comparison key (groups with no eligible run left out): its
+    fastest eligible run, equal latencies by name, as ``ranking.rank_group`` orders them."""
+    ordered = (
+        select(
+            Run.name,
+            Run.comparison_key,
+            func.row_number().over(partition_by=Run.comparison_key, order_by=(Run.latency_ns, Run.name)).label("nth"),
+        )
+        .where(*scope.runs(), scope.eligible())
+        .subquery()
+    )
+    return {
+        key: name
+        for name, key in session.execute(select(ordered.c.name, ordered.c.comparison_key).where(ordered.c.nth == 1))
+    }
+
+
+@dataclass(frozen=True)
+class RevisionBest:
+    """One implementation revision's fastest eligible run in one group, and its eligible runs there."""
+
+    id: int
+    name: str
+    comparison_key: str
+    implementation_id: int
+    latency_ns: int
+    observed_at: datetime
+    sol_score: float | None
+    ranked_runs: int
+
+
+def revision_bests(session: Session, scope: Scope, comparison_key: str) -> list[RevisionBest]:
+    """Each implementation revision's fastest eligible run in one group, fastest first; equal
+    latencies go by name, as ``ranking.rank_group`` orders them."""
+    partition = (Run.comparison_key, Run.implementation_id)
+    where = [*scope.runs(), scope.eligible(), Run.comparison_key == comparison_key]
+    ordered = (
+        select(
+            Run.id,
+            Run.name,
+            Run.comparison_key,
+            Run.implementation_id,
+            Run.latency_ns,
+            Run.observed_at,
+            Run.sol_score,
+            func.count().over(partition_by=partition).label("ranked_runs"),
+            func.row_number().over(partition_by=partition, order_by=(Run.latency_ns, Run.name)).label("nth"),
+        )
+        .where(*where)
+        .subquery()
+    )
+    rows = session.execute(select(ordered).where(ordered.c.nth == 1).order_by(ordered.c.latency_ns, ordered.c.name))
+    return [
+        RevisionBest(
+            id=row.id,
+            name=row.name,
+            comparison_key=row.comparison_key,
+            implementation_id=row.implementation_id,
+            latency_ns=row.latency_ns,
+            observed_at=row.observed_at,
+            sol_score=row.sol_score,
+            ranked_runs=row.ranked_runs,
+        )
+        for row in rows
+    ]
+
+
+def _ranked(scope: Scope, comparison_key: str, implementation_ids: Collection[int] | None) -> Subquery:
+    """The eligible runs of one group with their rank (``ranking.rank_group``: equal latencies share
+    a rank, the next skips), narrowed to some implementations after ranking."""
+    ranked = (
+        select(
+            Run.id,
+            Run.name,
+            Run.latency_ns,
+            Run.observed_at,
+            Run.sol_score,
+            Run.implementation_id,
+            func.rank().over(order_by=Run.latency_ns).label("rank"),
+        )
+        .where(*scope.runs(), Run.comparison_key == comparison_key, scope.eligible())
+        .subquery()
+    )
+    if implementation_ids is None:
+        return ranked
+    return select(ranked).where(ranked.c.implementation_id.in_(sorted(implementation_ids))).subquery()
+
+
+def _orders(ranked: Subquery, implementation_position: Mapping[int, int]) -> dict[str, list[Any]]:
+    """The ranked table's sorts (``web.leaderboard.ROW_ORDERS``) in SQL."""
+    by_rank = [ranked.c.rank, ranked.c.name]
+    return {
+        "rank": by_rank,
+        "observed": [ranked.c.observed_at.desc(), ranked.c.name],
+        "sol": [func.coalesce(ranked.c.sol_score, 0).desc(), ranked.c.name],
+        "implementation": [
+            case(implementation_position, value=ranked.c.implementation_id, else_=len(implementation_position)),
+            *by_rank,
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class RankedPage:
+    """A page of a group's ranked runs, how many there are, and the middle latency of all."""
+
+    entries: list[tuple[str, int]]  # run name, rank
+    total: int
+    median_latency_ns: float | None
+
+
+def ranked_page(
+    session: Session,
+    scope: Scope,
+    comparison_key: str,
+    implementation_ids: Collection[int] | None,
+    sort: str,
+    offset: int,
+    limit: int,
+    implementation_position: Mapping[int, int] | None = None,
+) -> RankedPage:
+    """``limit`` ranked runs of a group from ``offset`` in the order ``sort`` names, ranked among
+    every eligible run of the group and then narrowed to ``implementation_ids`` (all when
+    ``None``); ``implementation_position`` orders implementations for ``sort="implementation"``."""
+    ranked = _ranked(scope, comparison_key, implementation_ids)
+    order = _orders(ranked, implementation_position or {})[sort]
+    page = session.execute(select(ranked.c.name, ranked.c.rank).order_by(*order).offset(offset).limit(limit))
+    total, positive = session.execute(
+        select(func.count(), func.count(case((ranked.c.latency_ns > 0, 1)))).select_from(ranked)
+    ).one()
+    # ``web.format.latency_unit`` writes a column in the unit of its median positive latency.
+    middle = session.scalars(
+        select(ranked.c.latency_ns)
+        .where(ranked.c.latency_ns > 0)
+        .order_by(ranked.c.latency_ns)
+        .offset(max(0, (positive - 1) // 2))
+        .limit(2 - positive % 2)
+    ).all()
+    return RankedPage(
+        entries=[(row.name, row.rank) for row in page],
+        total=total,
+        median_latency_ns=sum(middle) / len(middle) if middle else None,
+    )
+
+
+@dataclass(frozen=True)
+class RecordSetter:
+    id: int
+    name: str
+    latency_ns: int
+    observed_at: datetime
+
+
+def record_setters(session: Session, scope: Scope, comparison_key: str) -> list[RecordSetter]:
+    """The runs that set the group's record (``ranking.record_history``), oldest first: eligible
+    runs strictly faster than every earlier eligible run of the group."""
+    order = (Run.observed_at, Run.latency_ns, Run.name)
+    walked = (
+        select(
+            Run.id,
+            Run.name,
+            Run.latency_ns,
+            Run.observed_at,
+            func.min(Run.latency_ns).over(order_by=order, rows=(None, -1)).label("best_before"),
+        )
+        .where(*scope.runs(), Run.comparison_key == comparison_key, scope.eligible())
+        .subquery()
+    )
+    rows = session.execute(
+        select(walked.c.id, walked.c.name, walked.c.latency_ns, walked.c.observed_at)
+        .where(or_(walked.c.best_before.is_(None), walked.c.latency_ns < walked.c.best_before))
+        .order_by(walked.c.observed_at, walked.c.latency_ns, walked.c.name)
+    )
+    return [RecordSetter(*row) for row in rows]
