@@ -19,7 +19,7 @@ from kernelindex.store import accounts, moderation
 from kernelindex.store.attestations import add_attestation
 from kernelindex.store.version import current_version
 from kernelindex.web.response_cache import ResponseCache
-from tests.factories import PASSWORD
+from tests.factories import PASSWORD, signup
 
 WORKLOAD = "l1-040-conv2d-residual-block"
 LEADER = "sol-submission-36270"
@@ -148,10 +148,35 @@ def test_an_unchanged_reingest_leaves_every_cache_in_place(loaded_db):
         assert current_version(session) - start == 2
 
 
+@pytest.mark.parametrize("path", [f"/runs/{LEADER}", f"/workloads/{WORKLOAD}", "/"])
+def test_anonymous_pages_are_public_and_set_no_cookie(site, path):
+    client, _ = site
+    response = client.get(path)
+    assert response.status_code == 200
+    assert response.headers["cache-control"].startswith("public")
+    assert "set-cookie" not in response.headers and not client.cookies
+
+
+def test_a_stray_or_forged_session_cookie_gets_the_cached_public_page(site):
+    client, cache = site
+    public = client.get(f"/runs/{LEADER}")
+    # A real session of a signed-in account, for the forgery below to start from.
+    signup(client, "ada")
+    signed = client.cookies["kernelindex_session"]
+    for cookie in ("anything", signed[:-4] + "AAAA", signed.split(".")[0] + ".e30.forged"):
+        client.cookies.clear()
+        client.cookies.set("kernelindex_session", cookie)
+        hits = cache.hits
+        served = client.get(f"/runs/{LEADER}")
+        assert cache.hits == hits + 1, cookie
+        assert served.content == public.content and "set-cookie" not in served.headers
+
+
 def test_response_cache_never_shares_a_signed_in_page(site):
     client, cache = site
     client.get("/")
-    client.cookies.set("kernelindex_session", "anything")
+    signup(client, "ada")
     hits = cache.hits
-    client.get("/")
+    page = client.get("/")
     assert cache.hits == hits
+    assert page.headers["cache-control"] == "private, no-cache" and "ada" in page.text

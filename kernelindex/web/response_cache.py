@@ -9,7 +9,8 @@ answered from memory while the version is unchanged, after one read of that inte
 Any write committed by any process increases the version, so the next request after it
 is rendered afresh: several workers never disagree and never serve stale data.
 
-Only what is safe to share is kept: ``GET`` requests without the session cookie or an
+Only what is safe to share is kept: ``GET`` requests without a signed-in visitor's session
+cookie (checked with the site's key: any other cookie does not count) or an
 ``Authorization`` header, answered ``200`` with ``Cache-Control: public`` and no
 ``Set-Cookie``. ``If-None-Match`` is answered ``304`` from the kept ETag; byte ranges and
 date conditions go to the app, which answers them itself.
@@ -23,6 +24,7 @@ visitor's request can reach the body served to the next.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
@@ -49,7 +51,15 @@ class Entry:
 
 
 class ResponseCache:
-    def __init__(self, app: ASGIApp, reader: VersionReader, max_bytes: int, session_cookie: str, public_url: str):
+    def __init__(
+        self,
+        app: ASGIApp,
+        reader: VersionReader,
+        max_bytes: int,
+        session_cookie: str,
+        signed_in: Callable[[bytes], bool],
+        public_url: str,
+    ):
         self.app = app
         origin = urlsplit(public_url)
         self.scheme = origin.scheme
@@ -57,6 +67,7 @@ class ResponseCache:
         self.reader = reader
         self.max_bytes = max_bytes
         self.cookie = session_cookie.encode() + b"="
+        self.signed_in = signed_in
         self.entries: OrderedDict[tuple[bytes, ...], Entry] = OrderedDict()
         self.size = 0
         self.hits = 0
@@ -69,7 +80,9 @@ class ResponseCache:
         match = b""
         for name, value in scope["headers"]:
             if name == b"cookie":
-                if self.cookie in value:
+                # Only a signed-in visitor's pages are their own; a stray, expired or forged
+                # session cookie (or none) gets the page everyone gets.
+                if self.cookie in value and self.signed_in(value):
                     await self.app(scope, receive, send)
                     return
             elif name in _APP_ANSWERS:
