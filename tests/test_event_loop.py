@@ -103,7 +103,7 @@ def blocking_calls(monkeypatch) -> Iterator[dict[str, list[str]]]:
 
     monkeypatch.setattr(accounts, "hash_password", watched("hash_password", accounts.hash_password))
     monkeypatch.setattr(accounts, "verify_password", watched("verify_password", accounts.verify_password))
-    monkeypatch.setattr(VersionReader, "__call__", watched("catalogue version", VersionReader.__call__))
+    monkeypatch.setattr(VersionReader, "__call__", watched("catalogue version", VersionReader.read))
     event.listen(Engine, "before_cursor_execute", on_sql)
     try:
         yield seen

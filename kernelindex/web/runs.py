@@ -18,6 +18,7 @@ from kernelindex.store.attestations import (
     attestations_of_run,
 )
 from kernelindex.store.common import history
+from kernelindex.store.page_scopes import run_page_scopes
 from kernelindex.store.reruns import rerun_of_run
 from kernelindex.store.run_queries import Run, run_standing
 from kernelindex.store.run_queries import find_run as run_by_ref
@@ -26,6 +27,7 @@ from kernelindex.web.deps import CheckedForm, SessionDep, client_address
 from kernelindex.web.errors import NotFound, SignInRequired
 from kernelindex.web.pages import PRIVATE_CACHE, page_route, public_url, render_page
 from kernelindex.web.rerun_part import rerun_part
+from kernelindex.web.response_cache import depends_on
 from kernelindex.web.run_page import FormState, build_run_page, parse_accessed
 
 # HTML pages and their forms: the OpenAPI document describes the JSON API only.
@@ -64,7 +66,9 @@ def render_run(
 
 @page_route(router, "/runs/{name}")
 def run_detail(request: Request, name: str, session: SessionDep, accessed: str | None = None) -> Response:
-    return render_run(request, session, find_run(session, name), accessed=accessed)
+    run = find_run(session, name)
+    depends_on(request, run_page_scopes(run))
+    return render_run(request, session, run, accessed=accessed)
 
 
 # The two forms are plain functions, run in the threadpool with their reads and writes;
