@@ -265,14 +265,18 @@ class VersionReader:
 
     def read(self, scopes: Iterable[str] = ()) -> tuple[int, dict[str, int]] | None:
         asked = {*scopes, EVERYTHING}
-        if self.listen:
-            if self.listener is None:
-                self._start_listening()
-            if self.in_memory():
-                with self.lock:
-                    assert self.cursor is not None
-                    return self.cursor, {scope: self.known.get(scope, 0) for scope in asked}
-        return self._poll(asked)
+        if self.listen and self.listener is None:
+            self._start_listening()
+        return self.from_memory(asked) or self._poll(asked)
+
+    def from_memory(self, scopes: Iterable[str] = ()) -> tuple[int, dict[str, int]] | None:
+        """``read``'s answer from the listener's memory, without I/O (so it may run on the event
+        loop); ``None`` while the listener is not trusted (not started, or behind)."""
+        if not self.in_memory():
+            return None
+        with self.lock:
+            assert self.cursor is not None
+            return self.cursor, {scope: self.known.get(scope, 0) for scope in {*scopes, EVERYTHING}}
 
     def saw_own_write(self, seq: int, scopes: frozenset[str]) -> None:
         """Record a write this process committed, before its notification comes back."""

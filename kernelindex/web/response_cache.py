@@ -114,9 +114,8 @@ class ResponseCache:
         key = (scope.get("raw_path") or scope["path"].encode(), scope["query_string"], day)
         entry = self.entries.get(key)
         scopes = entry.scopes if entry is not None else ()
-        if self.reader.in_memory():
-            versions = self.reader.read(scopes)
-        else:
+        versions = self.reader.from_memory(scopes)
+        if versions is None:
             # A round trip to the database (or a wait for it, when it is in trouble): in the
             # threadpool, so that other requests go on meanwhile.
             versions = await run_in_threadpool(self.reader.read, scopes)
