@@ -1,7 +1,7 @@
 """Requests per second over HTTP with wrk (PRODUCT.md §10), KernelIndex beside its references.
 
     .venv/bin/python bench/http_throughput.py --database-url URL [--datasette-file FILE]
-        [--seconds 5] [--repeats 3] [--loops h11,uvloop] [--connections 8]
+        [--seconds 5] [--repeats 3] [--loops h11,uvloop] [--connections 8] [--only LABELS]
 
 Serves the store at URL with one uvicorn worker pinned to CPU 0, and loads it with wrk
 pinned to CPU 1, for each server stack in ``--loops`` (h11 on asyncio; httptools on
@@ -79,6 +79,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--loops", default="h11,uvloop")
+    parser.add_argument("--only", help="measure only these pages (comma-separated labels, e.g. 'run JSON permalink')")
     args = parser.parse_args()
     found = sample(args.database_url)
     pages = {
@@ -92,6 +93,10 @@ def main() -> None:
         "API runs": "/api/v1/runs",
         "API workloads": "/api/v1/workloads",
     }
+    if args.only:
+        # The run JSON is always served: the bare Starlette route serves its bytes.
+        wanted = {*args.only.split(","), "run JSON permalink"}
+        pages = {label: path for label, path in pages.items() if label in wanted}
     print(f"store {args.database_url}; {load_average()}", flush=True)
     env = {"KERNELINDEX_DATABASE_URL": args.database_url}
     with tempfile.TemporaryDirectory() as folder:

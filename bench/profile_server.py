@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from common import free_port, load_average, server, uvicorn_argv, wrk
 
 WATCH = [
-    "VersionReader.__call__",
+    "VersionReader.read",
     "ResponseCache.__call__",
     "SecurityHeaders.__call__",
     "RequestGuard.__call__",

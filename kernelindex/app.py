@@ -45,7 +45,7 @@ from kernelindex.web.pages import canonical_url
 from kernelindex.web.request_guard import BodyLimit, HeadAsGet, RequestGuard
 from kernelindex.web.response_cache import ResponseCache
 from kernelindex.web.security import SecurityHeaders
-from kernelindex.web.session_cookie import LazySessionMiddleware
+from kernelindex.web.session_cookie import LazySessionMiddleware, SessionKey
 
 SESSION_MAX_AGE_S = 14 * 24 * 3600
 SESSION_COOKIE = "kernelindex_session"
@@ -109,14 +109,8 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
         # Read from the store on first need, not here: a worker must start while the database is down.
         return configured.get_secret_value() if configured else session_secret(store)
 
-    app.add_middleware(
-        LazySessionMiddleware,
-        load_secret=load_secret,
-        session_cookie=SESSION_COOKIE,
-        max_age=SESSION_MAX_AGE_S,
-        same_site="lax",
-        https_only=settings.https_only,
-    )
+    session_key = SessionKey(load_secret, SESSION_COOKIE, SESSION_MAX_AGE_S)
+    app.add_middleware(LazySessionMiddleware, key=session_key, same_site="lax", https_only=settings.https_only)
     if settings.response_cache_mb:
         # Outside the session middleware: a cached page is answered without decoding a cookie.
         app.add_middleware(
@@ -124,6 +118,7 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
             reader=versions,
             max_bytes=settings.response_cache_mb * 1024 * 1024,
             session_cookie=SESSION_COOKIE,
+            signed_in=session_key.signed_in,
             public_url=settings.public_url,
         )
     # Outside the cache, so that HEAD is answered from it as GET is.

@@ -70,6 +70,11 @@ def run_attestations(name: str) -> str:
     return f"/runs/{_segment(name)}/attestations"
 
 
+def run_report_form(name: str) -> str:
+    """A run's report form, a page of its own."""
+    return f"/runs/{_segment(name)}/report"
+
+
 def run_reports(name: str) -> str:
     """Where a run's report form posts."""
     return f"/runs/{_segment(name)}/reports"

@@ -12,7 +12,7 @@ from kernelindex.db.search_tables import SearchEntry
 from kernelindex.db.tables import ManifestVersion, Run
 
 # Bookkeeping of how a store got its content, not content: one ingest or two leave different reports.
-NOT_CONTENT = {"ingestion_report", "rate_limit_counter", "app_secret", "catalogue_state"}
+NOT_CONTENT = {"ingestion_report", "rate_limit_counter", "app_secret", "page_version"}
 MANIFEST_TABLES = ("workload", "implementation", "protocol", "environment", "run", "attestation", "rerun_case")
 
 

@@ -26,7 +26,7 @@ XSS = [
 
 def attest(client: TestClient, run: str = RUN, **fields: str):  # type: ignore[no-untyped-def]
     data = {
-        "csrf_token": csrf_token(client, f"/runs/{run}"),
+        "csrf_token": csrf_token(client, f"/runs/{run}/report"),
         "type": "reproduced",
         "body": "Same figure on my B200.",
         **fields,
@@ -185,7 +185,7 @@ def test_the_api_accepts_attestations_with_an_attest_key_only(client, loaded_db)
 
 
 def test_anyone_can_report_a_run_and_bad_reports_are_explained(client, loaded_db):
-    csrf = csrf_token(client, f"/runs/{RUN}")
+    csrf = csrf_token(client, f"/runs/{RUN}/report")
     sent = client.post(
         f"/runs/{RUN}/reports", data={"csrf_token": csrf, "reason": "reward_hack", "report_body": "Too fast."}
     )
@@ -199,8 +199,38 @@ def test_anyone_can_report_a_run_and_bad_reports_are_explained(client, loaded_db
     assert [(r.reason, r.body, r.state, r.user_id) for r in reports] == [("reward_hack", "Too fast.", "open", None)]
 
 
+def test_a_signed_out_reader_reports_through_the_form_page_with_a_signed_cookie_token(client, loaded_db):
+    run_page = BeautifulSoup(client.get(f"/runs/{RUN}").text, "html.parser")
+    assert not run_page.select("#report form") and not run_page.select('input[name="csrf_token"]')
+    assert run_page.select_one(f'#report a[href="/runs/{RUN}/report"]')
+    form_page = client.get(f"/runs/{RUN}/report")
+    assert form_page.headers["cache-control"] == "private, no-cache"
+    assert (
+        "kernelindex_csrf=" in form_page.headers["set-cookie"]
+        and "kernelindex_session" not in form_page.headers["set-cookie"]
+    )
+    token = BeautifulSoup(form_page.text, "html.parser").select_one('#report input[name="csrf_token"]')["value"]
+    data = {"reason": "duplicate", "report_body": "Same as 16892."}
+    refused = [
+        client.post(f"/runs/{RUN}/reports", data=data),  # no token
+        client.post(f"/runs/{RUN}/reports", data={**data, "csrf_token": "forged"}),
+    ]
+    client.cookies.set("kernelindex_csrf", "forged.cookie.value")
+    refused.append(client.post(f"/runs/{RUN}/reports", data={**data, "csrf_token": "forged"}))
+    for response in refused:
+        assert response.status_code == 403 and "did not come from this site" in response.text
+    assert "set-cookie" not in client.get(f"/runs/{RUN}").headers
+    assert count(loaded_db.sessions, Report) == 0
+    client.cookies.clear()
+    token = csrf_token(client, f"/runs/{RUN}/report")
+    sent = client.post(f"/runs/{RUN}/reports", data={**data, "csrf_token": token})
+    assert sent.status_code == 200 and "in the maintainers' queue" in sent.text
+    assert "kernelindex_session" not in client.cookies
+    assert count(loaded_db.sessions, Report) == 1
+
+
 def test_reports_are_limited_per_address(client):
-    csrf = csrf_token(client, f"/runs/{RUN}")
+    csrf = csrf_token(client, f"/runs/{RUN}/report")
     limit = LIMITS["report"].count
     statuses = [
         client.post(
@@ -222,8 +252,10 @@ def test_run_json_twin_lists_attestations_as_manifests(client):
 def test_pages_carrying_a_session_are_never_cached_publicly(client):
     anonymous_board = client.get("/workloads/l1-040-conv2d-residual-block")
     assert anonymous_board.headers["cache-control"].startswith("public")
-    run_page = client.get(f"/runs/{RUN}")  # its report form holds this visitor's CSRF token
-    assert run_page.headers["cache-control"] == "private, no-cache"
+    run_page = client.get(f"/runs/{RUN}")  # no form with a token: the report form is a page of its own
+    assert run_page.headers["cache-control"].startswith("public") and "set-cookie" not in run_page.headers
+    report_form = client.get(f"/runs/{RUN}/report")  # holds this visitor's CSRF token
+    assert report_form.headers["cache-control"] == "private, no-cache"
     signup(client)
     for path in ("/", "/workloads/l1-040-conv2d-residual-block", f"/runs/{RUN}"):
         response = client.get(path)

@@ -263,7 +263,7 @@ def test_every_form_field_refuses_hostile_input_clearly(site):
         (None, "/signin"),
         ("ada", "/account"),
         ("ada", f"/runs/{run}"),
-        (None, f"/runs/{run}"),
+        (None, f"/runs/{run}/report"),
         ("grace", f"/admin?run={run}&attestation={attestation}"),
     ]
     tried, fields_seen = 0, set()

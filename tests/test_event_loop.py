@@ -82,7 +82,7 @@ def test_a_page_is_answered_while_a_sign_in_verifies_its_password(db, monkeypatc
 
 @pytest.fixture
 def blocking_calls(monkeypatch) -> Iterator[dict[str, list[str]]]:
-    """Records every SQL statement, password hash or check and catalogue-version read, and which
+    """Records every SQL statement, password hash or check and page-versions read, and which
     of them ran on a thread that is running an event loop."""
     seen: dict[str, list[str]] = {"all": [], "on_loop": []}
 
@@ -103,7 +103,7 @@ def blocking_calls(monkeypatch) -> Iterator[dict[str, list[str]]]:
 
     monkeypatch.setattr(accounts, "hash_password", watched("hash_password", accounts.hash_password))
     monkeypatch.setattr(accounts, "verify_password", watched("verify_password", accounts.verify_password))
-    monkeypatch.setattr(VersionReader, "__call__", watched("catalogue version", VersionReader.__call__))
+    monkeypatch.setattr(VersionReader, "read", watched("page versions", VersionReader.read))
     event.listen(Engine, "before_cursor_execute", on_sql)
     try:
         yield seen
@@ -141,7 +141,7 @@ def test_sign_in_accounts_moderation_and_writes_never_block_the_event_loop(loade
         withdraw = {"csrf_token": csrf(client, "/admin"), "reason": "Measured on the wrong GPU."}
         assert client.post(f"/admin/runs/{RUN}/withdraw", data=withdraw, follow_redirects=False).status_code == 303
 
-    assert {"hash_password", "verify_password", "catalogue version"} <= set(blocking_calls["all"])
+    assert {"hash_password", "verify_password", "page versions"} <= set(blocking_calls["all"])
     assert len(blocking_calls["all"]) > 50
     assert blocking_calls["on_loop"] == []
 

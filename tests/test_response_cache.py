@@ -11,15 +11,17 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
 from kernelindex.db.account_tables import RateLimitCounter
-from kernelindex.db.tables import Run, User, Workload
+from kernelindex.db.tables import Run, Source, User, Workload
 from kernelindex.ingest.sources import ingest
 from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
 from kernelindex.store import accounts, moderation
 from kernelindex.store.attestations import add_attestation
+from kernelindex.store.ingest import apply_batch
 from kernelindex.store.version import current_version
 from kernelindex.web.response_cache import ResponseCache
-from tests.factories import PASSWORD
+from tests.factories import PASSWORD, signup
+from tests.upstream import FakeUpstream
 
 WORKLOAD = "l1-040-conv2d-residual-block"
 LEADER = "sol-submission-36270"
@@ -148,10 +150,91 @@ def test_an_unchanged_reingest_leaves_every_cache_in_place(loaded_db):
         assert current_version(session) - start == 2
 
 
+@pytest.mark.parametrize("path", [f"/runs/{LEADER}", f"/workloads/{WORKLOAD}", "/"])
+def test_anonymous_pages_are_public_and_set_no_cookie(site, path):
+    client, _ = site
+    response = client.get(path)
+    assert response.status_code == 200
+    assert response.headers["cache-control"].startswith("public")
+    assert "set-cookie" not in response.headers and not client.cookies
+
+
+def test_a_stray_or_forged_session_cookie_gets_the_cached_public_page(site):
+    client, cache = site
+    public = client.get(f"/runs/{LEADER}")
+    # A real session of a signed-in account, for the forgery below to start from.
+    signup(client, "ada")
+    signed = client.cookies["kernelindex_session"]
+    for cookie in ("anything", signed[:-4] + "AAAA", signed.split(".")[0] + ".e30.forged"):
+        client.cookies.clear()
+        client.cookies.set("kernelindex_session", cookie)
+        hits = cache.hits
+        served = client.get(f"/runs/{LEADER}")
+        assert cache.hits == hits + 1, cookie
+        assert served.content == public.content and "set-cookie" not in served.headers
+
+
 def test_response_cache_never_shares_a_signed_in_page(site):
     client, cache = site
     client.get("/")
-    client.cookies.set("kernelindex_session", "anything")
+    signup(client, "ada")
     hits = cache.hits
-    client.get("/")
+    page = client.get("/")
     assert cache.hits == hits
+    assert page.headers["cache-control"] == "private, no-cache" and "ada" in page.text
+
+
+def cached_twice(client: TestClient, cache: ResponseCache, *paths: str) -> None:
+    for path in paths:
+        client.get(path)
+        hits = cache.hits
+        assert client.get(path).status_code == 200
+        assert cache.hits == hits + 1, path
+
+
+def served_from_cache(client: TestClient, cache: ResponseCache, path: str) -> bool:
+    hits = cache.hits
+    assert client.get(path).status_code == 200
+    return cache.hits == hits + 1
+
+
+def test_an_attestation_on_one_run_leaves_other_runs_and_workloads_cached(site, loaded_db):
+    client, cache = site
+    with loaded_db.sessions() as session:
+        other_run = session.scalars(select(Run.name).where(Run.name != LEADER).order_by(Run.id)).first()
+        other_workload = session.scalars(select(Workload.name).where(Workload.name != WORKLOAD)).first()
+    pages = [f"/runs/{LEADER}.json", f"/runs/{other_run}", f"/workloads/{other_workload}", f"/workloads/{WORKLOAD}"]
+    cached_twice(client, cache, *pages, "/")
+    with loaded_db.sessions.begin() as session:
+        user = accounts.create_user(session, "ada", PASSWORD)
+        run = session.scalar(select(Run).where(Run.name == LEADER))
+        add_attestation(session, user, run, {"type": "reproduced", "body": "Same figure on our B200."})
+    assert not served_from_cache(client, cache, pages[0])
+    assert [a["author"] for a in client.get(pages[0]).json()["attestations"]] == ["ada"]
+    for path in [*pages[1:], "/"]:
+        assert served_from_cache(client, cache, path), path
+
+
+def test_an_ingest_of_one_workload_leaves_other_leaderboards_cached_and_refreshes_lists(site, loaded_db):
+    client, cache = site
+    upstream = FakeUpstream((39,))
+    fastest = min(upstream.submissions[39], key=lambda row: row["latency_ms"])
+    fastest["latency_ms"] = round(fastest["latency_ms"] * 0.9, 6)
+    adapter = upstream.adapter()
+    [unit] = adapter.discover().units
+    batch = adapter.map(unit, adapter.fetch(unit))
+    with loaded_db.sessions() as session:
+        changed = session.scalar(select(Workload.name).where(Workload.external_id == "39"))
+    lists = ["/", "/workloads", "/search?q=conv", "/gpus/b200"]
+    cached_twice(client, cache, f"/workloads/{WORKLOAD}", f"/runs/{LEADER}", f"/workloads/{changed}.json", *lists)
+    before = client.get(f"/workloads/{changed}.json").json()["fastest"]
+    with loaded_db.sessions.begin() as session:
+        source = session.scalar(select(Source).where(Source.slug == "sol-execbench"))
+        written = apply_batch(session, source, batch, datetime.now(UTC))
+    assert written["updated.run"] == 1
+    assert served_from_cache(client, cache, f"/workloads/{WORKLOAD}")
+    assert served_from_cache(client, cache, f"/runs/{LEADER}")
+    assert not served_from_cache(client, cache, f"/workloads/{changed}.json")
+    assert client.get(f"/workloads/{changed}.json").json()["fastest"] != before
+    for path in lists:
+        assert not served_from_cache(client, cache, path), path

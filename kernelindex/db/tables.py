@@ -287,18 +287,15 @@ class GpuDatasheet(Base):
     recorded_at: Mapped[datetime]
 
 
-class CatalogueState(Base):
-    """One row: a number every committed change of what the public pages show increases.
+class PageVersion(Base):
+    """A number per scope of what pages show (``workload:<id>``, ``run:<id>``, ``lists``, …): the
+    sequence number of the last committed write that changed it; the ``seq`` row holds the last
+    number given out. Cached pages are kept exact by these (``kernelindex.store.version``)."""
 
-    Cached responses are kept under the version they were made at, so a worker compares one
-    integer per request to know whether anything it holds may be stale
-    (``kernelindex.store.version``).
-    """
+    __tablename__ = "page_version"
 
-    __tablename__ = "catalogue_state"
-
-    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
-    version: Mapped[int] = mapped_column(BigInteger)
+    scope: Mapped[str] = mapped_column(String(80), primary_key=True)
+    seq: Mapped[int] = mapped_column(BigInteger, index=True)
 
 
 from kernelindex.db import rerun_tables  # noqa: E402, F401  (controlled reruns; a module import, as they import this one)

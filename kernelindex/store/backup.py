@@ -52,7 +52,7 @@ from kernelindex.db.tables import Attestation, Environment, Protocol, Run, User,
 from kernelindex.manifests import BenchmarkRun, parse_manifest
 from kernelindex.manifests.digest import comparison_key, manifest_digest
 from kernelindex.store.reruns import derive_rerun_evidence
-from kernelindex.store.version import bump_every_counter
+from kernelindex.store.version import bump_everything
 
 FORMAT = "kernelindex-backup"
 # 2: the trailer carries an HMAC under the operator's key; version-1 files are not authenticated.
@@ -60,7 +60,7 @@ VERSION = 2
 MIN_KEY_BYTES = 16
 # Short-lived counters, the session secret, and the cache versions (bookkeeping of each store's
 # own workers: a restore bumps them instead, so no worker keeps serving what it replaced).
-LEFT_OUT = frozenset({"rate_limit_counter", "app_secret", "catalogue_state"})
+LEFT_OUT = frozenset({"rate_limit_counter", "app_secret", "page_version"})
 # Tables whose rows carry a manifest and the digest it must have.
 MANIFEST_TABLES = frozenset(
     {"workload", "implementation", "protocol", "environment", "run", "attestation", "manifest_version", "rerun_case"}
@@ -328,7 +328,7 @@ def restore_backup(engine: Engine, path: Path, schema: str, key: bytes, replace:
         _check_derived(connection)
         if connection.dialect.name == "postgresql":
             _advance_sequences(connection)
-        bump_every_counter(connection)
+        bump_everything(connection)
     return summary
 
 

@@ -32,6 +32,7 @@ from kernelindex.store.batch import LIVE, Batch, ReadFrom, RunRecord, SourceInfo
 from kernelindex.store.bulk import insert_rows, version_rows
 from kernelindex.store.manifests import Outcome, existing_by_name, insert_new, manifest_text, put
 from kernelindex.store.search import index_batch, index_new_workloads
+from kernelindex.store.version import LISTS, confine_writes, workload_scope
 
 
 def begin_writing(session: Session) -> None:
@@ -275,6 +276,9 @@ def _put_workload(session: Session, source: Source, batch: Batch, now: datetime,
         workload.cases.clear()
         session.flush()
     session.flush()
+    # From here the batch writes only this workload's rows (its cases, its runs by name, its
+    # search entries), some by statements whose rows are not seen: they change its pages and the lists.
+    confine_writes(session, workload_scope(workload.id), LISTS)
     if outcome is not Outcome.UNCHANGED:
         # One multi-row INSERT rather than an ORM object per case (a sweep has dozens).
         session.execute(insert(WorkloadCase), _case_rows(workload.id, batch))

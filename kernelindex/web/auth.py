@@ -19,8 +19,9 @@ from kernelindex.store import accounts
 from kernelindex.store.accounts import User
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import SignInRequired
+from kernelindex.web.session_cookie import SIGNED_IN_KEY
 
-USER_KEY = "user_id"
+USER_KEY = SIGNED_IN_KEY  # the cache tells signed-in visitors by it
 HANDLE_KEY = "handle"
 GENERATION_KEY = "generation"
 # Moderation pages hold CSRF tokens and unpublished reports: never stored by a cache.

@@ -22,7 +22,9 @@ from pydantic.alias_generators import to_camel
 from sqlalchemy.exc import SQLAlchemyError
 
 from kernelindex import urls
+from kernelindex.accounts.csrf import uses_token
 from kernelindex.store.sources import source_credits
+from kernelindex.web.session_cookie import SIGNED_IN_KEY
 
 PAGE_CACHE = "public, max-age=60, stale-while-revalidate=600"
 PRIVATE_CACHE = "private, no-cache"
@@ -107,9 +109,11 @@ def render_page(request: Request, context: PageContext, status_code: int = 200) 
     html = template.render(
         request=request, page=context, json_twin=twin + query, url_for=request.url_for, credits=_credits(request)
     )
-    # A page that carries this visitor's session (a CSRF token in a form, the signed-in
-    # handle) is theirs alone: no shared cache may keep it, and the browser must revalidate.
-    personal = bool(request.scope.get("session"))
+    # A page that carries this visitor's own (a CSRF token in a form, the signed-in handle) is
+    # theirs alone: no shared cache may keep it, and the browser must revalidate. A signed-out
+    # visitor's page without a form is everyone's.
+    session = request.scope.get("session")
+    personal = uses_token(request) or bool(session and SIGNED_IN_KEY in session)
     cache = PRIVATE_CACHE if personal else PAGE_CACHE
     headers["Vary"] = "Cookie"
     return cached_response(request, html.encode(), "text/html; charset=utf-8", headers, cache, status_code)

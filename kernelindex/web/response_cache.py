@@ -1,15 +1,18 @@
-"""A per-worker cache of public responses, kept exact by the catalogue version.
+"""A per-worker cache of public responses, kept exact by page versions.
 
 Pages and their JSON twins are pure functions of the catalogue, the URL and the day (the
 access date of citations), and a public one is the same for every visitor. This ASGI
-middleware keeps the bytes of each such ``200`` response under the catalogue version read
-before it was made (``kernelindex.store.version``); a later request for the same URL is
-answered from memory while the version is unchanged, after one read of that integer
-(made in the threadpool, off the event loop).
-Any write committed by any process increases the version, so the next request after it
-is rendered afresh: several workers never disagree and never serve stale data.
+middleware keeps the bytes of each such ``200`` response with the scopes the page depends
+on (``kernelindex.store.version``: declared by the page with ``depends_on``, else ``lists``)
+and the sequence number read before it was made. A later request for the same URL is
+answered from memory while none of those scopes has been changed by a later write: an
+attestation on one run leaves every other run's page cached, the ingest of one workload
+every other leaderboard. The check costs one indexed read on SQLite (in the threadpool,
+off the event loop) and nothing on PostgreSQL, where a listener keeps the numbers in
+memory (``VersionReader`` says how stale that can be, and for how long).
 
-Only what is safe to share is kept: ``GET`` requests without the session cookie or an
+Only what is safe to share is kept: ``GET`` requests without a signed-in visitor's session
+cookie (checked with the site's key: any other cookie does not count) or an
 ``Authorization`` header, answered ``200`` with ``Cache-Control: public`` and no
 ``Set-Cookie``. ``If-None-Match`` is answered ``304`` from the kept ETag; byte ranges and
 date conditions go to the app, which answers them itself.
@@ -23,14 +26,16 @@ visitor's request can reach the body served to the next.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kernelindex.store.version import ATTESTATION_PATHS, VersionReader
+from kernelindex.store.version import ATTESTATION_PATHS, ATTESTATIONS, LISTS, VersionReader
 
 MAX_ENTRY_BYTES = 2 * 1024 * 1024
 # Requests the app answers itself: credentials, byte ranges, date-based conditions.
@@ -40,16 +45,40 @@ _REPLACED = frozenset({b"host", b"forwarded", b"x-forwarded-host", b"x-forwarded
 _BODY_HEADERS = frozenset({b"content-length", b"content-type", b"content-encoding"})
 
 
+# Where a page being rendered for the cache declares what it depends on (``depends_on``).
+_DEPENDS = "kernelindex.depends"
+
+
+def depends_on(request: Request, scopes: Iterable[str]) -> None:
+    """Say which scopes the page being rendered depends on, instead of the lists."""
+    declared = request.scope.get(_DEPENDS)
+    if declared is not None:
+        declared.update(scopes)
+
+
+def _default_scopes(path: str) -> frozenset[str]:
+    return frozenset({LISTS, ATTESTATIONS} if path.startswith(ATTESTATION_PATHS) else {LISTS})
+
+
 @dataclass(frozen=True)
 class Entry:
-    version: tuple[int, ...]
+    scopes: frozenset[str]
+    made_at: int  # the sequence number read before it was rendered
     headers: list[tuple[bytes, bytes]]
     body: bytes
     etag: bytes | None
 
 
 class ResponseCache:
-    def __init__(self, app: ASGIApp, reader: VersionReader, max_bytes: int, session_cookie: str, public_url: str):
+    def __init__(
+        self,
+        app: ASGIApp,
+        reader: VersionReader,
+        max_bytes: int,
+        session_cookie: str,
+        signed_in: Callable[[bytes], bool],
+        public_url: str,
+    ):
         self.app = app
         origin = urlsplit(public_url)
         self.scheme = origin.scheme
@@ -57,6 +86,7 @@ class ResponseCache:
         self.reader = reader
         self.max_bytes = max_bytes
         self.cookie = session_cookie.encode() + b"="
+        self.signed_in = signed_in
         self.entries: OrderedDict[tuple[bytes, ...], Entry] = OrderedDict()
         self.size = 0
         self.hits = 0
@@ -69,7 +99,9 @@ class ResponseCache:
         match = b""
         for name, value in scope["headers"]:
             if name == b"cookie":
-                if self.cookie in value:
+                # Only a signed-in visitor's pages are their own; a stray, expired or forged
+                # session cookie (or none) gets the page everyone gets.
+                if self.cookie in value and self.signed_in(value):
                     await self.app(scope, receive, send)
                     return
             elif name in _APP_ANSWERS:
@@ -77,25 +109,27 @@ class ResponseCache:
                 return
             elif name == b"if-none-match":
                 match = value
-        # A round trip to the database (or a wait for it, when it is in trouble): in the
-        # threadpool, so that other requests go on meanwhile.
-        versions = await run_in_threadpool(self.reader)
-        if versions is None:
-            await self.app(scope, receive, send)
-            return
-        # Pages that show attestations depend on both counters; the others on the catalogue's.
-        version = versions if scope["path"].startswith(ATTESTATION_PATHS) else versions[:1]
         day = datetime.now(UTC).date().isoformat().encode()
         # No page varies with Accept or Accept-Encoding (only error responses, never kept, do).
         key = (scope.get("raw_path") or scope["path"].encode(), scope["query_string"], day)
         entry = self.entries.get(key)
-        if entry is not None and entry.version == version:
+        scopes = entry.scopes if entry is not None else ()
+        versions = self.reader.from_memory(scopes)
+        if versions is None:
+            # A round trip to the database (or a wait for it, when it is in trouble): in the
+            # threadpool, so that other requests go on meanwhile.
+            versions = await run_in_threadpool(self.reader.read, scopes)
+        if versions is None:
+            await self.app(scope, receive, send)
+            return
+        seq, numbers = versions
+        if entry is not None and all(number <= entry.made_at for number in numbers.values()):
             self.hits += 1
             self.entries.move_to_end(key)
             await self._answer(entry, match, send)
             return
         self.misses += 1
-        await self._render(scope, receive, send, key, version)
+        await self._render(scope, receive, send, key, seq)
 
     async def _answer(self, entry: Entry, match: bytes, send: Send) -> None:
         if match and entry.etag and _matches(match, entry.etag):
@@ -106,9 +140,8 @@ class ResponseCache:
         await send({"type": "http.response.start", "status": 200, "headers": entry.headers})
         await send({"type": "http.response.body", "body": entry.body})
 
-    async def _render(
-        self, scope: Scope, receive: Receive, send: Send, key: tuple[bytes, ...], version: tuple[int, ...]
-    ) -> None:
+    async def _render(self, scope: Scope, receive: Receive, send: Send, key: tuple[bytes, ...], seq: int) -> None:
+        declared: set[str] = set()
         headers: list[tuple[bytes, bytes]] = []
         chunks: list[bytes] = []
         size = 0
@@ -128,26 +161,28 @@ class ResponseCache:
                 else:
                     chunks.append(body)
                     if not message.get("more_body", False):
-                        self._store(key, version, headers, b"".join(chunks))
+                        scopes = frozenset(declared) or _default_scopes(scope["path"])
+                        self._store(key, Entry(scopes, seq, headers, b"".join(chunks), _etag(headers)))
             await send(message)
 
         # Forwarding headers could change the scheme or host the app sees; they are dropped too.
         asked = [(name, value) for name, value in scope["headers"] if name not in _REPLACED]
-        canonical = {**scope, "scheme": self.scheme, "headers": [(b"host", self.host), *asked]}
+        canonical = {**scope, "scheme": self.scheme, "headers": [(b"host", self.host), *asked], _DEPENDS: declared}
         await self.app(canonical, receive, capture)
 
-    def _store(
-        self, key: tuple[bytes, ...], version: tuple[int, ...], headers: list[tuple[bytes, bytes]], body: bytes
-    ) -> None:
-        etag = next((value for name, value in headers if name == b"etag"), None)
+    def _store(self, key: tuple[bytes, ...], entry: Entry) -> None:
         old = self.entries.pop(key, None)
         if old is not None:
             self.size -= len(old.body)
-        self.entries[key] = Entry(version, headers, body, etag)
-        self.size += len(body)
+        self.entries[key] = entry
+        self.size += len(entry.body)
         while self.size > self.max_bytes and self.entries:
             _, evicted = self.entries.popitem(last=False)
             self.size -= len(evicted.body)
+
+
+def _etag(headers: list[tuple[bytes, bytes]]) -> bytes | None:
+    return next((value for name, value in headers if name == b"etag"), None)
 
 
 def _shareable(headers: list[tuple[bytes, bytes]]) -> bool:

@@ -294,7 +294,6 @@ def build_run_page(
     attestations: list[AttestationView],
     signed_in: bool,
     attestation_form: FormState | None = None,
-    report_form: FormState | None = None,
     rerun: RerunPart | None = None,
 ) -> RunPage:
     view = to_view(run)
@@ -362,7 +361,7 @@ def build_run_page(
         attestation_types=ATTESTATION_TYPES,
         attestation_form=attestation_form or FormState(),
         report_reasons=REPORT_REASONS,
-        report_form=report_form or FormState(),
+        report_form=FormState(),
         source=(
             SourceCredit(
                 slug=run.source.slug,

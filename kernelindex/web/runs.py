@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
 
 from kernelindex import urls
 from kernelindex.accounts.ratelimit import LIMITS
-from kernelindex.store.attestations import SubmissionError, add_attestation, add_report, attestations_of_run
+from kernelindex.store.attestations import (
+    REPORT_REASONS,
+    SubmissionError,
+    add_attestation,
+    add_report,
+    attestations_of_run,
+)
 from kernelindex.store.common import history
+from kernelindex.store.page_scopes import run_page_scopes
 from kernelindex.store.reruns import rerun_of_run
 from kernelindex.store.run_queries import Run, run_standing
 from kernelindex.store.run_queries import find_run as run_by_ref
 from kernelindex.web.auth import current_user
 from kernelindex.web.deps import CheckedForm, SessionDep, client_address
 from kernelindex.web.errors import NotFound, SignInRequired
-from kernelindex.web.pages import page_route, public_url, render_page
+from kernelindex.web.pages import PRIVATE_CACHE, page_route, public_url, render_page
 from kernelindex.web.rerun_part import rerun_part
+from kernelindex.web.response_cache import depends_on
 from kernelindex.web.run_page import FormState, build_run_page, parse_accessed
 
 # HTML pages and their forms: the OpenAPI document describes the JSON API only.
@@ -39,7 +49,6 @@ def render_run(
     status_code: int = 200,
     accessed: str | None = None,
     attestation_form: FormState | None = None,
-    report_form: FormState | None = None,
 ) -> Response:
     context = build_run_page(
         run,
@@ -50,7 +59,6 @@ def render_run(
         attestations_of_run(session, run.id),
         signed_in=current_user(request, session) is not None,
         attestation_form=attestation_form,
-        report_form=report_form,
         rerun=rerun_part(result, run.protocol.name) if (result := rerun_of_run(session, run.id)) else None,
     )
     return render_page(request, context, status_code=status_code)
@@ -58,7 +66,9 @@ def render_run(
 
 @page_route(router, "/runs/{name}")
 def run_detail(request: Request, name: str, session: SessionDep, accessed: str | None = None) -> Response:
-    return render_run(request, session, find_run(session, name), accessed=accessed)
+    run = find_run(session, name)
+    depends_on(request, run_page_scopes(run))
+    return render_run(request, session, run, accessed=accessed)
 
 
 # The two forms are plain functions, run in the threadpool with their reads and writes;
@@ -91,17 +101,40 @@ def attest(request: Request, name: str, form: CheckedForm, session: SessionDep) 
     return RedirectResponse(urls.run(run.name) + "#attestations", status_code=303)
 
 
+@dataclass(frozen=True)
+class ReportForm:
+    """The report form as a page of its own (``report.html``)."""
+
+    name: str
+    run_url: str
+    report_form: FormState
+    report_reasons: dict[str, str]
+
+
+def render_report_form(request: Request, run: Run, state: FormState, status_code: int = 200) -> Response:
+    """The report form, with this visitor's CSRF token: a page for them alone, kept by no cache."""
+    page = ReportForm(run.name, urls.run(run.name), state, REPORT_REASONS)
+    return request.app.state.templates.TemplateResponse(
+        request, "report.html", {"page": page}, status_code=status_code, headers={"Cache-Control": PRIVATE_CACHE}
+    )
+
+
+@router.get("/runs/{name}/report")
+def report_form(request: Request, name: str, session: SessionDep) -> Response:
+    return render_report_form(request, find_run(session, name), FormState())
+
+
 @router.post("/runs/{name}/reports")
 def report(request: Request, name: str, form: CheckedForm, session: SessionDep) -> Response:
     run = find_run(session, name)
     values = {"reason": str(form.get("reason", "")), "report_body": str(form.get("report_body", ""))}
     if not request.app.state.rate_limiter.allow(LIMITS["report"], client_address(request)):
-        state = FormState(errors={"form": LIMITS["report"].message}, values=values)
-        return render_run(request, session, run, 429, report_form=state)
+        refused = FormState(errors={"form": LIMITS["report"].message}, values=values)
+        return render_report_form(request, run, refused, 429)
     try:
         add_report(session, run, values["reason"], values["report_body"], current_user(request, session))
         session.commit()
     except SubmissionError as exc:
         session.rollback()
-        return render_run(request, session, run, 400, report_form=FormState(errors=exc.problems, values=values))
-    return render_run(request, session, run, report_form=FormState(done=True))
+        return render_report_form(request, run, FormState(errors=exc.problems, values=values), 400)
+    return render_report_form(request, run, FormState(done=True))

@@ -13,6 +13,7 @@ from kernelindex import urls
 from kernelindex.store.gpu_filter import GpuFilterError, gpu_choices, product_of
 from kernelindex.store.leaderboards import leaderboard as leaderboard_of
 from kernelindex.store.leaderboards import workload_by_slug
+from kernelindex.store.page_scopes import leaderboard_scopes
 from kernelindex.store.schemas import WorkloadItem
 from kernelindex.store.source_filter import UnknownSource
 from kernelindex.store.workloads import (
@@ -28,6 +29,7 @@ from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
 from kernelindex.web.leaderboard import Part, build_leaderboard
 from kernelindex.web.pages import PageContext, page_route, render_page
+from kernelindex.web.response_cache import depends_on
 
 router = APIRouter()
 PAGE_SIZE = 50
@@ -51,6 +53,7 @@ def leaderboard(
     if workload is None:
         raise NotFound(f"No workload has the slug {slug!r}. Slugs look like l1-040-conv2d-residual-block.")
     board = leaderboard_of(session, workload)
+    depends_on(request, leaderboard_scopes(session, board))
     context = build_leaderboard(session, board, group, sort, implementation, page, runs, case, framework, version)
     return render_page(request, context)
 
