@@ -10,6 +10,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from kernelindex.rerun import payload as runner_payload
+from kernelindex.rerun import protocol
 from kernelindex.rerun.bundle import key_id, public_key_b64, public_key_raw, sign_payload
 from kernelindex.rerun.cases import load_suite
 from kernelindex.rerun.implementations import REGISTRY
@@ -65,6 +66,7 @@ def make_payload(
         started_at="2026-12-02T10:00:00.000Z",
         finished_at="2026-12-02T10:05:00.000Z",
         session_id=session_id,
+        protocol_spec=protocol.protocol_spec(),  # the protocol the importer accepts
     )
 
 

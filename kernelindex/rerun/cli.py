@@ -16,6 +16,7 @@ NEEDED = {
     "keygen": ["cryptography"],
     "verify": ["cryptography", "rfc8785"],
     "measure": ["cryptography", "rfc8785", "torch", "triton"],
+    "host-proof": ["torch", "triton"],
 }
 
 
@@ -62,6 +63,16 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--fixtures", type=Path, help="directory of SOL-ExecBench kernel JSON (<id>.json)")
     measure.add_argument("--device", default="cuda", help="torch device (default cuda)")
 
+    proof = sub.add_parser(
+        "host-proof",
+        help="time a light and a host-heavy call of one kernel under protocols v1 and v2",
+        description="Time the same kernel called directly and after a host busy-wait per call, under v1 and v2; "
+        "under v2 both medians must agree (no host time in the interval).",
+    )
+    proof.add_argument("--host-us", type=float, default=500.0, help="host busy-wait per call (default 500 us)")
+    proof.add_argument("--device", default="cuda", help="torch device (default cuda)")
+    proof.add_argument("--out", type=Path, help="also write the figures as JSON here")
+
     verify = sub.add_parser("verify", help="check a bundle's signature against an approved public key")
     verify.add_argument("bundle", type=Path)
     verify.add_argument("--public-key", required=True, help="approved base64 raw Ed25519 public key")
@@ -104,6 +115,24 @@ def _print_summary(summary: dict[str, Any]) -> None:
         print(f"wrote {b['path']}")
 
 
+def _host_proof(device: str, host_us: float, out: Path | None) -> int:
+    import json
+
+    import torch
+
+    from kernelindex.rerun.host_proof import host_proof
+
+    if not torch.cuda.is_available():
+        print("error: host-proof needs a CUDA device", file=sys.stderr)
+        return 2
+    figures = host_proof(torch.device(device), host_us=host_us)
+    text = json.dumps(figures, indent=1)
+    print(text)
+    if out is not None:
+        out.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     missing = missing_packages(args.command)
@@ -114,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.command == "host-proof":
+        return _host_proof(args.device, args.host_us, args.out)
     from kernelindex.rerun.bundle import (
         BundleError,
         KeyFileError,
