@@ -26,7 +26,8 @@ from kernelindex.rerun.bundle import BundleError, verify_bundle
 from kernelindex.rerun.cases import Case, cases_sha256
 from kernelindex.rerun.stats import suite_latency_ns, summarize_case
 from kernelindex.store.batch import RerunCaseRecord, RerunRecord
-from kernelindex.store.reruns import RERUN_PROTOCOL_NAME, RERUN_SOURCE
+from kernelindex.store.rerun_protocols import rerun_protocol_manifest
+from kernelindex.store.reruns import RERUN_SOURCE
 
 MAX_BUNDLE_BYTES = 16 * 1024 * 1024
 
@@ -93,39 +94,7 @@ def _check_figures(payload: Payload) -> None:
 
 
 def protocol_manifest() -> BenchmarkProtocol:
-    spec = rerun_protocol.protocol_spec()
-    correctness = spec["correctness"]
-    return BenchmarkProtocol.model_validate(
-        {
-            "apiVersion": API_VERSION,
-            "kind": "BenchmarkProtocol",
-            "metadata": {
-                "name": RERUN_PROTOCOL_NAME,
-                "title": f"KernelIndex rerun protocol v{rerun_protocol.PROTOCOL_VERSION}",
-            },
-            "spec": {
-                "harness": {"name": "KernelIndex rerun runner", "version": rerun_protocol.PROTOCOL_VERSION},
-                "correctness": {
-                    "reference": f"KernelIndex reference implementation, {correctness['referenceDtype']}",
-                    "comparator": "elementwise |out - ref| <= atol + rtol * |ref|, matched-element ratio",
-                    "tolerance": {
-                        "atol": correctness["atol"],
-                        "rtol": correctness["rtol"],
-                        "matchedRatio": correctness["matchedRatio"],
-                    },
-                },
-                "measurement": {
-                    "timer": spec["timer"],
-                    "primaryStatistic": spec["primaryStatistic"],
-                    "warmupIterations": spec["warmupIterations"],
-                    "timedIterations": spec["timedIterations"],
-                    "trials": spec["trials"],
-                    "l2Flush": True,
-                },
-                "comparability": {"family": "kernelindex_rerun", "notes": spec["notes"]},
-            },
-        }
-    )
+    return rerun_protocol_manifest(rerun_protocol.protocol_spec())
 
 
 def environment_manifest(payload: Payload) -> ExecutionEnvironment:

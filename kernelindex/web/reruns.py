@@ -10,6 +10,7 @@ from fastapi.responses import Response
 
 from kernelindex import urls
 from kernelindex.rerun import protocol as rerun_protocol
+from kernelindex.rerun import protocol_v2 as rerun_protocol_v2
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.rerun.roofline import ASSUMPTION
 from kernelindex.store.manifests import manifest_document, protocol_manifest
@@ -22,6 +23,8 @@ from kernelindex.web.pages import PageContext, cached_response, page_route, rend
 from kernelindex.web.run_page import Fact
 
 router = APIRouter()
+
+RERUN_PROTOCOL_V2_NAME = f"{rerun_protocol_v2.PROTOCOL_NAME}-v{rerun_protocol_v2.PROTOCOL_VERSION}"
 
 
 class ProtocolPage(PageContext):
@@ -90,6 +93,18 @@ def rerun_rules() -> list[Fact]:
             "RFC 8785 canonical JSON of its payload. The registry imports only bundles signed by keys it approves, "
             "and checks that every figure follows from the raw samples and that the cases are the workload's.",
         ),
+        *_standing(),
+    ]
+
+
+def rerun_rules_v2() -> list[Fact]:
+    """Every rule of rerun protocol v2, in the words the runner publishes with its constants."""
+    return [Fact(label=label, value=text) for label, text in rerun_protocol_v2.RULES] + _standing()
+
+
+def _standing() -> list[Fact]:
+    """How reruns of every protocol version earn evidence and are compared."""
+    return [
         Fact(
             label="evidence",
             value="Every imported rerun is “KernelIndex verified”. It becomes “Independently replicated” when another "
@@ -102,6 +117,9 @@ def rerun_rules() -> list[Fact]:
             "software stack); never against the source's figures measured on other hardware.",
         ),
     ]
+
+
+RULES = {RERUN_PROTOCOL_NAME: rerun_rules, RERUN_PROTOCOL_V2_NAME: rerun_rules_v2}
 
 
 @page_route(router, "/protocols/{name}")
@@ -126,7 +144,7 @@ def protocol_page(request: Request, name: str, session: SessionDep) -> Response:
         title=protocol.title,
         digest=protocol.digest,
         facts=facts,
-        rules=rerun_rules() if name == RERUN_PROTOCOL_NAME else [],
+        rules=RULES[name]() if name in RULES else [],
         run_count=protocol.run_count,
         manifest=manifest_document(protocol),
     )
