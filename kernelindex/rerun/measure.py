@@ -75,15 +75,7 @@ def run_session(
     log: Callable[[str], None] = _log,
 ) -> dict[str, Any]:
     """Measure, sign and write bundles under `out_dir`; returns a summary for the CLI table."""
-    if not torch.cuda.is_available():
-        raise RuntimeError("no CUDA device: timing uses CUDA events and needs a GPU")
-    dev = torch.device(device)
-    if dev.type != "cuda":
-        raise ValueError(f"--device must be a CUDA device (timing uses CUDA events), not {device!r}")
-    if dev.index is None:
-        dev = torch.device("cuda", torch.cuda.current_device())
-    torch.cuda.set_device(dev)
-    _fp32_settings()
+    dev = cuda_device(device)
     out_dir.mkdir(parents=True, exist_ok=True)
     session_id = new_id()
 
@@ -96,17 +88,7 @@ def run_session(
         for slug in workloads
     }
 
-    env = environment(dev)
-    log(
-        f"GPU {env['gpu']['name']} ({env['gpu']['architecture']}, {env['gpu']['smCount']} SMs), "
-        f"torch {env['software']['torch']}, triton {env['software']['triton']}"
-    )
-    log("measuring ceilings ...")
-    ceilings = measure_ceilings(dev)
-    l2 = env["gpu"]["l2CacheBytes"] or 50 * 1024**2
-    flush = flush_buffer(l2, dev)
-    timer = v2_timer(dev, env)
-
+    env, ceilings, flush, timer = prepare(dev, log)
     summary: dict[str, Any] = {"sessionId": session_id, "ceilings": ceilings, "bundles": []}
     for slug, (cases, impls) in plan.items():
         if impls:
@@ -127,6 +109,36 @@ def run_session(
     summary_path = out_dir / f"session-{session_id[:12]}.json"
     summary_path.write_text(json.dumps(summary, indent=1, allow_nan=False) + "\n", encoding="utf-8")
     return summary
+
+
+def cuda_device(device: str) -> torch.device:
+    """The CUDA device to measure on, made current, with TF32 off; ValueError/RuntimeError if unusable."""
+    if not torch.cuda.is_available():
+        raise RuntimeError("no CUDA device: timing uses CUDA events and needs a GPU")
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        raise ValueError(f"--device must be a CUDA device (timing uses CUDA events), not {device!r}")
+    if dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    torch.cuda.set_device(dev)
+    _fp32_settings()
+    return dev
+
+
+def prepare(
+    dev: torch.device, log: Callable[[str], None]
+) -> tuple[dict[str, Any], dict[str, Any], torch.Tensor, Callable[..., CaseTiming]]:
+    """What every measurement of a session shares: the environment, the ceilings, the L2 flush buffer and
+    the v2 timer."""
+    env = environment(dev)
+    log(
+        f"GPU {env['gpu']['name']} ({env['gpu']['architecture']}, {env['gpu']['smCount']} SMs), "
+        f"torch {env['software']['torch']}, triton {env['software']['triton']}"
+    )
+    log("measuring ceilings ...")
+    ceilings = measure_ceilings(dev)
+    l2 = env["gpu"]["l2CacheBytes"] or 50 * 1024**2
+    return env, ceilings, flush_buffer(l2, dev), v2_timer(dev, env)
 
 
 def v2_timer(device: torch.device, env: dict[str, Any]) -> Callable[..., CaseTiming]:
