@@ -194,3 +194,23 @@ def test_a_wrong_result_fails_the_case(tmp_path: Path) -> None:
     )  # fmt: skip
     assert record["status"] == "failed" and record["timing"] is None
     assert record["correctness"][0]["passed"] is False and record["correctness"][1]["passed"] is True
+
+
+def test_outputs_are_checked_chunk_by_chunk_with_the_same_result(monkeypatch) -> None:
+    from kernelindex.rerun import correctness
+
+    gen = torch.Generator().manual_seed(3)
+    ref = torch.randn(1000, 7, dtype=torch.float64, generator=gen)
+    out = (ref + 1e-4 * torch.randn(ref.shape, dtype=torch.float64, generator=gen)).float()
+    out[5, 1] += 1.0
+    whole = correctness.check_output("x", out, ref)
+    monkeypatch.setattr(correctness, "CHUNK_ELEMENTS", 333)
+    chunked = correctness.check_output("x", out, ref)
+    assert chunked["matchedRatio"] == whole["matchedRatio"] == 6999 / 7000
+    assert chunked["maxAbsError"] == whole["maxAbsError"] and chunked["relativeL2Error"] == pytest.approx(
+        whole["relativeL2Error"]
+    )
+    out[0, 0] = float("nan")
+    assert correctness.check_output("x", out, ref)["maxAbsError"] is None  # NaN anywhere: not finite
+    ints = correctness.check_output("i", torch.arange(5), torch.arange(5.0, dtype=torch.float64), dtype=None)
+    assert ints["passed"] and ints["dtype"] == "int64"

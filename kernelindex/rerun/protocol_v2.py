@@ -78,8 +78,10 @@ RULES: tuple[tuple[str, str], ...] = (
     (
         "implementations",
         "Open source only. For SOL-ExecBench workloads, KernelIndex's own implementations kept in the registry; "
-        "for KernelBench problems, the problem's PyTorch reference program itself, run eagerly and through "
-        "torch.compile (default mode). The bundle records the sha256 of the exact source file measured.",
+        "for KernelBench problems (levels 1–3 at the newest commit of the bundled snapshot), the problem's PyTorch "
+        "program itself: its Model as constructed (not switched to eval mode), called under torch.no_grad(), "
+        "eagerly and through torch.compile (default mode). The bundle records the sha256 of the exact source "
+        "file measured.",
     ),
     (
         "inputs",
