@@ -26,7 +26,16 @@ PASSED = [{"name": "out", "passed": True, "matchedRatio": 1.0, "maxErrorOverTole
 def environment(host: str, gpu_uuid: str) -> dict[str, Any]:
     clocks = {"via": "nvidia-smi", "clocks.sm": 1980, "clocks.max.sm": 1980, "clocks.mem": 3201}
     return {
-        "gpu": {"vendor": "nvidia", "name": "NVIDIA H200", "architecture": "sm_90", "uuid": gpu_uuid},
+        "gpu": {
+            "vendor": "nvidia",
+            "name": "NVIDIA H200",
+            "architecture": "sm_90",
+            "computeCapability": "9.0",
+            "smCount": 132,
+            "memoryBytes": 150109880320,
+            "l2CacheBytes": 62914560,
+            "uuid": gpu_uuid,
+        },
         "driverVersion": "580.159.04",
         "cudaVersion": "13.0",
         "software": {"python": "3.12.3", "torch": "2.11.0+cu130", "triton": "3.6.0"},

@@ -198,7 +198,7 @@ def test_tampered_unknown_key_and_bad_files_are_refused_and_leave_nothing(
         "not-json.json": (b"{nope", "not UTF-8 JSON"),
         "unknown-workload.json": (
             resign_with_tampering(good, key, _unknown_workload),
-            "not in this registry",
+            "no byte and FLOP model for l1-999-nothing",
         ),
     }
     for name, (data, _) in files.items():

@@ -1,8 +1,9 @@
 """Reading a signed rerun bundle and mapping it to manifests (no database here).
 
 ``read_bundle`` trusts nothing until the signature checks out against an approved runner
-key, then validates the payload and checks that its figures follow from its own raw
-samples. ``map_bundle`` turns it into the manifests the registry stores: the published
+key, then validates the payload, checks that its figures follow from its own raw samples,
+and rechecks its GPU, clocks, ceilings and bounds against the GPU's datasheet and the
+workload's model (``rerun_checks``). ``map_bundle`` turns it into the manifests the registry stores: the published
 rerun protocol, the environment as found, the implementation, one suite-scoped run and
 one case-scoped run per case, as the ``RerunRecord`` the store writes. The importer
 (``rerun_import``) checks that the bundle fits the registry (the workload exists and has
@@ -19,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kernelindex.ingest.rerun_checks import check_claims
 from kernelindex.ingest.rerun_payload import Payload
 from kernelindex.manifests import API_VERSION, BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment, Implementation
 from kernelindex.rerun import protocol as rerun_protocol
@@ -56,6 +58,7 @@ def read_bundle(data: bytes, approved_keys: dict[str, str]) -> VerifiedBundle:
         where = ".".join(str(part) for part in problem["loc"])
         raise BundleError(f"the signed payload is malformed at {where}: {problem['msg']}") from exc
     _check_figures(payload)
+    check_claims(payload)
     return VerifiedBundle(payload, document["signature"]["keyId"], text, hashlib.sha256(data).hexdigest())
 
 
