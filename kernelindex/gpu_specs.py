@@ -101,3 +101,38 @@ def gpu_spec_table() -> GpuSpecTable:
     """The bundled table, read and validated once per process."""
     text = resources.files("kernelindex").joinpath("gpu_specs.json").read_text(encoding="utf-8")
     return GpuSpecTable.model_validate(json.loads(text))
+
+
+# Unit roundoff of each precision a datasheet rate is stated for (2^-p, p the significand bits with
+# the implicit one): a result within a relative tolerance cannot need more than a precision whose
+# rounding alone stays within it, so such a precision's peak may stand in for the arithmetic.
+UNIT_ROUNDOFF: dict[Precision, float] = {
+    "fp64": 2.0**-53,
+    "fp64Tensor": 2.0**-53,
+    "fp32": 2.0**-24,
+    "tf32Tensor": 2.0**-11,
+    "fp16Tensor": 2.0**-11,
+    "bf16Tensor": 2.0**-8,
+    "fp8Tensor": 2.0**-4,
+}
+
+
+def admitted_precisions(rtol: float) -> list[Precision]:
+    """The precisions whose unit roundoff is within ``rtol``, finest first."""
+    return [precision for precision, roundoff in UNIT_ROUNDOFF.items() if roundoff <= rtol]
+
+
+def fastest_admitted_peak(spec: GpuSpec, rtol: float) -> tuple[Precision, float]:
+    """The highest datasheet peak among the precisions ``rtol`` admits, and which precision it is."""
+    rates = [(precision, spec.peak_flops_per_s(precision)) for precision in admitted_precisions(rtol)]
+    stated = [(precision, rate) for precision, rate in rates if rate is not None]
+    if not stated:
+        raise ValueError(f"the {spec.short_name}'s datasheet states no rate for a precision within {rtol}")
+    return max(stated, key=lambda pair: pair[1])
+
+
+def speed_of_light_ns(bytes_moved: int, flops: int, spec: GpuSpec, rtol: float) -> float:
+    """A lower bound no implementation can beat on this GPU: the bytes at the datasheet bandwidth, or
+    the FLOPs at the fastest datasheet peak the tolerance admits, whichever takes longer."""
+    _, peak = fastest_admitted_peak(spec, rtol)
+    return max(bytes_moved / spec.memory_bandwidth_bytes_per_s, flops / peak) * 1e9

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import func, select
 
 from kernelindex.db.rerun_tables import RerunBundle
-from kernelindex.ingest.rerun_import import import_bundle_files
+from kernelindex.ingest.rerun_import import ApprovedKeys, import_bundle_files
 from kernelindex.ingest.reruns import read_bundle
 from kernelindex.paths import BUNDLED_RERUNS
 from kernelindex.rerun.bundle import BundleError
@@ -107,7 +107,7 @@ def test_a_refused_claim_leaves_nothing_behind(loaded_db: StoreUnderTest, key, t
         path = tmp_path / f"{number}.json"
         path.write_bytes(resign_with_tampering(SHIPPED[number].read_bytes(), key, change))
         files.append(path)
-    results = import_bundle_files(loaded_db.sessions, files, approved(key))
+    results = import_bundle_files(loaded_db.sessions, files, ApprovedKeys(approved(key), {}))
     assert all(result.outcome is None and "claims what cannot be" in (result.error or "") for result in results)
     with loaded_db.sessions() as session:
         assert session.scalar(select(func.count()).select_from(RerunBundle)) == 0

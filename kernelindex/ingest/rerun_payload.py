@@ -85,6 +85,8 @@ class Timing(Part):
     p90_ns: PositiveNs
     iqr_ns: Annotated[int, Field(strict=True, ge=0)]
     samples_ns: list[list[PositiveNs]] = Field(min_length=1)
+    # A confidence interval of the median, [low, high], where the runner computes one.
+    median_interval_ns: tuple[PositiveNs, PositiveNs] | None = None
 
 
 class Roofline(Part):
