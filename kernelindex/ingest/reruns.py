@@ -1,8 +1,9 @@
 """Reading a signed rerun bundle and mapping it to manifests (no database here).
 
 ``read_bundle`` trusts nothing until the signature checks out against an approved runner
-key, then validates the payload and checks that its figures follow from its own raw
-samples. ``map_bundle`` turns it into the manifests the registry stores: the published
+key, then validates the payload, checks that its figures follow from its own raw samples,
+and rechecks its GPU, clocks, ceilings and bounds against the GPU's datasheet and the
+workload's model (``rerun_checks``). ``map_bundle`` turns it into the manifests the registry stores: the published
 rerun protocol, the environment as found, the implementation, one suite-scoped run and
 one case-scoped run per case, as the ``RerunRecord`` the store writes. The importer
 (``rerun_import``) checks that the bundle fits the registry (the workload exists and has
@@ -19,12 +20,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kernelindex.gpu_specs import GpuSpec, fastest_admitted_peak, speed_of_light_ns
+from kernelindex.ingest.rerun_checks import check_claims
 from kernelindex.ingest.rerun_payload import Payload
 from kernelindex.manifests import API_VERSION, BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment, Implementation
 from kernelindex.rerun import protocol as rerun_protocol
 from kernelindex.rerun.bundle import BundleError, verify_bundle
 from kernelindex.rerun.cases import Case, cases_sha256
-from kernelindex.rerun.stats import suite_latency_ns, summarize_case
+from kernelindex.rerun.stats import geometric_mean, suite_latency_ns, summarize_case
 from kernelindex.store.batch import RerunCaseRecord, RerunRecord
 from kernelindex.store.rerun_protocols import rerun_protocol_manifest
 from kernelindex.store.reruns import RERUN_SOURCE
@@ -34,10 +37,13 @@ MAX_BUNDLE_BYTES = 16 * 1024 * 1024
 
 @dataclass(frozen=True)
 class VerifiedBundle:
+    """A bundle whose signature and claims checked out, with the datasheet entry of its GPU."""
+
     payload: Payload
     key_id: str
     text: str
     file_sha256: str
+    gpu: GpuSpec
 
 
 def read_bundle(data: bytes, approved_keys: dict[str, str]) -> VerifiedBundle:
@@ -57,7 +63,8 @@ def read_bundle(data: bytes, approved_keys: dict[str, str]) -> VerifiedBundle:
         where = ".".join(str(part) for part in problem["loc"])
         raise BundleError(f"the signed payload is malformed at {where}: {problem['msg']}") from exc
     _check_figures(payload)
-    return VerifiedBundle(payload, document["signature"]["keyId"], text, hashlib.sha256(data).hexdigest())
+    gpu = check_claims(payload)
+    return VerifiedBundle(payload, document["signature"]["keyId"], text, hashlib.sha256(data).hexdigest(), gpu)
 
 
 def _check_figures(payload: Payload) -> None:
@@ -150,8 +157,13 @@ def implementation_manifest(payload: Payload) -> Implementation:
     )
 
 
-def map_bundle(bundle: VerifiedBundle, workload_digest: str) -> RerunRecord:
-    """The manifests and figures the store writes for a verified bundle filed under the workload."""
+def map_bundle(bundle: VerifiedBundle, workload_digest: str, operator: str | None = None) -> RerunRecord:
+    """The manifests and figures the store writes for a verified bundle filed under the workload.
+
+    Two bounds per case: the speed of light (``bound_ns``: bytes at the datasheet bandwidth, FLOPs at
+    the fastest datasheet peak the tolerance admits), which no implementation can beat, and the
+    achievable bound the bundle computed from the ceilings it measured, which some kernels beat.
+    """
     payload = bundle.payload
     protocol, environment = protocol_manifest(), environment_manifest(payload)
     implementation = implementation_manifest(payload)
@@ -161,20 +173,31 @@ def map_bundle(bundle: VerifiedBundle, workload_digest: str) -> RerunRecord:
         "environmentDigest": environment.digest,
         "implementationDigest": implementation.digest,
     }
-    bound = payload.suite.bound_ns
-    assert payload.suite.latency_ns is not None  # read_bundle admits complete measurements only
+    latency = payload.suite.latency_ns
+    assert latency is not None  # read_bundle admits complete measurements only
+    rtol = float(payload.protocol["correctness"]["rtol"])
+    precision, _ = fastest_admitted_peak(bundle.gpu, rtol)
+    sol_by_case = {}
+    for case in payload.cases:
+        assert case.roofline is not None  # read_bundle admits bounded cases only
+        sol_by_case[case.index] = speed_of_light_ns(case.roofline.bytes, case.roofline.flops, bundle.gpu, rtol)
+    sol = geometric_mean(list(sol_by_case.values()))
+    achievable = payload.suite.bound_ns
+    assert achievable is not None  # rechecked by read_bundle
     metrics: dict[str, Any] = {
         "runner_key_id": bundle.key_id,
         "session_id": payload.session_id,
         "cases_passed": payload.suite.cases_passed,
         "case_count": payload.suite.suite_case_count,
+        "sol_bound_ns": round(sol),
+        "percent_of_sol_bound": round(100 * sol / latency, 3),
+        "sol_compute_precision": precision,
+        "achievable_bound_ns": round(achievable),
+        "percent_of_achievable_bound": round(100 * achievable / latency, 3),
     }
-    if bound is not None:
-        metrics["bound_ns"] = round(bound)
-        metrics["percent_of_bound"] = round(100 * bound / payload.suite.latency_ns, 3)
     base = f"rerun-{payload.bundle_id[:12]}"
     title = f"{payload.implementation.name} · {payload.workload.slug} · {environment.spec.hardware.product}"
-    suite_run = _run_manifest(base, title, payload, digests, {"median": payload.suite.latency_ns}, metrics, None)
+    suite_run = _run_manifest(base, title, payload, digests, {"median": latency}, metrics, None)
     case_runs = []
     for case in payload.cases:
         assert case.timing is not None and case.roofline is not None
@@ -185,7 +208,13 @@ def map_bundle(bundle: VerifiedBundle, workload_digest: str) -> RerunRecord:
             "p90": case.timing.p90_ns,
             "max": case.timing.max_ns,
         }
-        case_metrics = {"bound_ns": round(case.roofline.bound_ns), "limiter": case.roofline.limiter}
+        if case.timing.median_interval_ns is not None:
+            timing["median_ci_low"], timing["median_ci_high"] = case.timing.median_interval_ns
+        case_metrics = {
+            "sol_bound_ns": round(sol_by_case[case.index]),
+            "achievable_bound_ns": round(case.roofline.bound_ns),
+            "achievable_limiter": case.roofline.limiter,
+        }
         manifest = _run_manifest(
             f"{base}-case-{case.index}",
             f"{title} · case {case.index}",
@@ -195,10 +224,14 @@ def map_bundle(bundle: VerifiedBundle, workload_digest: str) -> RerunRecord:
             case_metrics,
             case.index,
         )
-        case_runs.append(RerunCaseRecord(case.index, round(case.roofline.bound_ns), manifest))
+        case_runs.append(
+            RerunCaseRecord(case.index, round(sol_by_case[case.index]), round(case.roofline.bound_ns), manifest)
+        )
     return RerunRecord(
         bundle_id=payload.bundle_id,
         key_id=bundle.key_id,
+        operator=operator,
+        session_id=payload.session_id,
         file_sha256=bundle.file_sha256,
         machine_id=payload.environment.gpu.uuid or payload.environment.hostname,
         started_at=payload.started_at,
@@ -209,7 +242,8 @@ def map_bundle(bundle: VerifiedBundle, workload_digest: str) -> RerunRecord:
         implementation=implementation,
         suite_run=suite_run,
         cases=case_runs,
-        bound_ns=round(bound) if bound is not None else 0,
+        bound_ns=round(sol),
+        achievable_bound_ns=round(achievable),
         cases_passed=payload.suite.cases_passed,
         case_count=payload.suite.suite_case_count,
     )
