@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from kernelindex.ingest.rerun_import import ApprovedKeys, Operator
 from kernelindex.rerun import payload as runner_payload
-from kernelindex.rerun import protocol
+from kernelindex.rerun import protocol, protocol_v2
 from kernelindex.rerun.bundle import key_id, public_key_b64, public_key_raw, sign_payload
 from kernelindex.rerun.cases import load_suite
 from kernelindex.rerun.implementations import REGISTRY
@@ -56,25 +56,28 @@ def make_payload(
     gpu_uuid: str = "GPU-aaaa",
     session_id: str = "a" * 32,
     slow_case: int | None = None,
+    version: int = 1,
+    noisy_case: int | None = None,
 ) -> dict[str, Any]:
-    """A passing bundle's payload; ``slow_case`` takes twice as long as the others' pattern."""
+    """A passing bundle's payload under protocol ``version``; ``slow_case`` takes twice as long as the
+    others' pattern; in ``noisy_case`` the last trial is half as slow again as the others."""
     suite = load_suite(slug)
-    cases = [
-        runner_payload.case_record(
-            slug,
-            case,
-            CEILINGS,
-            correctness=PASSED,
-            samples_ns=[
-                [
-                    (base_ns + 100 * case.index + 7 * i + trial) * (2 if case.index == slow_case else 1)
-                    for i in range(50)
-                ]
-                for trial in range(3)
-            ],
-        )
-        for case in suite.cases
-    ]
+    v2: dict[str, Any] = {}
+    cases = []
+    for case in suite.cases:
+        if version == 2:
+            v2 = {"measurement": {"method": "blocking_kernel"}, "bootstrap_seed": protocol_v2.SEED + case.index}
+        samples = [
+            [
+                (base_ns + 100 * case.index + 7 * i + trial)
+                * (2 if case.index == slow_case else 1)
+                * (3 if case.index == noisy_case and trial == 2 else 2)
+                // 2
+                for i in range(50)
+            ]
+            for trial in range(3)
+        ]
+        cases.append(runner_payload.case_record(slug, case, CEILINGS, correctness=PASSED, samples_ns=samples, **v2))
     return runner_payload.build_payload(
         suite=suite.record(),
         implementation=REGISTRY[implementation].record(),
@@ -84,7 +87,7 @@ def make_payload(
         started_at="2026-12-02T10:00:00.000Z",
         finished_at="2026-12-02T10:05:00.000Z",
         session_id=session_id,
-        protocol_spec=protocol.protocol_spec(),  # the protocol the importer accepts
+        protocol_spec=(protocol_v2 if version == 2 else protocol).protocol_spec(),
     )
 
 

@@ -324,3 +324,31 @@ def test_both_workloads_and_a_second_implementation_share_one_environment(loaded
         assert runs[a.run_name].implementation.project == "KernelIndex PyTorch eager"
         assert runs[b.run_name].implementation.source_available
         assert runs[b.run_name].implementation.license == "Apache-2.0"
+
+
+def test_a_v2_bundle_imports_under_protocol_v2_beside_v1(loaded_db: StoreUnderTest, key) -> None:
+    v1 = _import(loaded_db, signed(make_payload(), key), approved(key))
+    v2 = _import(loaded_db, signed(make_payload(version=2, session_id="c" * 32), key), approved(key))
+    with loaded_db.sessions() as session:
+        first = session.scalar(select(Run).where(Run.name == v1.run_name))
+        second = session.scalar(select(Run).where(Run.name == v2.run_name))
+        assert first is not None and second is not None
+        assert first.protocol.name == "kernelindex-rerun-v1" and second.protocol.name == "kernelindex-rerun-v2"
+        assert second.protocol.title == "KernelIndex rerun protocol v2"
+        assert first.comparison_key != second.comparison_key  # a protocol version is its own group
+        assert second.evidence != "reported"
+
+
+def _fake_interval(payload: dict[str, Any]) -> None:
+    low, high = payload["cases"][2]["timing"]["medianIntervalNs"]
+    payload["cases"][2]["timing"]["medianIntervalNs"] = [low - 500, high]
+
+
+def test_a_v2_bundle_must_pass_the_noise_gate_and_carry_its_seeded_interval(key) -> None:
+    with pytest.raises(BundleError, match="case 4's trials disagree by more than the noise gate's 10%"):
+        read_bundle(signed(make_payload(version=2, noisy_case=4), key), approved(key))
+    data = resign_with_tampering(signed(make_payload(version=2), key), key, _fake_interval)
+    with pytest.raises(BundleError, match="case 2's median interval is not the seeded bootstrap"):
+        read_bundle(data, approved(key))
+    # the same noisy samples under v1, which has no gate, are read as before
+    assert read_bundle(signed(make_payload(noisy_case=4), key), approved(key)).payload.protocol["version"] == "1"

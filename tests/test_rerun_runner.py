@@ -160,7 +160,8 @@ def test_measure_loop_writes_one_verified_bundle_per_implementation(tmp_path: Pa
     timing = body["cases"][0]["timing"]
     assert len(timing["samplesNs"]) == protocol_v2.TRIALS
     assert len(timing["samplesNs"][0]) == protocol_v2.TIMED_ITERATIONS
-    assert timing["ciLowNs"] <= timing["medianNs"] <= timing["ciHighNs"] and timing["ciConfidence"] == 0.95
+    low, high = timing["medianIntervalNs"]
+    assert low <= timing["medianNs"] <= high and timing["medianIntervalConfidence"] == 0.95
     measured = body["cases"][0]["measurement"]
     assert measured["method"] == "blocking_kernel" and measured["rotationSets"] == protocol_v2.ROTATION_SETS
     assert measured["timedCallChecks"][0][0]["passed"] is True and measured["clocks"] == [{"via": "x"}]
@@ -265,4 +266,5 @@ def test_timed_record_fails_a_wrong_timed_call_and_rejects_noisy_trials() -> Non
     )
     passed = timed_record(ADAIN, case, CEILINGS, ok, CaseTiming(protocol_v2.BLOCKING_KERNEL, samples), 3)
     assert passed["status"] == "passed" and passed["measurement"]["rotationSets"] == 3
-    assert passed["timing"]["medianNs"] == 1010 and passed["timing"]["ciLowNs"] <= 1010 <= passed["timing"]["ciHighNs"]
+    low, high = passed["timing"]["medianIntervalNs"]
+    assert passed["timing"]["medianNs"] == 1010 and low <= 1010 <= high

@@ -24,12 +24,23 @@ from kernelindex.gpu_specs import GpuSpec, fastest_admitted_peak, speed_of_light
 from kernelindex.ingest.rerun_checks import check_claims
 from kernelindex.ingest.rerun_payload import Payload
 from kernelindex.manifests import API_VERSION, BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment, Implementation
-from kernelindex.rerun import protocol as rerun_protocol
+from kernelindex.rerun import protocol_v2 as rerun_protocol_v2
 from kernelindex.rerun.bundle import BundleError, verify_bundle
 from kernelindex.rerun.cases import Case, cases_sha256
-from kernelindex.rerun.stats import geometric_mean, suite_latency_ns, summarize_case
+from kernelindex.rerun.stats import (
+    bootstrap_median_interval,
+    geometric_mean,
+    passes_noise_gate,
+    suite_latency_ns,
+    summarize_case,
+)
 from kernelindex.store.batch import RerunCaseRecord, RerunRecord
-from kernelindex.store.rerun_protocols import rerun_protocol_manifest
+from kernelindex.store.rerun_protocols import (
+    RERUN_PROTOCOL_NAMES,
+    RERUN_PROTOCOL_V2_NAME,
+    published_name,
+    rerun_protocol_manifest,
+)
 from kernelindex.store.reruns import RERUN_SOURCE
 
 MAX_BUNDLE_BYTES = 16 * 1024 * 1024
@@ -69,10 +80,11 @@ def read_bundle(data: bytes, approved_keys: dict[str, str]) -> VerifiedBundle:
 
 def _check_figures(payload: Payload) -> None:
     """Every stored figure must follow from the bundle's own raw samples and case list."""
-    if payload.protocol != rerun_protocol.protocol_spec():
+    name = published_name(payload.protocol)
+    if name is None:
         raise BundleError(
             f"bundle {payload.bundle_id} was measured under a protocol other than "
-            f"{rerun_protocol.PROTOCOL_NAME} v{rerun_protocol.PROTOCOL_VERSION} as published here"
+            f"{' or '.join(sorted(RERUN_PROTOCOL_NAMES))} as published here"
         )
     if payload.status != "passed" or not payload.suite.complete or payload.suite.latency_ns is None:
         reason = payload.message or "not every case of the suite was measured and passed"
@@ -95,13 +107,40 @@ def _check_figures(payload: Payload) -> None:
     medians = [case.timing.median_ns for case in payload.cases if case.timing is not None]
     if suite_latency_ns(medians) != payload.suite.latency_ns:
         raise BundleError(f"bundle {payload.bundle_id}: the suite figure is not the geometric mean of its cases")
+    if name == RERUN_PROTOCOL_V2_NAME:
+        _check_v2_figures(payload)
+
+
+def _check_v2_figures(payload: Payload) -> None:
+    """Protocol v2's own figures: each case passed the noise gate, and its median interval is the seeded
+    bootstrap of its samples."""
+    for case in payload.cases:
+        assert case.timing is not None  # _check_figures admits timed cases only
+        samples = case.timing.samples_ns
+        if not passes_noise_gate(samples, rerun_protocol_v2.NOISE_BOUND):
+            raise BundleError(
+                f"bundle {payload.bundle_id}: case {case.index}'s trials disagree by more than the noise gate's "
+                f"{rerun_protocol_v2.NOISE_BOUND:.0%}"
+            )
+        interval = bootstrap_median_interval(
+            [s for trial in samples for s in trial],
+            resamples=rerun_protocol_v2.BOOTSTRAP_RESAMPLES,
+            confidence=rerun_protocol_v2.BOOTSTRAP_CONFIDENCE,
+            seed=rerun_protocol_v2.SEED + case.index,
+        )
+        if case.timing.median_interval_ns != interval:
+            raise BundleError(
+                f"bundle {payload.bundle_id}: case {case.index}'s median interval is not the seeded bootstrap of "
+                "its samples"
+            )
 
 
 # --- Manifests ----------------------------------------------------------------------
 
 
-def protocol_manifest() -> BenchmarkProtocol:
-    return rerun_protocol_manifest(rerun_protocol.protocol_spec())
+def protocol_manifest(payload: Payload) -> BenchmarkProtocol:
+    """The published protocol the bundle was measured under (``read_bundle`` checked it is one)."""
+    return rerun_protocol_manifest(payload.protocol)
 
 
 def environment_manifest(payload: Payload) -> ExecutionEnvironment:
@@ -165,7 +204,7 @@ def map_bundle(bundle: VerifiedBundle, workload_digest: str, operator: str | Non
     achievable bound the bundle computed from the ceilings it measured, which some kernels beat.
     """
     payload = bundle.payload
-    protocol, environment = protocol_manifest(), environment_manifest(payload)
+    protocol, environment = protocol_manifest(payload), environment_manifest(payload)
     implementation = implementation_manifest(payload)
     digests = {
         "protocolDigest": protocol.digest,

@@ -11,6 +11,7 @@ eager program is the reference and the case says so. Every call runs under torch
 from __future__ import annotations
 
 import copy
+import functools
 import gc
 import importlib.util
 import json
@@ -29,6 +30,7 @@ from kernelindex.rerun import RUNNER_VERSION, protocol_v2
 from kernelindex.rerun.bundle import sign_payload, write_bundle
 from kernelindex.rerun.cases import Case, cases_sha256
 from kernelindex.rerun.correctness import check_outputs
+from kernelindex.rerun.environment import smi_query
 from kernelindex.rerun.kernelbench_problems import Problem, Progress
 from kernelindex.rerun.measure import rotation_sets, tensor_bytes, timed_record
 from kernelindex.rerun.payload import build_payload, case_record, new_id, utc_now
@@ -218,10 +220,12 @@ def run_problems(
     out_dir: Path,
     session_id: str,
     deadline: float | None = None,
+    clocks: Callable[[], dict[str, Any]] | None = None,
     log: Callable[[str], None] = print,
 ) -> list[dict[str, Any]]:
     """Measure every (problem, mode) not yet done in `out_dir`'s progress file, writing one signed bundle
-    each; stops starting new problems once `deadline` (a time.monotonic() value) has passed."""
+    each; stops starting new problems once `deadline` (a time.monotonic() value) has passed. `clocks`
+    reads the GPU's clocks for each bundle's `clocksAtEnd` (the CPU tests pass none)."""
     progress = Progress(out_dir / "progress.json")
     written = []
     for problem in problems:
@@ -254,7 +258,9 @@ def run_problems(
                     )
                 except Exception as exc:  # anything the per-step handlers missed: this pair only
                     record = case_record(problem.slug, case, ceilings, error=_message(exc))
-            written.append(_sign(problem, mode, case, record, env, ceilings, started, session_id, private_key, out_dir))
+            env_end = dict(env, clocksAtEnd=clocks() if clocks else env.get("clocksAtStart"))
+            row = _sign(problem, mode, case, record, env_end, ceilings, started, session_id, private_key, out_dir)
+            written.append(row)
             progress.finish(problem, mode, {k: written[-1][k] for k in ("status", "path", "medianNs", "message")})
             log(f"  {mode}: {written[-1]['status']} {_figure(written[-1])}")
         del built
@@ -354,6 +360,7 @@ def run_kernelbench_session(
         out_dir=out_dir,
         session_id=session_id,
         deadline=deadline,
+        clocks=functools.partial(smi_query, dev.index or 0, env["gpu"].get("uuid")),
         log=log,
     )
     with (out_dir / "sessions.jsonl").open("a", encoding="utf-8") as fh:

@@ -67,13 +67,15 @@ def case_record(
     timing = stats.summarize_case(samples_ns) if status == PASSED and samples_ns else None
     if timing is not None and bootstrap_seed is not None:
         pooled = [s for trial in timing["samplesNs"] for s in trial]
-        timing["ciLowNs"], timing["ciHighNs"] = stats.bootstrap_median_interval(
-            pooled,
-            resamples=protocol_v2.BOOTSTRAP_RESAMPLES,
-            confidence=protocol_v2.BOOTSTRAP_CONFIDENCE,
-            seed=bootstrap_seed,
+        timing["medianIntervalNs"] = list(
+            stats.bootstrap_median_interval(
+                pooled,
+                resamples=protocol_v2.BOOTSTRAP_RESAMPLES,
+                confidence=protocol_v2.BOOTSTRAP_CONFIDENCE,
+                seed=bootstrap_seed,
+            )
         )
-        timing["ciConfidence"] = protocol_v2.BOOTSTRAP_CONFIDENCE
+        timing["medianIntervalConfidence"] = protocol_v2.BOOTSTRAP_CONFIDENCE
     record = {
         "index": case.index,
         "axes": dict(case.axes),

@@ -17,6 +17,13 @@ SPECS = {
     f"{module.PROTOCOL_NAME}-v{module.PROTOCOL_VERSION}": module.protocol_spec
     for module in (rerun_protocol_v1, rerun_protocol_v2)
 }
+RERUN_PROTOCOL_NAMES = frozenset(SPECS)
+RERUN_PROTOCOL_V2_NAME = f"{rerun_protocol_v2.PROTOCOL_NAME}-v{rerun_protocol_v2.PROTOCOL_VERSION}"
+
+
+def published_name(spec: Mapping[str, Any]) -> str | None:
+    """The name of the published rerun protocol whose spec is exactly `spec` (as a bundle carries it)."""
+    return next((name for name, published in SPECS.items() if published() == spec), None)
 
 
 def rerun_protocol_manifest(spec: Mapping[str, Any]) -> BenchmarkProtocol:

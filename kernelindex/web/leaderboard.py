@@ -27,7 +27,8 @@ from kernelindex.store.completeness import workload_completeness
 from kernelindex.store.cross_gpu import cross_gpu_view
 from kernelindex.store.framework_filter import UnknownFramework
 from kernelindex.store.leaderboards import GroupStanding, Leaderboard
-from kernelindex.store.reruns import RERUN_PROTOCOL_NAME, RerunBounds
+from kernelindex.store.rerun_protocols import RERUN_PROTOCOL_NAMES
+from kernelindex.store.reruns import RerunBounds
 from kernelindex.store.revisions import problem_of, workload_revisions
 from kernelindex.store.runs import RunView
 from kernelindex.store.schemas import Completeness, CrossGpuFigure, CrossGpuView, WorkloadRevision
@@ -363,7 +364,7 @@ def _tab(standing: GroupStanding, label: str, selected_key: str | None) -> Group
         stack=sample.stack,
         protocol=sample.protocol_title,
         protocol_url=urls.protocol(sample.protocol_name),
-        controlled_rerun=sample.protocol_name == RERUN_PROTOCOL_NAME,
+        controlled_rerun=sample.protocol_name in RERUN_PROTOCOL_NAMES,
         run_count=len(standing.runs),
         eligible_count=len(standing.ranked),
         best_latency_ns=record.latency_ns if record else None,

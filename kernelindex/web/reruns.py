@@ -16,6 +16,7 @@ from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.rerun.roofline import ASSUMPTION
 from kernelindex.store.manifests import manifest_document, protocol_manifest
 from kernelindex.store.protocols import protocol_by_name
+from kernelindex.store.rerun_protocols import RERUN_PROTOCOL_V2_NAME
 from kernelindex.store.reruns import RERUN_PROTOCOL_NAME, bundle_text
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import NotFound
@@ -24,8 +25,6 @@ from kernelindex.web.pages import PageContext, cached_response, page_route, rend
 from kernelindex.web.run_page import Fact
 
 router = APIRouter()
-
-RERUN_PROTOCOL_V2_NAME = f"{rerun_protocol_v2.PROTOCOL_NAME}-v{rerun_protocol_v2.PROTOCOL_VERSION}"
 
 
 class ProtocolPage(PageContext):
