@@ -41,9 +41,11 @@ class BlockingGate:
         self.max_polls = max_polls
         self.flags = torch.zeros(slots, dtype=torch.int32, pin_memory=True)
         self.timeouts = torch.zeros(slots, dtype=torch.int32, pin_memory=True)
-        # Compile the kernel now, with the first flag already set, so no timed trial pays for it.
-        self.flags[0] = 1
-        self.block(0)
+        # Compile the kernel now, with the flags already set, so no trial pays for it: Triton specializes
+        # on whether a pointer is 16-byte aligned, and slot 1's flag is not, so both variants are built.
+        self.flags.fill_(1)
+        for slot in range(min(slots, 2)):
+            self.block(slot)
         torch.cuda.synchronize()
         self.arm()
 
