@@ -1,4 +1,5 @@
-"""Comparison groups, eligibility, ranks and record history (PRODUCT.md §5).
+"""Comparison groups, eligibility, ranks and record history (PRODUCT.md §5), and the evidence
+controlled reruns earn from each other.
 
 Pure functions over plain values, so the rules can be read, and tested, without a
 database. Runs are only ever compared inside one comparison group: one workload, one
@@ -15,7 +16,7 @@ from datetime import datetime
 from decimal import Decimal
 from itertools import groupby
 
-from kernelindex.manifests.types import RunStatus
+from kernelindex.manifests.types import EvidenceLevel, RunStatus
 
 
 def geometric_mean(values: Sequence[float]) -> float:
@@ -359,3 +360,85 @@ def noise_estimate(deviations: Sequence[float]) -> NoiseEstimate:
     ordered = sorted(abs(value) for value in deviations)
     rank = math.ceil(NOISE_PERCENTILE / 100 * len(ordered))
     return NoiseEstimate(bound=ordered[rank - 1], pairs=len(ordered), estimated=True)
+
+
+# --- Evidence of controlled reruns ----------------------------------------------------
+
+# Two reruns' suite figures agree within this fraction of the smaller one.
+SUITE_AGREEMENT_BOUND = 0.05
+# Where a case has no interval, two medians agree within this fraction of the smaller one.
+CASE_AGREEMENT_BOUND = 0.10
+
+
+@dataclass(frozen=True)
+class CaseFigure:
+    """One case of a rerun: its median and, where the bundle gives one, the median's interval."""
+
+    median_ns: int
+    interval_ns: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class RerunFacts:
+    """What evidence is derived from: who ran a rerun, where, in which lease, and what it measured.
+
+    ``operator`` is the identity a maintainer approved for the signing key; None where the key
+    registry states none. ``counts`` is False for a run that failed or was withdrawn.
+    """
+
+    run_id: int
+    operator: str | None
+    key_id: str
+    machine_id: str
+    session_id: str
+    latency_ns: int
+    cases: tuple[CaseFigure, ...]
+    counts: bool = True
+
+
+def case_figures_agree(a: CaseFigure, b: CaseFigure) -> bool:
+    """Intervals overlap where both cases have one; otherwise medians within ``CASE_AGREEMENT_BOUND``."""
+    if a.interval_ns is not None and b.interval_ns is not None:
+        return a.interval_ns[0] <= b.interval_ns[1] and b.interval_ns[0] <= a.interval_ns[1]
+    return abs(a.median_ns - b.median_ns) <= CASE_AGREEMENT_BOUND * min(a.median_ns, b.median_ns)
+
+
+def reruns_agree(a: RerunFacts, b: RerunFacts) -> bool:
+    """Suite figures within ``SUITE_AGREEMENT_BOUND`` and every case agreeing, case by case."""
+    suite = abs(a.latency_ns - b.latency_ns) <= SUITE_AGREEMENT_BOUND * min(a.latency_ns, b.latency_ns)
+    return (
+        suite
+        and len(a.cases) == len(b.cases) > 0
+        and all(case_figures_agree(x, y) for x, y in zip(a.cases, b.cases, strict=True))
+    )
+
+
+def independent(a: RerunFacts, b: RerunFacts) -> bool:
+    """Another approved operator (both stated), another key and another GPU: nothing shared but the protocol."""
+    return (
+        a.operator is not None
+        and b.operator is not None
+        and a.operator != b.operator
+        and a.key_id != b.key_id
+        and a.machine_id != b.machine_id
+    )
+
+
+def rerun_evidence(run: RerunFacts, others: Iterable[RerunFacts]) -> EvidenceLevel:
+    """``replicated`` when an independent rerun of the same implementation and group agrees,
+    ``reproduced`` when only another lease, key or GPU of the same (or an unstated) operator does,
+    ``verified`` otherwise."""
+    level = EvidenceLevel.VERIFIED
+    if not run.counts:
+        return level
+    for other in others:
+        if other.run_id == run.run_id or not other.counts:
+            continue
+        if (other.session_id, other.key_id, other.machine_id) == (run.session_id, run.key_id, run.machine_id):
+            continue  # the same lease on the same GPU under the same key: not a second run
+        if not reruns_agree(run, other):
+            continue
+        if independent(run, other):
+            return EvidenceLevel.REPLICATED
+        level = EvidenceLevel.REPRODUCED
+    return level

@@ -9,7 +9,9 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from kernelindex.ingest.rerun_import import ApprovedKeys, Operator
 from kernelindex.rerun import payload as runner_payload
+from kernelindex.rerun import protocol, protocol_v2
 from kernelindex.rerun.bundle import key_id, public_key_b64, public_key_raw, sign_payload
 from kernelindex.rerun.cases import load_suite
 from kernelindex.rerun.implementations import REGISTRY
@@ -26,7 +28,16 @@ PASSED = [{"name": "out", "passed": True, "matchedRatio": 1.0, "maxErrorOverTole
 def environment(host: str, gpu_uuid: str) -> dict[str, Any]:
     clocks = {"via": "nvidia-smi", "clocks.sm": 1980, "clocks.max.sm": 1980, "clocks.mem": 3201}
     return {
-        "gpu": {"vendor": "nvidia", "name": "NVIDIA H200", "architecture": "sm_90", "uuid": gpu_uuid},
+        "gpu": {
+            "vendor": "nvidia",
+            "name": "NVIDIA H200",
+            "architecture": "sm_90",
+            "computeCapability": "9.0",
+            "smCount": 132,
+            "memoryBytes": 150109880320,
+            "l2CacheBytes": 62914560,
+            "uuid": gpu_uuid,
+        },
         "driverVersion": "580.159.04",
         "cudaVersion": "13.0",
         "software": {"python": "3.12.3", "torch": "2.11.0+cu130", "triton": "3.6.0"},
@@ -44,18 +55,29 @@ def make_payload(
     host: str = "runner-a",
     gpu_uuid: str = "GPU-aaaa",
     session_id: str = "a" * 32,
+    slow_case: int | None = None,
+    version: int = 1,
+    noisy_case: int | None = None,
 ) -> dict[str, Any]:
+    """A passing bundle's payload under protocol ``version``; ``slow_case`` takes twice as long as the
+    others' pattern; in ``noisy_case`` the last trial is half as slow again as the others."""
     suite = load_suite(slug)
-    cases = [
-        runner_payload.case_record(
-            slug,
-            case,
-            CEILINGS,
-            correctness=PASSED,
-            samples_ns=[[base_ns + 100 * case.index + 7 * i + trial for i in range(50)] for trial in range(3)],
-        )
-        for case in suite.cases
-    ]
+    v2: dict[str, Any] = {}
+    cases = []
+    for case in suite.cases:
+        if version == 2:
+            v2 = {"measurement": {"method": "blocking_kernel"}, "bootstrap_seed": protocol_v2.SEED + case.index}
+        samples = [
+            [
+                (base_ns + 100 * case.index + 7 * i + trial)
+                * (2 if case.index == slow_case else 1)
+                * (3 if case.index == noisy_case and trial == 2 else 2)
+                // 2
+                for i in range(50)
+            ]
+            for trial in range(3)
+        ]
+        cases.append(runner_payload.case_record(slug, case, CEILINGS, correctness=PASSED, samples_ns=samples, **v2))
     return runner_payload.build_payload(
         suite=suite.record(),
         implementation=REGISTRY[implementation].record(),
@@ -65,6 +87,7 @@ def make_payload(
         started_at="2026-12-02T10:00:00.000Z",
         finished_at="2026-12-02T10:05:00.000Z",
         session_id=session_id,
+        protocol_spec=(protocol_v2 if version == 2 else protocol).protocol_spec(),
     )
 
 
@@ -76,8 +99,26 @@ def approved(*keys: Ed25519PrivateKey) -> dict[str, str]:
     return {key_id(public_key_raw(k.public_key())): public_key_b64(k) for k in keys}
 
 
-def write_keys_file(path: Path, *keys: Ed25519PrivateKey) -> Path:
-    entries = [{"keyId": kid, "publicKey": pub, "label": "test runner"} for kid, pub in approved(*keys).items()]
+def operator(name: str) -> Operator:
+    return Operator(id=name, name=f"Operator {name}", approved_by="maintainer")
+
+
+def approved_keys(**operators: tuple[Ed25519PrivateKey, ...]) -> ApprovedKeys:
+    """Keys grouped by operator id: ``approved_keys(lab_a=(key,), lab_b=(other,))``."""
+    keys = [key for group in operators.values() for key in group]
+    named = {
+        key_id(public_key_raw(key.public_key())): operator(name) for name, group in operators.items() for key in group
+    }
+    return ApprovedKeys(approved(*keys), named)
+
+
+def write_keys_file(path: Path, *keys: Ed25519PrivateKey, operator_id: str | None = None) -> Path:
+    entries: list[dict[str, Any]] = [
+        {"keyId": kid, "publicKey": pub, "label": "test runner"} for kid, pub in approved(*keys).items()
+    ]
+    if operator_id is not None:
+        for entry in entries:
+            entry["operator"] = {"id": operator_id, "name": f"Operator {operator_id}", "approvedBy": "maintainer"}
     path.write_text(json.dumps({"keys": entries}), encoding="utf-8")
     return path
 

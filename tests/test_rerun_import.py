@@ -16,12 +16,28 @@ from sqlalchemy.orm import Session
 
 from kernelindex.db.rerun_tables import RerunBundle, RerunCase, RerunResult
 from kernelindex.db.tables import ManifestVersion, Run
-from kernelindex.ingest.rerun_import import KeysError, import_bundle, import_bundle_files, load_approved_keys
+from kernelindex.ingest.rerun_import import (
+    ApprovedKeys,
+    KeysError,
+    Operator,
+    import_bundle,
+    import_bundle_files,
+    load_approved_keys,
+)
 from kernelindex.ingest.reruns import read_bundle
 from kernelindex.manifests import BenchmarkRun
 from kernelindex.rerun.bundle import BundleError
 from tests.conftest import StoreUnderTest
-from tests.rerun_bundles import ADAIN, CONV, approved, make_payload, resign_with_tampering, signed, write_keys_file
+from tests.rerun_bundles import (
+    ADAIN,
+    CONV,
+    approved,
+    make_payload,
+    operator,
+    resign_with_tampering,
+    signed,
+    write_keys_file,
+)
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
@@ -36,10 +52,10 @@ def other_key() -> Ed25519PrivateKey:
     return Ed25519PrivateKey.generate()
 
 
-def _import(store: StoreUnderTest, data: bytes, keys: dict[str, str]) -> Any:
+def _import(store: StoreUnderTest, data: bytes, keys: dict[str, str], by: Operator | None = None) -> Any:
     bundle = read_bundle(data, keys)
     with store.sessions.begin() as session:
-        return import_bundle(session, bundle, NOW)
+        return import_bundle(session, bundle, NOW, by)
 
 
 def _rerun_rows(session: Session) -> dict[str, int]:
@@ -89,38 +105,100 @@ def test_importing_the_same_bundle_again_writes_nothing(loaded_db: StoreUnderTes
         assert _rerun_rows(session) == before
 
 
-def test_an_independent_agreeing_rerun_makes_both_replicated(loaded_db: StoreUnderTest, key, other_key) -> None:
+def _evidence(store: StoreUnderTest) -> dict[str, str]:
+    with store.sessions() as session:
+        return dict(session.execute(select(Run.name, Run.evidence).where(Run.evidence != "reported")).all())
+
+
+def test_a_second_key_of_the_same_operator_on_another_gpu_only_reproduces(
+    loaded_db: StoreUnderTest, key, other_key
+) -> None:
+    keys, lab = approved(key, other_key), operator("lab-a")
+    first = _import(loaded_db, signed(make_payload(base_ns=120_000), key), keys, lab)
+    assert _evidence(loaded_db) == {first.run_name: "verified"}
+    second = _import(
+        loaded_db, signed(make_payload(base_ns=121_000, gpu_uuid="GPU-bbbb", session_id="b" * 32), other_key), keys, lab
+    )
+    assert _evidence(loaded_db) == {first.run_name: "reproduced", second.run_name: "reproduced"}
+
+
+def test_a_different_operator_with_one_case_off_by_2x_does_not_replicate(
+    loaded_db: StoreUnderTest, key, other_key
+) -> None:
     keys = approved(key, other_key)
-    first = _import(loaded_db, signed(make_payload(base_ns=120_000), key), keys)
-    # Same runner key again (another session): not independent, stays verified.
-    same = _import(loaded_db, signed(make_payload(base_ns=121_000, session_id="b" * 32), key), keys)
-    # Another key, another machine, 30% slower: disagrees, stays verified.
+    first = _import(loaded_db, signed(make_payload(base_ns=120_000), key), keys, operator("lab-a"))
+    # The suite figure moves by 2^(1/16) ≈ 4.4 %, within the suite bound: only the case rule sees it.
+    off = make_payload(base_ns=120_000, gpu_uuid="GPU-bbbb", session_id="b" * 32, slow_case=5)
+    second = _import(loaded_db, signed(off, other_key), keys, operator("lab-b"))
+    assert abs(second.latency_ns / first.latency_ns - 1) < 0.05
+    assert _evidence(loaded_db) == {first.run_name: "verified", second.run_name: "verified"}
+
+
+def test_a_different_operator_agreeing_case_by_case_on_another_gpu_replicates(
+    loaded_db: StoreUnderTest, key, other_key
+) -> None:
+    keys = approved(key, other_key)
+    first = _import(loaded_db, signed(make_payload(base_ns=120_000), key), keys, operator("lab-a"))
+    # Another operator, 30 % slower on every case: disagrees, nothing changes.
     slow = _import(
-        loaded_db, signed(make_payload(base_ns=160_000, gpu_uuid="GPU-bbbb", session_id="c" * 32), other_key), keys
+        loaded_db,
+        signed(make_payload(base_ns=160_000, gpu_uuid="GPU-bbbb", session_id="c" * 32), other_key),
+        keys,
+        operator("lab-b"),
     )
-    with loaded_db.sessions() as session:
-        evidence = dict(session.execute(select(Run.name, Run.evidence).where(Run.evidence != "reported")).all())
-    assert evidence == {first.run_name: "verified", same.run_name: "verified", slow.run_name: "verified"}
-    # Another key, another machine, within the 5% noise bound: replicates the two it agrees with.
+    assert _evidence(loaded_db) == {first.run_name: "verified", slow.run_name: "verified"}
     agree = _import(
-        loaded_db, signed(make_payload(base_ns=123_000, gpu_uuid="GPU-bbbb", session_id="d" * 32), other_key), keys
+        loaded_db,
+        signed(make_payload(base_ns=123_000, gpu_uuid="GPU-bbbb", session_id="d" * 32), other_key),
+        keys,
+        operator("lab-b"),
     )
-    with loaded_db.sessions() as session:
-        evidence = dict(session.execute(select(Run.name, Run.evidence).where(Run.evidence != "reported")).all())
-    assert evidence == {
+    assert _evidence(loaded_db) == {
         first.run_name: "replicated",
-        same.run_name: "replicated",
         agree.run_name: "replicated",
         slow.run_name: "verified",
     }
 
 
-def test_a_rerun_on_the_same_gpu_is_not_independent(loaded_db: StoreUnderTest, key, other_key) -> None:
+@pytest.mark.parametrize(
+    ("second_operator", "second_gpu"),
+    [
+        ("lab-b", "GPU-aaaa"),  # another operator on the same GPU: not independent
+        (None, "GPU-bbbb"),  # a key whose operator is not stated: never independent
+    ],
+)
+def test_agreeing_reruns_that_are_not_independent_only_reproduce(
+    loaded_db: StoreUnderTest, key, other_key, second_operator: str | None, second_gpu: str
+) -> None:
     keys = approved(key, other_key)
-    _import(loaded_db, signed(make_payload(base_ns=120_000), key), keys)
-    _import(loaded_db, signed(make_payload(base_ns=120_000, session_id="b" * 32), other_key), keys)
+    first = _import(loaded_db, signed(make_payload(base_ns=120_000), key), keys, operator("lab-a"))
+    second = _import(
+        loaded_db,
+        signed(make_payload(base_ns=120_000, gpu_uuid=second_gpu, session_id="b" * 32), other_key),
+        keys,
+        operator(second_operator) if second_operator else None,
+    )
+    assert _evidence(loaded_db) == {first.run_name: "reproduced", second.run_name: "reproduced"}
+
+
+def test_importing_again_with_a_stated_operator_records_it_and_derives_evidence_anew(
+    loaded_db: StoreUnderTest, key, other_key
+) -> None:
+    keys = approved(key, other_key)
+    first_data = signed(make_payload(base_ns=120_000), key)
+    first = _import(loaded_db, first_data, keys, None)
+    second = _import(
+        loaded_db,
+        signed(make_payload(base_ns=121_000, gpu_uuid="GPU-bbbb", session_id="b" * 32), other_key),
+        keys,
+        operator("lab-b"),
+    )
+    assert _evidence(loaded_db) == {first.run_name: "reproduced", second.run_name: "reproduced"}
+    again = _import(loaded_db, first_data, keys, operator("lab-a"))
+    assert again.already_imported
+    assert _evidence(loaded_db) == {first.run_name: "replicated", second.run_name: "replicated"}
     with loaded_db.sessions() as session:
-        assert set(session.scalars(select(Run.evidence).where(Run.evidence != "reported"))) == {"verified"}
+        assert set(session.scalars(select(RerunBundle.operator))) == {"lab-a", "lab-b"}
 
 
 def _tamper_sample(payload: dict[str, Any]) -> None:
@@ -198,12 +276,14 @@ def test_tampered_unknown_key_and_bad_files_are_refused_and_leave_nothing(
         "not-json.json": (b"{nope", "not UTF-8 JSON"),
         "unknown-workload.json": (
             resign_with_tampering(good, key, _unknown_workload),
-            "not in this registry",
+            "no byte and FLOP model for l1-999-nothing",
         ),
     }
     for name, (data, _) in files.items():
         (tmp_path / name).write_bytes(data)
-    results = import_bundle_files(loaded_db.sessions, [tmp_path / name for name in files], approved(key))
+    results = import_bundle_files(
+        loaded_db.sessions, [tmp_path / name for name in files], ApprovedKeys(approved(key), {})
+    )
     for result, (_, message) in zip(results, files.values(), strict=True):
         assert result.outcome is None and result.error is not None and message in result.error
     with loaded_db.sessions() as session:
@@ -211,9 +291,18 @@ def test_tampered_unknown_key_and_bad_files_are_refused_and_leave_nothing(
 
 
 def test_approved_keys_file_is_checked(tmp_path: Path, key) -> None:
+    # A file written before operators existed is read as it is: no key has an operator.
     path = write_keys_file(tmp_path / "keys.json", key)
-    assert load_approved_keys(path) == approved(key)
-    document = json.loads(path.read_text())
+    assert load_approved_keys(path) == ApprovedKeys(approved(key), {})
+    named = load_approved_keys(write_keys_file(tmp_path / "named.json", key, operator_id="lab-a"))
+    assert named.public_keys == approved(key)
+    assert [(o.id, o.approved_by) for o in named.operators.values()] == [("lab-a", "maintainer")]
+    document = json.loads(named_text := (tmp_path / "named.json").read_text())
+    document["keys"][0]["operator"] = {"id": "lab-a"}
+    path.write_text(json.dumps(document))
+    with pytest.raises(KeysError, match="operator must be"):
+        load_approved_keys(path)
+    document = json.loads(named_text)
     document["keys"][0]["keyId"] = "ed25519:0000000000000000"
     path.write_text(json.dumps(document))
     with pytest.raises(KeysError, match="does not belong"):
@@ -235,3 +324,31 @@ def test_both_workloads_and_a_second_implementation_share_one_environment(loaded
         assert runs[a.run_name].implementation.project == "KernelIndex PyTorch eager"
         assert runs[b.run_name].implementation.source_available
         assert runs[b.run_name].implementation.license == "Apache-2.0"
+
+
+def test_a_v2_bundle_imports_under_protocol_v2_beside_v1(loaded_db: StoreUnderTest, key) -> None:
+    v1 = _import(loaded_db, signed(make_payload(), key), approved(key))
+    v2 = _import(loaded_db, signed(make_payload(version=2, session_id="c" * 32), key), approved(key))
+    with loaded_db.sessions() as session:
+        first = session.scalar(select(Run).where(Run.name == v1.run_name))
+        second = session.scalar(select(Run).where(Run.name == v2.run_name))
+        assert first is not None and second is not None
+        assert first.protocol.name == "kernelindex-rerun-v1" and second.protocol.name == "kernelindex-rerun-v2"
+        assert second.protocol.title == "KernelIndex rerun protocol v2"
+        assert first.comparison_key != second.comparison_key  # a protocol version is its own group
+        assert second.evidence != "reported"
+
+
+def _fake_interval(payload: dict[str, Any]) -> None:
+    low, high = payload["cases"][2]["timing"]["medianIntervalNs"]
+    payload["cases"][2]["timing"]["medianIntervalNs"] = [low - 500, high]
+
+
+def test_a_v2_bundle_must_pass_the_noise_gate_and_carry_its_seeded_interval(key) -> None:
+    with pytest.raises(BundleError, match="case 4's trials disagree by more than the noise gate's 10%"):
+        read_bundle(signed(make_payload(version=2, noisy_case=4), key), approved(key))
+    data = resign_with_tampering(signed(make_payload(version=2), key), key, _fake_interval)
+    with pytest.raises(BundleError, match="case 2's median interval is not the seeded bootstrap"):
+        read_bundle(data, approved(key))
+    # the same noisy samples under v1, which has no gate, are read as before
+    assert read_bundle(signed(make_payload(noisy_case=4), key), approved(key)).payload.protocol["version"] == "1"

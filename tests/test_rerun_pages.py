@@ -174,6 +174,21 @@ def test_the_protocol_page_states_every_rule(client, reruns) -> None:
     assert client.get("/protocols/nothing").status_code == 404
 
 
+def test_the_v2_protocol_page_states_every_rule_before_any_bundle_uses_it(client) -> None:
+    page = html(client, "/protocols/kernelindex-rerun-v2")
+    assert page.find("h1").get_text(strip=True) == "KernelIndex rerun protocol v2"
+    rules = page.select_one("#rules").get_text(" ", strip=True)
+    for words in ("blocking kernel", "pinned host memory", "releasing the GPU", "1,000,000 polls", "cuda_graph_replay",
+                  "10 warm-up calls under exactly these conditions", "last timed call of every trial", "bootstrap",
+                  "1000 resamples", "noise gate", "10%", "torch.manual_seed(20261202)", "default device", "0.01",
+                  "nvidia-smi", "Ed25519", "within 5%"):  # fmt: skip
+        assert words in rules, words
+    twin = client.get("/protocols/kernelindex-rerun-v2.json").json()
+    assert twin["runCount"] == 0 and twin["manifest"]["spec"]["harness"]["version"] == "2"
+    assert twin["digest"] != client.get("/protocols/kernelindex-rerun-v1.json").json()["digest"]
+    assert client.get("/protocols/kernelindex-rerun-v3").status_code == 404
+
+
 def test_the_measured_source_is_served_with_its_digest(client) -> None:
     response = client.get("/reruns/sources/kernelindex-040-triton.py")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")

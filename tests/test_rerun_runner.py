@@ -16,12 +16,13 @@ import pytest
 import torch
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from kernelindex.rerun import RUNNER_VERSION, payload, protocol
+from kernelindex.rerun import RUNNER_VERSION, payload, protocol_v2
 from kernelindex.rerun.bundle import key_id, public_key_b64, public_key_raw, read_bundle, verify_bundle
 from kernelindex.rerun.cases import WORKLOADS, Case, SuiteError, cases_sha256, load_suite, select_cases
 from kernelindex.rerun.implementations import REGISTRY, Implementation
 from kernelindex.rerun.inputs import make_inputs
-from kernelindex.rerun.measure import measure_workload
+from kernelindex.rerun.measure import measure_workload, rotation_sets
+from kernelindex.rerun.timing_v2 import CaseTiming
 
 REPO = Path(__file__).resolve().parents[1]
 ADAIN, CONV = sorted(WORKLOADS)
@@ -97,10 +98,12 @@ def test_payload_cases_and_suite_figures() -> None:
     assert payload.utc_now().endswith("Z")
 
 
-def _fake_timer(fn, sets, flush):
+def _fake_timer(fn, sets, flush, *, check):
+    """Calls every input set once and checks the last outputs, as the v2 timer's last timed call is."""
     for inputs in sets:
-        fn(*inputs)
-    return [[1000 + 10 * i + t for i in range(protocol.TIMED_ITERATIONS)] for t in range(protocol.TRIALS)]
+        outputs = fn(*inputs)
+    samples = [[1000 + 10 * i + t for i in range(protocol_v2.TIMED_ITERATIONS)] for t in range(protocol_v2.TRIALS)]
+    return CaseTiming(protocol_v2.BLOCKING_KERNEL, samples, [{"trialSpread": 0.002}], [check(outputs)], [{"via": "x"}])
 
 
 def _broken(*args):
@@ -151,11 +154,17 @@ def test_measure_loop_writes_one_verified_bundle_per_implementation(tmp_path: Pa
     assert body["workload"]["slug"] == CONV and body["workload"]["caseCount"] == 16
     assert body["implementation"]["sourceSha256"] == good.source_sha256()
     assert "torch==" in body["implementation"]["installRecipe"]
-    assert body["protocol"]["correctness"]["atol"] == protocol.ATOL
+    assert body["protocol"] == protocol_v2.protocol_spec()
     assert body["environment"]["clocksAtEnd"] == {"via": "none"}
     assert [c["index"] for c in body["cases"]] == [0, 3]
     timing = body["cases"][0]["timing"]
-    assert len(timing["samplesNs"]) == protocol.TRIALS and len(timing["samplesNs"][0]) == protocol.TIMED_ITERATIONS
+    assert len(timing["samplesNs"]) == protocol_v2.TRIALS
+    assert len(timing["samplesNs"][0]) == protocol_v2.TIMED_ITERATIONS
+    low, high = timing["medianIntervalNs"]
+    assert low <= timing["medianNs"] <= high and timing["medianIntervalConfidence"] == 0.95
+    measured = body["cases"][0]["measurement"]
+    assert measured["method"] == "blocking_kernel" and measured["rotationSets"] == protocol_v2.ROTATION_SETS
+    assert measured["timedCallChecks"][0][0]["passed"] is True and measured["clocks"] == [{"via": "x"}]
     assert body["suite"]["latencyNs"] > 0 and body["suite"]["complete"] is False
     assert len({b["bundleId"] for b in bodies}) == 3
     assert "correctness" in bodies[1]["message"] and bodies[1]["suite"]["latencyNs"] is None
@@ -226,3 +235,36 @@ def test_cli_summary_table_prints_figures_ceilings_and_failures(capsys) -> None:
     assert row.split() == ["kernelindex-039-eager", "16/16", "1.235", "ms", "61.9", "us", "passed"]
     assert "61.9 us" in out and "4.30 TB/s" in out and "no triton" in out
     assert "kernelindex-039-triton failed: case 3: correctness" in out and "wrote out/b.json" in out
+
+
+def test_rotation_sets_shrink_for_large_inputs() -> None:
+    gib = 1024**3
+    assert rotation_sets(1 * gib, 140 * gib) == protocol_v2.ROTATION_SETS
+    assert rotation_sets(20 * gib, 140 * gib) == 1  # 4 copies would take over a quarter of the memory
+    assert rotation_sets(12 * gib, 100 * gib) == 2
+    assert rotation_sets(200 * gib, 140 * gib) == 1
+    assert rotation_sets(0, 140 * gib) == protocol_v2.ROTATION_SETS
+
+
+def test_timed_record_fails_a_wrong_timed_call_and_rejects_noisy_trials() -> None:
+    from kernelindex.rerun.measure import timed_record
+
+    case = Case(2, {"N": 1, "C": 32, "H": 4, "W": 4})
+    ok = [{"name": "grad_input", "passed": True}]
+    wrong = [{"name": "grad_input", "passed": False, "matchedRatio": 0.25}]
+    samples = [[1000, 1100], [1050, 1000], [1000, 1020]]
+    timing = CaseTiming(protocol_v2.CUDA_GRAPH, samples, [{"trialSpread": 0.05}], [ok, wrong, ok], [])
+    failed = timed_record(ADAIN, case, CEILINGS, ok, timing, 4)
+    assert failed["status"] == "failed" and "grad_input matched 0.250000" in failed["message"]
+    assert failed["measurement"]["method"] == protocol_v2.CUDA_GRAPH and failed["timing"] is None
+
+    noisy = CaseTiming(protocol_v2.BLOCKING_KERNEL, samples, [{"trialSpread": 0.3}] * 2, [ok], [], passed_gate=False)
+    rejected = timed_record(ADAIN, case, CEILINGS, ok, noisy, 4)
+    assert (
+        rejected["status"] == "error"
+        and "noise gate: trial medians 30.0% apart after 2 attempts" in (rejected["message"])
+    )
+    passed = timed_record(ADAIN, case, CEILINGS, ok, CaseTiming(protocol_v2.BLOCKING_KERNEL, samples), 3)
+    assert passed["status"] == "passed" and passed["measurement"]["rotationSets"] == 3
+    low, high = passed["timing"]["medianIntervalNs"]
+    assert passed["timing"]["medianNs"] == 1010 and low <= 1010 <= high

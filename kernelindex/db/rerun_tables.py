@@ -26,6 +26,11 @@ class RerunBundle(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     bundle_id: Mapped[str] = mapped_column(String(64), unique=True)
     key_id: Mapped[str] = mapped_column(String(64), index=True)
+    # The operator the key registry named for the signing key when the bundle was imported; None
+    # where it named none. Reruns of two different operators can be independent, never of one.
+    operator: Mapped[str | None] = mapped_column(String(200))
+    # The runner's session: one lease of one machine.
+    session_id: Mapped[str] = mapped_column(String(64))
     # sha256 of the bundle file's bytes as imported: what the download link serves.
     file_sha256: Mapped[str] = mapped_column(String(64))
     # The physical GPU's UUID (the host name where the runner could not read one): two reruns on
@@ -45,8 +50,10 @@ class RerunResult(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id"), unique=True)
     bundle_id: Mapped[int] = mapped_column(ForeignKey("rerun_bundle.id"), index=True)
-    # Geometric mean of the per-case H200 roofline bounds, the suite's bound.
+    # Geometric mean of the per-case speed-of-light bounds (datasheet peaks; 0 where none is known).
     bound_ns: Mapped[int] = mapped_column(BigInteger)
+    # Geometric mean of the per-case bounds at the ceilings the runner measured (some kernels beat it).
+    achievable_bound_ns: Mapped[int] = mapped_column(BigInteger)
     cases_passed: Mapped[int]
     case_count: Mapped[int]
 
@@ -56,8 +63,8 @@ class RerunResult(Base):
 
 
 class RerunCase(ManifestRecord, Base):
-    """A case-scoped ``BenchmarkRun`` manifest, and its roofline bound for the cases table
-    (every other figure of the case is read from the stored bundle)."""
+    """A case-scoped ``BenchmarkRun`` manifest, and its speed-of-light and achievable bounds for
+    the cases table (every other figure of the case is read from the stored bundle)."""
 
     __tablename__ = "rerun_case"
     __table_args__ = (UniqueConstraint("result_id", "position"),)
@@ -66,3 +73,4 @@ class RerunCase(ManifestRecord, Base):
     result_id: Mapped[int] = mapped_column(ForeignKey("rerun_result.id"))
     position: Mapped[int]
     bound_ns: Mapped[int] = mapped_column(BigInteger)
+    achievable_bound_ns: Mapped[int] = mapped_column(BigInteger)

@@ -30,7 +30,7 @@ from kernelindex.rerun.bundle import BundleError, key_id
 from kernelindex.rerun.cases import cases_sha256
 from kernelindex.store.batch import ReadFrom
 from kernelindex.store.ingest import ensure_source, finish_report, start_report
-from kernelindex.store.reruns import RERUN_SOURCE, rerun_workload, stored_bundle, write_rerun
+from kernelindex.store.reruns import RERUN_SOURCE, record_operator, rerun_workload, stored_bundle, write_rerun
 
 BUNDLED_KEYS_FILE = "runner-keys.json"
 IMPORTED = ReadFrom("import")
@@ -57,8 +57,27 @@ class BundleResult:
     error: str | None = None
 
 
-def load_approved_keys(path: Path) -> dict[str, str]:
-    """``{"keys": [{"keyId", "publicKey", "label"?}, …]}`` → ``{keyId: publicKey}``, each id checked."""
+@dataclass(frozen=True)
+class Operator:
+    """Who runs a runner key, as a maintainer approved it: reruns by two operators can be independent."""
+
+    id: str
+    name: str
+    approved_by: str
+
+
+@dataclass(frozen=True)
+class ApprovedKeys:
+    """The approved runner keys: ``{keyId: publicKey}`` for the signature check, and the operator of
+    each key whose entry states one (a key without one never counts as independent of another)."""
+
+    public_keys: dict[str, str]
+    operators: dict[str, Operator]
+
+
+def load_approved_keys(path: Path) -> ApprovedKeys:
+    """``{"keys": [{"keyId", "publicKey", "label"?, "operator"?: {"id", "name", "approvedBy"}}, …]}``,
+    each id checked against its key. Files written before operators existed are read as they are."""
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -69,6 +88,7 @@ def load_approved_keys(path: Path) -> dict[str, str]:
     if not isinstance(entries, list):
         raise KeysError(f'{path} must be {{"keys": [{{"keyId": …, "publicKey": …}}, …]}}')
     approved: dict[str, str] = {}
+    operators: dict[str, Operator] = {}
     for number, entry in enumerate(entries, start=1):
         if not isinstance(entry, dict) or not isinstance(entry.get("publicKey"), str):
             raise KeysError(f"{path}: key {number} has no publicKey")
@@ -79,11 +99,25 @@ def load_approved_keys(path: Path) -> dict[str, str]:
         if len(raw) != 32 or key_id(raw) != entry.get("keyId"):
             raise KeysError(f"{path}: key {number}'s keyId does not belong to its 32-byte Ed25519 public key")
         approved[entry["keyId"]] = entry["publicKey"]
-    return approved
+        if "operator" in entry:
+            operators[entry["keyId"]] = _operator(path, number, entry["operator"])
+    return ApprovedKeys(approved, operators)
 
 
-def import_bundle(session: Session, bundle: VerifiedBundle, now: datetime) -> ImportOutcome:
-    """Store one verified bundle; importing the same bundle again writes nothing."""
+def _operator(path: Path, number: int, value: object) -> Operator:
+    fields = ("id", "name", "approvedBy")
+    if not isinstance(value, dict) or not all(
+        isinstance(value.get(field), str) and 0 < len(value[field].strip()) <= 200 for field in fields
+    ):
+        raise KeysError(f'{path}: key {number}\'s operator must be {{"id", "name", "approvedBy"}}, each text')
+    return Operator(value["id"].strip(), value["name"].strip(), value["approvedBy"].strip())
+
+
+def import_bundle(
+    session: Session, bundle: VerifiedBundle, now: datetime, operator: Operator | None = None
+) -> ImportOutcome:
+    """Store one verified bundle signed by a key of ``operator`` (None: not stated); importing the
+    same bundle again writes nothing, unless it was stored before its key's operator was stated."""
     payload = bundle.payload
     outcome = ImportOutcome(
         payload.bundle_id,
@@ -97,6 +131,8 @@ def import_bundle(session: Session, bundle: VerifiedBundle, now: datetime) -> Im
     if existing is not None:
         if existing.file_sha256 != bundle.file_sha256:
             raise BundleError(f"bundle {payload.bundle_id} was imported before with different content")
+        if operator is not None:
+            record_operator(session, payload.bundle_id, operator.id)
         return replace(outcome, run_name=existing.run_name, already_imported=True)
 
     workload = rerun_workload(session, payload.workload.slug)
@@ -109,12 +145,13 @@ def import_bundle(session: Session, bundle: VerifiedBundle, now: datetime) -> Im
             f"bundle {payload.bundle_id} measured a suite of {payload.workload.case_count} cases that differs from "
             f"the registry's {workload.name} ({workload.digest}); it cannot be filed under that workload"
         )
-    run_name = write_rerun(session, map_bundle(bundle, workload.digest), workload, now)
+    record = map_bundle(bundle, workload.digest, operator.id if operator else None)
+    run_name = write_rerun(session, record, workload, now)
     return replace(outcome, run_name=run_name)
 
 
 def import_bundle_files(
-    sessions: sessionmaker[Session], paths: Iterable[Path], approved: dict[str, str], origin: str | None = None
+    sessions: sessionmaker[Session], paths: Iterable[Path], approved: ApprovedKeys, origin: str | None = None
 ) -> list[BundleResult]:
     """Import each file in its own transaction; a refused bundle leaves no row behind. The import
     is recorded as an ingestion report of the reruns source (``origin`` says what was read), each
@@ -144,7 +181,7 @@ def _finish(session: Session, report_id: int, results: list[BundleResult]) -> No
     finish_report(session, report_id, status, datetime.now(UTC), counts, errors, [])
 
 
-def _import_each(sessions: sessionmaker[Session], paths: list[Path], approved: dict[str, str]) -> list[BundleResult]:
+def _import_each(sessions: sessionmaker[Session], paths: list[Path], approved: ApprovedKeys) -> list[BundleResult]:
     results = []
     for path in paths:
         try:
@@ -153,9 +190,9 @@ def _import_each(sessions: sessionmaker[Session], paths: list[Path], approved: d
             results.append(BundleResult(str(path), error=f"cannot read it: {exc.strerror}"))
             continue
         try:
-            bundle = read_bundle(data, approved)
+            bundle = read_bundle(data, approved.public_keys)
             with sessions.begin() as session:
-                outcome = import_bundle(session, bundle, datetime.now(UTC))
+                outcome = import_bundle(session, bundle, datetime.now(UTC), approved.operators.get(bundle.key_id))
         except BundleError as exc:
             results.append(BundleResult(str(path), error=str(exc)))
         except IntegrityError:

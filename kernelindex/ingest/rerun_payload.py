@@ -3,8 +3,8 @@
 The runner (``kernelindex.rerun``) writes the payload; nothing in it is trusted before the
 signature checks out, and even then every field the registry stores is validated here,
 so a malformed bundle gets a message naming the field instead of a half-written import.
-Fields the importer does not store (clocks, ceilings' raw samples, …) are kept verbatim
-in the stored bundle and not modelled.
+Fields the importer neither stores nor checks (the ceilings' raw samples, …) are kept
+verbatim in the stored bundle and not modelled.
 """
 
 from __future__ import annotations
@@ -48,9 +48,15 @@ class ImplementationRef(Part):
 
 
 class Gpu(Part):
+    """The device as CUDA described it: what the importer holds against the GPU's datasheet."""
+
     vendor: Label
     name: Label
     architecture: Label
+    compute_capability: Annotated[str, StringConstraints(pattern=r"^[0-9]{1,2}\.[0-9]$")]
+    sm_count: Annotated[int, Field(strict=True, gt=0)]
+    memory_bytes: Annotated[int, Field(strict=True, gt=0)]
+    l2_cache_bytes: Annotated[int, Field(strict=True, gt=0)]
     uuid: Label | None = None
 
 
@@ -66,6 +72,9 @@ class EnvironmentRecord(Part):
     cuda_version: Label | None
     software: Software
     hostname: Label
+    # nvidia-smi's readings (clocks, name, uuid) before the first and after the last measurement.
+    clocks_at_start: dict[str, Any]
+    clocks_at_end: dict[str, Any]
 
 
 class Timing(Part):
@@ -76,6 +85,8 @@ class Timing(Part):
     p90_ns: PositiveNs
     iqr_ns: Annotated[int, Field(strict=True, ge=0)]
     samples_ns: list[list[PositiveNs]] = Field(min_length=1)
+    # A confidence interval of the median, [low, high], where the runner computes one.
+    median_interval_ns: tuple[PositiveNs, PositiveNs] | None = None
 
 
 class Roofline(Part):

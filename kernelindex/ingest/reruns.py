@@ -1,8 +1,9 @@
 """Reading a signed rerun bundle and mapping it to manifests (no database here).
 
 ``read_bundle`` trusts nothing until the signature checks out against an approved runner
-key, then validates the payload and checks that its figures follow from its own raw
-samples. ``map_bundle`` turns it into the manifests the registry stores: the published
+key, then validates the payload, checks that its figures follow from its own raw samples,
+and rechecks its GPU, clocks, ceilings and bounds against the GPU's datasheet and the
+workload's model (``rerun_checks``). ``map_bundle`` turns it into the manifests the registry stores: the published
 rerun protocol, the environment as found, the implementation, one suite-scoped run and
 one case-scoped run per case, as the ``RerunRecord`` the store writes. The importer
 (``rerun_import``) checks that the bundle fits the registry (the workload exists and has
@@ -19,24 +20,41 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kernelindex.gpu_specs import GpuSpec, fastest_admitted_peak, speed_of_light_ns
+from kernelindex.ingest.rerun_checks import check_claims
 from kernelindex.ingest.rerun_payload import Payload
 from kernelindex.manifests import API_VERSION, BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment, Implementation
-from kernelindex.rerun import protocol as rerun_protocol
+from kernelindex.rerun import protocol_v2 as rerun_protocol_v2
 from kernelindex.rerun.bundle import BundleError, verify_bundle
 from kernelindex.rerun.cases import Case, cases_sha256
-from kernelindex.rerun.stats import suite_latency_ns, summarize_case
+from kernelindex.rerun.stats import (
+    bootstrap_median_interval,
+    geometric_mean,
+    passes_noise_gate,
+    suite_latency_ns,
+    summarize_case,
+)
 from kernelindex.store.batch import RerunCaseRecord, RerunRecord
-from kernelindex.store.reruns import RERUN_PROTOCOL_NAME, RERUN_SOURCE
+from kernelindex.store.rerun_protocols import (
+    RERUN_PROTOCOL_NAMES,
+    RERUN_PROTOCOL_V2_NAME,
+    published_name,
+    rerun_protocol_manifest,
+)
+from kernelindex.store.reruns import RERUN_SOURCE
 
 MAX_BUNDLE_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
 class VerifiedBundle:
+    """A bundle whose signature and claims checked out, with the datasheet entry of its GPU."""
+
     payload: Payload
     key_id: str
     text: str
     file_sha256: str
+    gpu: GpuSpec
 
 
 def read_bundle(data: bytes, approved_keys: dict[str, str]) -> VerifiedBundle:
@@ -56,15 +74,17 @@ def read_bundle(data: bytes, approved_keys: dict[str, str]) -> VerifiedBundle:
         where = ".".join(str(part) for part in problem["loc"])
         raise BundleError(f"the signed payload is malformed at {where}: {problem['msg']}") from exc
     _check_figures(payload)
-    return VerifiedBundle(payload, document["signature"]["keyId"], text, hashlib.sha256(data).hexdigest())
+    gpu = check_claims(payload)
+    return VerifiedBundle(payload, document["signature"]["keyId"], text, hashlib.sha256(data).hexdigest(), gpu)
 
 
 def _check_figures(payload: Payload) -> None:
     """Every stored figure must follow from the bundle's own raw samples and case list."""
-    if payload.protocol != rerun_protocol.protocol_spec():
+    name = published_name(payload.protocol)
+    if name is None:
         raise BundleError(
             f"bundle {payload.bundle_id} was measured under a protocol other than "
-            f"{rerun_protocol.PROTOCOL_NAME} v{rerun_protocol.PROTOCOL_VERSION} as published here"
+            f"{' or '.join(sorted(RERUN_PROTOCOL_NAMES))} as published here"
         )
     if payload.status != "passed" or not payload.suite.complete or payload.suite.latency_ns is None:
         reason = payload.message or "not every case of the suite was measured and passed"
@@ -87,45 +107,40 @@ def _check_figures(payload: Payload) -> None:
     medians = [case.timing.median_ns for case in payload.cases if case.timing is not None]
     if suite_latency_ns(medians) != payload.suite.latency_ns:
         raise BundleError(f"bundle {payload.bundle_id}: the suite figure is not the geometric mean of its cases")
+    if name == RERUN_PROTOCOL_V2_NAME:
+        _check_v2_figures(payload)
+
+
+def _check_v2_figures(payload: Payload) -> None:
+    """Protocol v2's own figures: each case passed the noise gate, and its median interval is the seeded
+    bootstrap of its samples."""
+    for case in payload.cases:
+        assert case.timing is not None  # _check_figures admits timed cases only
+        samples = case.timing.samples_ns
+        if not passes_noise_gate(samples, rerun_protocol_v2.NOISE_BOUND):
+            raise BundleError(
+                f"bundle {payload.bundle_id}: case {case.index}'s trials disagree by more than the noise gate's "
+                f"{rerun_protocol_v2.NOISE_BOUND:.0%}"
+            )
+        interval = bootstrap_median_interval(
+            [s for trial in samples for s in trial],
+            resamples=rerun_protocol_v2.BOOTSTRAP_RESAMPLES,
+            confidence=rerun_protocol_v2.BOOTSTRAP_CONFIDENCE,
+            seed=rerun_protocol_v2.SEED + case.index,
+        )
+        if case.timing.median_interval_ns != interval:
+            raise BundleError(
+                f"bundle {payload.bundle_id}: case {case.index}'s median interval is not the seeded bootstrap of "
+                "its samples"
+            )
 
 
 # --- Manifests ----------------------------------------------------------------------
 
 
-def protocol_manifest() -> BenchmarkProtocol:
-    spec = rerun_protocol.protocol_spec()
-    correctness = spec["correctness"]
-    return BenchmarkProtocol.model_validate(
-        {
-            "apiVersion": API_VERSION,
-            "kind": "BenchmarkProtocol",
-            "metadata": {
-                "name": RERUN_PROTOCOL_NAME,
-                "title": f"KernelIndex rerun protocol v{rerun_protocol.PROTOCOL_VERSION}",
-            },
-            "spec": {
-                "harness": {"name": "KernelIndex rerun runner", "version": rerun_protocol.PROTOCOL_VERSION},
-                "correctness": {
-                    "reference": f"KernelIndex reference implementation, {correctness['referenceDtype']}",
-                    "comparator": "elementwise |out - ref| <= atol + rtol * |ref|, matched-element ratio",
-                    "tolerance": {
-                        "atol": correctness["atol"],
-                        "rtol": correctness["rtol"],
-                        "matchedRatio": correctness["matchedRatio"],
-                    },
-                },
-                "measurement": {
-                    "timer": spec["timer"],
-                    "primaryStatistic": spec["primaryStatistic"],
-                    "warmupIterations": spec["warmupIterations"],
-                    "timedIterations": spec["timedIterations"],
-                    "trials": spec["trials"],
-                    "l2Flush": True,
-                },
-                "comparability": {"family": "kernelindex_rerun", "notes": spec["notes"]},
-            },
-        }
-    )
+def protocol_manifest(payload: Payload) -> BenchmarkProtocol:
+    """The published protocol the bundle was measured under (``read_bundle`` checked it is one)."""
+    return rerun_protocol_manifest(payload.protocol)
 
 
 def environment_manifest(payload: Payload) -> ExecutionEnvironment:
@@ -181,10 +196,15 @@ def implementation_manifest(payload: Payload) -> Implementation:
     )
 
 
-def map_bundle(bundle: VerifiedBundle, workload_digest: str) -> RerunRecord:
-    """The manifests and figures the store writes for a verified bundle filed under the workload."""
+def map_bundle(bundle: VerifiedBundle, workload_digest: str, operator: str | None = None) -> RerunRecord:
+    """The manifests and figures the store writes for a verified bundle filed under the workload.
+
+    Two bounds per case: the speed of light (``bound_ns``: bytes at the datasheet bandwidth, FLOPs at
+    the fastest datasheet peak the tolerance admits), which no implementation can beat, and the
+    achievable bound the bundle computed from the ceilings it measured, which some kernels beat.
+    """
     payload = bundle.payload
-    protocol, environment = protocol_manifest(), environment_manifest(payload)
+    protocol, environment = protocol_manifest(payload), environment_manifest(payload)
     implementation = implementation_manifest(payload)
     digests = {
         "protocolDigest": protocol.digest,
@@ -192,20 +212,31 @@ def map_bundle(bundle: VerifiedBundle, workload_digest: str) -> RerunRecord:
         "environmentDigest": environment.digest,
         "implementationDigest": implementation.digest,
     }
-    bound = payload.suite.bound_ns
-    assert payload.suite.latency_ns is not None  # read_bundle admits complete measurements only
+    latency = payload.suite.latency_ns
+    assert latency is not None  # read_bundle admits complete measurements only
+    rtol = float(payload.protocol["correctness"]["rtol"])
+    precision, _ = fastest_admitted_peak(bundle.gpu, rtol)
+    sol_by_case = {}
+    for case in payload.cases:
+        assert case.roofline is not None  # read_bundle admits bounded cases only
+        sol_by_case[case.index] = speed_of_light_ns(case.roofline.bytes, case.roofline.flops, bundle.gpu, rtol)
+    sol = geometric_mean(list(sol_by_case.values()))
+    achievable = payload.suite.bound_ns
+    assert achievable is not None  # rechecked by read_bundle
     metrics: dict[str, Any] = {
         "runner_key_id": bundle.key_id,
         "session_id": payload.session_id,
         "cases_passed": payload.suite.cases_passed,
         "case_count": payload.suite.suite_case_count,
+        "sol_bound_ns": round(sol),
+        "percent_of_sol_bound": round(100 * sol / latency, 3),
+        "sol_compute_precision": precision,
+        "achievable_bound_ns": round(achievable),
+        "percent_of_achievable_bound": round(100 * achievable / latency, 3),
     }
-    if bound is not None:
-        metrics["bound_ns"] = round(bound)
-        metrics["percent_of_bound"] = round(100 * bound / payload.suite.latency_ns, 3)
     base = f"rerun-{payload.bundle_id[:12]}"
     title = f"{payload.implementation.name} · {payload.workload.slug} · {environment.spec.hardware.product}"
-    suite_run = _run_manifest(base, title, payload, digests, {"median": payload.suite.latency_ns}, metrics, None)
+    suite_run = _run_manifest(base, title, payload, digests, {"median": latency}, metrics, None)
     case_runs = []
     for case in payload.cases:
         assert case.timing is not None and case.roofline is not None
@@ -216,7 +247,13 @@ def map_bundle(bundle: VerifiedBundle, workload_digest: str) -> RerunRecord:
             "p90": case.timing.p90_ns,
             "max": case.timing.max_ns,
         }
-        case_metrics = {"bound_ns": round(case.roofline.bound_ns), "limiter": case.roofline.limiter}
+        if case.timing.median_interval_ns is not None:
+            timing["median_ci_low"], timing["median_ci_high"] = case.timing.median_interval_ns
+        case_metrics = {
+            "sol_bound_ns": round(sol_by_case[case.index]),
+            "achievable_bound_ns": round(case.roofline.bound_ns),
+            "achievable_limiter": case.roofline.limiter,
+        }
         manifest = _run_manifest(
             f"{base}-case-{case.index}",
             f"{title} · case {case.index}",
@@ -226,10 +263,14 @@ def map_bundle(bundle: VerifiedBundle, workload_digest: str) -> RerunRecord:
             case_metrics,
             case.index,
         )
-        case_runs.append(RerunCaseRecord(case.index, round(case.roofline.bound_ns), manifest))
+        case_runs.append(
+            RerunCaseRecord(case.index, round(sol_by_case[case.index]), round(case.roofline.bound_ns), manifest)
+        )
     return RerunRecord(
         bundle_id=payload.bundle_id,
         key_id=bundle.key_id,
+        operator=operator,
+        session_id=payload.session_id,
         file_sha256=bundle.file_sha256,
         machine_id=payload.environment.gpu.uuid or payload.environment.hostname,
         started_at=payload.started_at,
@@ -240,7 +281,8 @@ def map_bundle(bundle: VerifiedBundle, workload_digest: str) -> RerunRecord:
         implementation=implementation,
         suite_run=suite_run,
         cases=case_runs,
-        bound_ns=round(bound) if bound is not None else 0,
+        bound_ns=round(sol),
+        achievable_bound_ns=round(achievable),
         cases_passed=payload.suite.cases_passed,
         case_count=payload.suite.suite_case_count,
     )

@@ -29,6 +29,8 @@ class EvidenceLevel(StrEnum):
     REPORTED = "reported"
     REPRODUCIBLE = "reproducible"
     VERIFIED = "verified"
+    # A second controlled rerun agrees, but not an independent one (same operator, or one not stated).
+    REPRODUCED = "reproduced"
     REPLICATED = "replicated"
 
 

@@ -5,4 +5,4 @@ cryptography and rfc8785 installed: it imports nothing from the web app, the dat
 the ingest adapters. Importing it (or `bundle`, `stats`, `roofline`, `cases`) does not import torch.
 """
 
-RUNNER_VERSION = "0.1.0"
+RUNNER_VERSION = "0.2.0"  # 0.2: protocol v2 and KernelBench problems

@@ -16,6 +16,8 @@ NEEDED = {
     "keygen": ["cryptography"],
     "verify": ["cryptography", "rfc8785"],
     "measure": ["cryptography", "rfc8785", "torch", "triton"],
+    "host-proof": ["torch", "triton"],
+    "kernelbench": ["cryptography", "rfc8785", "torch", "triton"],
 }
 
 
@@ -34,6 +36,16 @@ def _cases(text: str) -> list[int]:
     if not values or any(v < 0 for v in values):
         raise argparse.ArgumentTypeError("--cases needs one or more non-negative indices")
     return values
+
+
+def _levels(text: str) -> tuple[int, ...]:
+    try:
+        levels = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--levels takes comma-separated levels, got {text!r}") from exc
+    if not levels or not set(levels) <= {1, 2, 3}:
+        raise argparse.ArgumentTypeError("--levels takes levels among 1, 2, 3")
+    return levels
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,6 +73,32 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--cases", type=_cases, help="comma-separated case indices, e.g. 0,1,5; default all")
     measure.add_argument("--fixtures", type=Path, help="directory of SOL-ExecBench kernel JSON (<id>.json)")
     measure.add_argument("--device", default="cuda", help="torch device (default cuda)")
+
+    kb = sub.add_parser(
+        "kernelbench",
+        help="measure KernelBench problems (eager and torch.compile) and write one signed bundle per pair",
+        description="Time each KernelBench problem's own PyTorch program, eagerly and through torch.compile "
+        "(default mode), under protocol v2, checked against a float64 run; one signed bundle per (problem, mode). "
+        "A progress file in --out lets a later call continue where this one stopped.",
+    )
+    kb.add_argument("--key", type=Path, required=True, help="Ed25519 private key file (from keygen)")
+    kb.add_argument("--out", type=Path, required=True, help="directory for bundles and progress.json")
+    kb.add_argument("--levels", type=_levels, default=(1, 2, 3), help="comma-separated levels (default 1,2,3)")
+    kb.add_argument("--problem", action="append", help="repeatable, e.g. level1/19_ReLU.py; default all")
+    kb.add_argument("--mode", action="append", choices=["eager", "compile"], help="repeatable; default both")
+    kb.add_argument("--limit", type=int, help="at most this many problems from the list (after --problem)")
+    kb.add_argument("--budget-s", type=float, help="start no new problem after this many seconds")
+    kb.add_argument("--device", default="cuda", help="torch device (default cuda)")
+
+    proof = sub.add_parser(
+        "host-proof",
+        help="time a light and a host-heavy call of one kernel under protocols v1 and v2",
+        description="Time the same kernel called directly and after a host busy-wait per call, under v1 and v2; "
+        "under v2 both medians must agree (no host time in the interval).",
+    )
+    proof.add_argument("--host-us", type=float, default=500.0, help="host busy-wait per call (default 500 us)")
+    proof.add_argument("--device", default="cuda", help="torch device (default cuda)")
+    proof.add_argument("--out", type=Path, help="also write the figures as JSON here")
 
     verify = sub.add_parser("verify", help="check a bundle's signature against an approved public key")
     verify.add_argument("bundle", type=Path)
@@ -104,6 +142,49 @@ def _print_summary(summary: dict[str, Any]) -> None:
         print(f"wrote {b['path']}")
 
 
+def _kernelbench(args: argparse.Namespace, key: Any) -> int:
+    from kernelindex.rerun.kernelbench_problems import ProblemError, list_problems, select_problems
+    from kernelindex.rerun.kernelbench_run import run_kernelbench_session
+
+    try:
+        problems = select_problems(list_problems(levels=args.levels), args.problem)
+    except ProblemError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.limit is not None:
+        problems = problems[: max(0, args.limit)]
+    try:
+        rows = run_kernelbench_session(
+            problems, args.mode or ["eager", "compile"], key, args.out, device=args.device, budget_s=args.budget_s
+        )
+    except (ValueError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    print(f"{len(rows)} bundle(s) written this call: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    return 0
+
+
+def _host_proof(device: str, host_us: float, out: Path | None) -> int:
+    import json
+
+    import torch
+
+    from kernelindex.rerun.host_proof import host_proof
+
+    if not torch.cuda.is_available():
+        print("error: host-proof needs a CUDA device", file=sys.stderr)
+        return 2
+    figures = host_proof(torch.device(device), host_us=host_us)
+    text = json.dumps(figures, indent=1)
+    print(text)
+    if out is not None:
+        out.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     missing = missing_packages(args.command)
@@ -114,6 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.command == "host-proof":
+        return _host_proof(args.device, args.host_us, args.out)
     from kernelindex.rerun.bundle import (
         BundleError,
         KeyFileError,
@@ -154,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.key.stat().st_mode & 0o077:
         print(f"warning: {args.key} is readable by others; a signing key should be mode 0600", file=sys.stderr)
+    if args.command == "kernelbench":
+        return _kernelbench(args, key)
     from kernelindex.rerun.measure import run_session
 
     try:

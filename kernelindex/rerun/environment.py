@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 import shutil
 import socket
 import subprocess
 import sys
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -139,3 +141,54 @@ def environment(device: torch.device) -> dict[str, Any]:
         "platform": platform.platform(),
         "clocksAtStart": smi,
     }
+
+
+CLOCK_FIELDS = ["clocks.sm", "clocks.mem", "temperature.gpu", "power.draw", "clocks_event_reasons.active"]
+
+
+def clock_sampler(index: int, uuid: str | None = None) -> Callable[[], dict[str, Any]]:
+    """A zero-argument reader of the GPU's clocks, temperature, power and throttle reasons, cheap enough
+    to call between trials: NVML (pynvml) when it is installed, else one nvidia-smi query per reading,
+    else a record saying neither is available."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+    except Exception:  # NVML absent or failing: fall back to nvidia-smi
+        return functools.partial(_smi_clocks, index, uuid)
+
+    def read() -> dict[str, Any]:
+        return {
+            "via": "nvml",
+            "clocks.sm": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+            "clocks.mem": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+            "temperature.gpu": pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
+            "power.draw": pynvml.nvmlDeviceGetPowerUsage(handle) / 1000,
+            "clocks_event_reasons.active": hex(pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle)),
+        }
+
+    return read
+
+
+def _smi_clocks(index: int, uuid: str | None) -> dict[str, Any]:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return {"via": "none", "error": "neither pynvml nor nvidia-smi is available"}
+    fields = ["uuid", *CLOCK_FIELDS]
+    try:
+        done = subprocess.run(
+            [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        rows = [parse_smi_line(line, fields) for line in done.stdout.strip().splitlines() if line.strip()]
+        row = dict(pick_smi_row(rows, index, uuid))
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        return {"via": "none", "error": f"nvidia-smi failed: {exc}"}
+    row.pop("uuid", None)
+    return {"via": "nvidia-smi", **row}

@@ -7,6 +7,7 @@ as such in its bundle and the others go on. One signed bundle per (workload, imp
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import traceback
@@ -16,17 +17,18 @@ from typing import Any
 
 import torch
 
-from kernelindex.rerun import protocol
+from kernelindex.rerun import protocol_v2
 from kernelindex.rerun.bundle import sign_payload, write_bundle
 from kernelindex.rerun.cases import Case, Suite, load_suite, select_cases
 from kernelindex.rerun.ceilings import measure_ceilings
 from kernelindex.rerun.correctness import check_outputs
-from kernelindex.rerun.environment import environment, smi_query
+from kernelindex.rerun.environment import clock_sampler, environment, smi_query
 from kernelindex.rerun.implementations import REGISTRY, Implementation, for_workload
 from kernelindex.rerun.inputs import make_inputs
 from kernelindex.rerun.payload import build_payload, case_record, new_id, utc_now
 from kernelindex.rerun.references import REFERENCES
-from kernelindex.rerun.timing import flush_buffer, poison, rotated_inputs, time_case
+from kernelindex.rerun.timing import flush_buffer, poison, rotated_inputs
+from kernelindex.rerun.timing_v2 import CaseTiming, time_case_v2
 
 
 def _log(line: str) -> None:
@@ -73,15 +75,7 @@ def run_session(
     log: Callable[[str], None] = _log,
 ) -> dict[str, Any]:
     """Measure, sign and write bundles under `out_dir`; returns a summary for the CLI table."""
-    if not torch.cuda.is_available():
-        raise RuntimeError("no CUDA device: timing uses CUDA events and needs a GPU")
-    dev = torch.device(device)
-    if dev.type != "cuda":
-        raise ValueError(f"--device must be a CUDA device (timing uses CUDA events), not {device!r}")
-    if dev.index is None:
-        dev = torch.device("cuda", torch.cuda.current_device())
-    torch.cuda.set_device(dev)
-    _fp32_settings()
+    dev = cuda_device(device)
     out_dir.mkdir(parents=True, exist_ok=True)
     session_id = new_id()
 
@@ -94,16 +88,7 @@ def run_session(
         for slug in workloads
     }
 
-    env = environment(dev)
-    log(
-        f"GPU {env['gpu']['name']} ({env['gpu']['architecture']}, {env['gpu']['smCount']} SMs), "
-        f"torch {env['software']['torch']}, triton {env['software']['triton']}"
-    )
-    log("measuring ceilings ...")
-    ceilings = measure_ceilings(dev)
-    l2 = env["gpu"]["l2CacheBytes"] or 50 * 1024**2
-    flush = flush_buffer(l2, dev)
-
+    env, ceilings, flush, timer = prepare(dev, log)
     summary: dict[str, Any] = {"sessionId": session_id, "ceilings": ceilings, "bundles": []}
     for slug, (cases, impls) in plan.items():
         if impls:
@@ -119,10 +104,101 @@ def run_session(
                 private_key=private_key,
                 out_dir=out_dir,
                 log=log,
+                timer=timer,
             )
     summary_path = out_dir / f"session-{session_id[:12]}.json"
     summary_path.write_text(json.dumps(summary, indent=1, allow_nan=False) + "\n", encoding="utf-8")
     return summary
+
+
+def cuda_device(device: str) -> torch.device:
+    """The CUDA device to measure on, made current, with TF32 off; ValueError/RuntimeError if unusable."""
+    if not torch.cuda.is_available():
+        raise RuntimeError("no CUDA device: timing uses CUDA events and needs a GPU")
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        raise ValueError(f"--device must be a CUDA device (timing uses CUDA events), not {device!r}")
+    if dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    torch.cuda.set_device(dev)
+    _fp32_settings()
+    return dev
+
+
+def prepare(
+    dev: torch.device, log: Callable[[str], None]
+) -> tuple[dict[str, Any], dict[str, Any], torch.Tensor, Callable[..., CaseTiming]]:
+    """What every measurement of a session shares: the environment, the ceilings, the L2 flush buffer and
+    the v2 timer."""
+    env = environment(dev)
+    log(
+        f"GPU {env['gpu']['name']} ({env['gpu']['architecture']}, {env['gpu']['smCount']} SMs), "
+        f"torch {env['software']['torch']}, triton {env['software']['triton']}"
+    )
+    log("measuring ceilings ...")
+    ceilings = measure_ceilings(dev)
+    l2 = env["gpu"]["l2CacheBytes"] or 50 * 1024**2
+    return env, ceilings, flush_buffer(l2, dev), v2_timer(dev, env)
+
+
+def v2_timer(device: torch.device, env: dict[str, Any]) -> Callable[..., CaseTiming]:
+    """`time_case_v2` bound to this GPU's blocking gate and clock reader."""
+    from kernelindex.rerun.blocking import BlockingGate
+
+    gate = BlockingGate(protocol_v2.WARMUP_ITERATIONS + protocol_v2.TIMED_ITERATIONS)
+    sampler = clock_sampler(device.index or 0, env["gpu"].get("uuid"))
+    return functools.partial(time_case_v2, gate=gate, sample_clocks=sampler)
+
+
+def rotation_sets(input_bytes: int, device_bytes: int) -> int:
+    """How many input copies to rotate among: ROTATION_SETS, fewer when they would take more than
+    ROTATION_MEMORY_FRACTION of the device's memory, never fewer than one."""
+    if input_bytes <= 0 or device_bytes <= 0:
+        return protocol_v2.ROTATION_SETS
+    fits = int(protocol_v2.ROTATION_MEMORY_FRACTION * device_bytes // input_bytes)
+    return max(1, min(protocol_v2.ROTATION_SETS, fits))
+
+
+def tensor_bytes(tensors: Sequence[Any]) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+
+def timed_record(
+    slug: str,
+    case: Any,
+    ceilings: dict[str, Any],
+    checks: list[dict[str, Any]],
+    timing: CaseTiming,
+    rotation: int,
+) -> dict[str, Any]:
+    """The case record of a correct first call that was then timed under protocol v2: failed when a
+    timed call's outputs failed the check, an error when the trials never passed the noise gate."""
+    measurement = {
+        "method": timing.method,
+        "rotationSets": rotation,
+        "attempts": timing.attempts,
+        "clocks": timing.clocks,
+        "timedCallChecks": timing.checks,
+    }
+    failing = next((trial for trial in timing.checks if not all(c["passed"] for c in trial)), None)
+    if failing is not None:
+        return case_record(slug, case, ceilings, correctness=failing, measurement=measurement)
+    if not timing.passed_gate:
+        spread = timing.attempts[-1]["trialSpread"]
+        message = (
+            f"noise gate: trial medians {spread:.1%} apart after {len(timing.attempts)} attempts "
+            f"(bound {protocol_v2.NOISE_BOUND:.0%})"
+        )
+        return case_record(slug, case, ceilings, correctness=checks, error=message, measurement=measurement)
+    return case_record(
+        slug,
+        case,
+        ceilings,
+        correctness=checks,
+        samples_ns=timing.samples,
+        measurement=measurement,
+        bootstrap_seed=protocol_v2.SEED + case.index,
+    )
 
 
 def _sync(device: torch.device) -> None:
@@ -149,12 +225,12 @@ def measure_workload(
     private_key: Any,
     out_dir: Path,
     log: Callable[[str], None] = _log,
-    timer: Callable[..., list[list[int]]] = time_case,
+    timer: Callable[..., CaseTiming],
     clocks: Callable[[], dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Measure `impls` on `cases` of one suite and write one signed bundle per implementation.
 
-    `timer` is `timing.time_case` (CUDA events); the CPU tests pass a stand-in to exercise the rest.
+    `timer` is `v2_timer(...)` (CUDA events behind the blocking kernel); the CPU tests pass a stand-in.
     """
     slug = suite.slug
     started = utc_now()
@@ -169,7 +245,7 @@ def measure_workload(
     for case in cases:
         log(f"{slug} case {case.index} {case.axes}")
         try:
-            inputs = make_inputs(slug, case.axes, protocol.SEED + case.index, device)
+            inputs = make_inputs(slug, case.axes, protocol_v2.SEED + case.index, device)
             refs = list(REFERENCES[slug](*[t.double() for t in inputs]))
             _sync(device)
         except Exception as exc:
@@ -177,7 +253,8 @@ def measure_workload(
                 records[impl.name].append(case_record(slug, case, ceilings, error=f"inputs/reference: {_message(exc)}"))
             _free(device)
             continue
-        sets = rotated_inputs(inputs)
+        total = int(env["gpu"].get("memoryBytes") or 0)
+        sets = rotated_inputs(inputs, rotation_sets(tensor_bytes(inputs), total))
         for impl in impls:
             records[impl.name].append(
                 _measure_one(
@@ -211,6 +288,7 @@ def measure_workload(
             started_at=started,
             finished_at=finished,
             session_id=session_id,
+            protocol_spec=protocol_v2.protocol_spec(),
         )
         bundle = sign_payload(payload, private_key)
         path = out_dir / f"{slug}--{impl.name}--{payload['bundleId'][:12]}.json"
@@ -240,7 +318,7 @@ def _measure_one(
     flush: torch.Tensor,
     ceilings: dict[str, Any],
     device: torch.device,
-    timer: Callable[..., list[list[int]]],
+    timer: Callable[..., CaseTiming],
 ) -> dict[str, Any]:
     if impl.name in load_errors:
         return case_record(slug, case, ceilings, error=load_errors[impl.name])
@@ -257,8 +335,8 @@ def _measure_one(
     if not all(c["passed"] for c in checks):
         return case_record(slug, case, ceilings, correctness=checks)
     try:
-        samples = timer(fn, sets, flush)
+        timing = timer(fn, sets, flush, check=functools.partial(check_outputs, output_names, refs=refs))
     except Exception as exc:
         _free(device)
         return case_record(slug, case, ceilings, correctness=checks, error=f"timing: {_message(exc)}")
-    return case_record(slug, case, ceilings, correctness=checks, samples_ns=samples)
+    return timed_record(slug, case, ceilings, checks, timing, len(sets))

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kernelindex.rerun import RUNNER_VERSION, protocol, roofline, stats
+from kernelindex.rerun import RUNNER_VERSION, protocol, protocol_v2, roofline, stats
 from kernelindex.rerun.cases import Case
 
 PASSED, FAILED, ERROR = "passed", "failed", "error"
@@ -40,11 +40,17 @@ def case_record(
     correctness: Sequence[Mapping[str, Any]] | None = None,
     samples_ns: Sequence[Sequence[int]] | None = None,
     error: str | None = None,
+    measurement: Mapping[str, Any] | None = None,
+    bootstrap_seed: int | None = None,
 ) -> dict[str, Any]:
     """One case of a bundle. Status: `error` when `error` is given, else `failed` when any output failed
-    the tolerance, else `passed` (which needs timing samples)."""
+    the tolerance, else `passed` (which needs timing samples).
+
+    Protocol v2 adds `measurement` (timing method, attempts, clock readings, checks of timed calls, kept
+    under the case's `measurement` key) and `bootstrap_seed` (the timing then carries the median's
+    bootstrap interval). The roofline is computed only for workloads whose counts are known."""
     rates = ceiling_rates(ceilings)
-    bound = roofline.case_roofline(slug, case.axes, *rates) if rates else None
+    bound = roofline.case_roofline(slug, case.axes, *rates) if rates and slug in roofline.COUNTERS else None
     if error is not None:
         status = ERROR
     elif correctness is None or not all(c.get("passed") for c in correctness):
@@ -59,7 +65,18 @@ def case_record(
     else:
         status = PASSED
     timing = stats.summarize_case(samples_ns) if status == PASSED and samples_ns else None
-    return {
+    if timing is not None and bootstrap_seed is not None:
+        pooled = [s for trial in timing["samplesNs"] for s in trial]
+        timing["medianIntervalNs"] = list(
+            stats.bootstrap_median_interval(
+                pooled,
+                resamples=protocol_v2.BOOTSTRAP_RESAMPLES,
+                confidence=protocol_v2.BOOTSTRAP_CONFIDENCE,
+                seed=bootstrap_seed,
+            )
+        )
+        timing["medianIntervalConfidence"] = protocol_v2.BOOTSTRAP_CONFIDENCE
+    record = {
         "index": case.index,
         "axes": dict(case.axes),
         "status": status,
@@ -69,6 +86,9 @@ def case_record(
         "roofline": bound,
         "boundFraction": bound["boundNs"] / timing["medianNs"] if bound and timing else None,
     }
+    if measurement is not None:
+        record["measurement"] = dict(measurement)
+    return record
 
 
 def suite_record(cases: Sequence[Mapping[str, Any]], suite_case_count: int) -> dict[str, Any]:
@@ -107,10 +127,12 @@ def build_payload(
     started_at: str,
     finished_at: str,
     session_id: str,
+    protocol_spec: Mapping[str, Any],
     bundle_id: str | None = None,
     error: str | None = None,
 ) -> dict[str, Any]:
-    """The payload of one bundle: one implementation on one workload's (selected) cases."""
+    """The payload of one bundle: one implementation on one workload's (selected) cases, measured under
+    `protocol_spec` (the `protocol_spec()` of the protocol version that was run)."""
     status = ERROR if error else bundle_status(cases)
     failures = [f"case {c['index']}: {c['message']}" for c in cases if c["status"] != PASSED]
     return {
@@ -121,7 +143,7 @@ def build_payload(
         "finishedAt": finished_at,
         "workload": dict(suite),
         "implementation": dict(implementation),
-        "protocol": protocol.protocol_spec(),
+        "protocol": dict(protocol_spec),
         "environment": dict(environment),
         "ceilings": dict(ceilings),
         "status": status,

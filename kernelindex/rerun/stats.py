@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from typing import Any
 
@@ -72,3 +73,35 @@ def summarize_case(trials: Sequence[Sequence[int]]) -> dict[str, Any]:
 def suite_latency_ns(case_medians_ns: Sequence[int]) -> int:
     """The suite figure: the geometric mean of the per-case medians, in integer nanoseconds."""
     return round(geometric_mean(case_medians_ns))
+
+
+def bootstrap_median_interval(
+    samples: Sequence[int], *, resamples: int, confidence: float, seed: int
+) -> tuple[int, int]:
+    """A percentile-bootstrap interval of the median: `resamples` draws of len(samples) values with
+    replacement from `samples` by `random.Random(seed)`, the median of each, and the (1 - confidence) / 2
+    and (1 + confidence) / 2 percentiles of those medians, rounded to integer nanoseconds. The same
+    samples and seed always give the same interval."""
+    if not samples:
+        raise ValueError("bootstrap of no samples")
+    if resamples < 1 or not 0 < confidence < 1:
+        raise ValueError("bootstrap needs resamples >= 1 and 0 < confidence < 1")
+    rng = random.Random(seed)
+    values = list(samples)
+    n = len(values)
+    medians = [median([values[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples)]
+    tail = (1 - confidence) / 2 * 100
+    return round(percentile(medians, tail)), round(percentile(medians, 100 - tail))
+
+
+def trial_spread(trials: Sequence[Sequence[int]]) -> float:
+    """How far the trials of a case disagree: largest trial median / smallest trial median - 1."""
+    medians = [median(t) for t in trials]
+    if not medians or min(medians) <= 0:
+        raise ValueError("trial spread needs trials with positive samples")
+    return max(medians) / min(medians) - 1
+
+
+def passes_noise_gate(trials: Sequence[Sequence[int]], bound: float) -> bool:
+    """True when the trial medians agree within `bound` (see `trial_spread`)."""
+    return trial_spread(trials) <= bound

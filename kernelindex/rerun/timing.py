@@ -15,17 +15,22 @@ def flush_buffer(l2_bytes: int, device: torch.device | str) -> torch.Tensor:
     return torch.empty(max(1, protocol.L2_FLUSH_FACTOR * l2_bytes // 4), dtype=torch.float32, device=device)
 
 
-def rotated_inputs(inputs: Sequence[torch.Tensor], sets: int = protocol.ROTATION_SETS) -> list[list[torch.Tensor]]:
-    """`sets` independent copies of the inputs (the first is the original), cycled through by the timer."""
-    return [list(inputs)] + [[t.clone() for t in inputs] for _ in range(sets - 1)]
+def rotated_inputs(inputs: Sequence[Any], sets: int = protocol.ROTATION_SETS) -> list[list[Any]]:
+    """`sets` independent copies of the inputs (the first is the original), cycled through by the timer;
+    inputs that are not tensors (a size, a flag) are shared."""
+    return [list(inputs)] + [[_copy(t) for t in inputs] for _ in range(sets - 1)]
 
 
-def poison(outputs: Any, inputs: Sequence[torch.Tensor] = ()) -> None:
+def _copy(value: Any) -> Any:
+    return value.clone() if isinstance(value, torch.Tensor) else value
+
+
+def poison(outputs: Any, inputs: Sequence[Any] = ()) -> None:
     """Fill an implementation's float outputs with NaN before they are freed, so that memory the caching
     allocator hands to the next implementation never holds correct results: an implementation that
     leaves elements unwritten fails its correctness check instead of inheriting them. An output that
     shares storage with an input is left alone."""
-    kept = {t.untyped_storage().data_ptr() for t in inputs}
+    kept = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
     tensors = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
     for t in tensors:
         if isinstance(t, torch.Tensor) and t.is_floating_point() and t.untyped_storage().data_ptr() not in kept:

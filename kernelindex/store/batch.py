@@ -103,10 +103,12 @@ class Batch:
 
 @dataclass(frozen=True)
 class RerunCaseRecord:
-    """One measured case of a rerun: its case-scoped run manifest and its roofline bound."""
+    """One measured case of a rerun: its case-scoped run manifest, its speed-of-light bound from
+    the GPU's datasheet and the achievable bound from the ceilings the runner measured."""
 
     position: int
     bound_ns: int
+    achievable_bound_ns: int
     manifest: BenchmarkRun
 
 
@@ -115,11 +117,15 @@ class RerunRecord:
     """A verified rerun bundle mapped to manifests; the store writes it whole or not at all.
 
     ``bundle_json`` is the signed bundle as received, kept so anyone can check the signature.
-    ``bound_ns`` is the suite's roofline bound, 0 when the bundle states none.
+    ``bound_ns`` is the suite's speed-of-light bound (datasheet peaks), ``achievable_bound_ns``
+    the bound at the ceilings the runner measured. ``operator`` is the approved operator of the
+    signing key, None where the key registry states none.
     """
 
     bundle_id: str
     key_id: str
+    operator: str | None
+    session_id: str
     file_sha256: str
     machine_id: str
     started_at: datetime
@@ -131,5 +137,6 @@ class RerunRecord:
     suite_run: BenchmarkRun
     cases: list[RerunCaseRecord]
     bound_ns: int
+    achievable_bound_ns: int
     cases_passed: int
     case_count: int

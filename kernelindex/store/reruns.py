@@ -1,15 +1,16 @@
-"""Writing controlled reruns, and deriving ``verified`` and ``replicated`` from them.
+"""Writing controlled reruns, and deriving ``verified``, ``reproduced`` and ``replicated``.
 
 A bundle is written whole or not at all, inside the caller's transaction: its suite run
 (an ordinary ``run`` row, so it ranks and cites like any other), its case runs, and the
-bundle itself. Evidence is derived, never taken from the bundle: every rerun is
-``verified``; a rerun becomes ``replicated`` when another rerun of the same
-implementation in the same comparison group, signed by a different runner key on a
-different GPU (by its UUID), agrees with it within the protocol's noise bound.
+bundle itself. Evidence is derived, never taken from the bundle (``ranking.rerun_evidence``
+states the rule): every rerun is ``verified``; another agreeing rerun of the same
+implementation in the same comparison group makes it ``reproduced`` when it shares the
+operator, ``replicated`` when a different approved operator signed it on another GPU.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +24,7 @@ from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Wo
 from kernelindex.manifests import Manifest
 from kernelindex.manifests.digest import comparison_key
 from kernelindex.manifests.types import EvidenceLevel, RunStatus
+from kernelindex.ranking import CaseFigure, RerunFacts, rerun_evidence
 from kernelindex.rerun import protocol as rerun_protocol
 from kernelindex.rerun.bundle import BundleError
 from kernelindex.rerun.cases import Case
@@ -31,17 +33,16 @@ from kernelindex.store.ingest import ensure_source, environment_columns, impleme
 from kernelindex.store.manifests import Outcome, Row, existing_by_name, put
 
 __all__ = [
-    "AGREEMENT_BOUND",
     "RERUN_PROTOCOL_NAME",
     "RERUN_SOURCE",
     "RerunBounds",
     "RerunResult",
     "RerunWorkload",
     "StoredBundle",
-    "agrees",
     "bundle_text",
     "derive_rerun_evidence",
     "newest_rerun_bounds",
+    "record_operator",
     "rerun_of_run",
     "rerun_workload",
     "stored_bundle",
@@ -64,10 +65,6 @@ RERUN_SOURCE = SourceInfo(
 )
 
 RERUN_PROTOCOL_NAME = f"{rerun_protocol.PROTOCOL_NAME}-v{rerun_protocol.PROTOCOL_VERSION}"
-
-# Two controlled reruns agree when their suite figures differ by at most this fraction of the
-# smaller one: the protocol's noise bound (stated on the protocol page).
-AGREEMENT_BOUND = 0.05
 
 
 @dataclass(frozen=True)
@@ -116,6 +113,8 @@ def write_rerun(session: Session, record: RerunRecord, workload: RerunWorkload, 
     stored = RerunBundle(
         bundle_id=record.bundle_id,
         key_id=record.key_id,
+        operator=record.operator,
+        session_id=record.session_id,
         file_sha256=record.file_sha256,
         machine_id=record.machine_id,
         started_at=record.started_at,
@@ -129,13 +128,19 @@ def write_rerun(session: Session, record: RerunRecord, workload: RerunWorkload, 
         run_id=run.id,
         bundle_id=stored.id,
         bound_ns=record.bound_ns,
+        achievable_bound_ns=record.achievable_bound_ns,
         cases_passed=record.cases_passed,
         case_count=record.case_count,
     )
     session.add(result)
     session.flush()
     for case in record.cases:
-        columns = {"result_id": result.id, "position": case.position, "bound_ns": case.bound_ns}
+        columns = {
+            "result_id": result.id,
+            "position": case.position,
+            "bound_ns": case.bound_ns,
+            "achievable_bound_ns": case.achievable_bound_ns,
+        }
         put(session, RerunCase, case.manifest, columns, None, now)
     session.flush()
     derive_rerun_evidence(session, run.comparison_key)
@@ -174,7 +179,7 @@ def _write_suite_run(
             "observed_at": manifest.spec.observed_at,
             "upstream_withdrawn": False,
             "upstream_withdrawn_reason": None,
-            # Faster than the H200 roofline bound is physically suspect, like beating SOL upstream.
+            # Faster than the datasheet speed of light is physically impossible, like beating SOL upstream.
             "held_for_review": record.bound_ns > 0 and latency < record.bound_ns,
             "missing_since": None,
             "last_seen_at": None,
@@ -196,34 +201,74 @@ def _put_reference(
     return row
 
 
+def record_operator(session: Session, bundle_id: str, operator: str) -> None:
+    """Record the operator of a bundle stored before its key's operator was stated, and derive its
+    group's evidence again; a bundle whose operator is already recorded is left as it is."""
+    stored = session.scalar(select(RerunBundle).where(RerunBundle.bundle_id == bundle_id))
+    if stored is None or stored.operator is not None:
+        return
+    stored.operator = operator
+    group = session.scalar(
+        select(Run.comparison_key)
+        .join(RerunResult, RerunResult.run_id == Run.id)
+        .where(RerunResult.bundle_id == stored.id)
+    )
+    session.flush()
+    if group is not None:
+        derive_rerun_evidence(session, group)
+
+
 def derive_rerun_evidence(session: Session, group_key: str) -> None:
-    """Set ``verified`` or ``replicated`` on every rerun of one comparison group."""
+    """Set ``verified``, ``reproduced`` or ``replicated`` on every rerun of one comparison group."""
     rows = session.execute(
-        select(Run, RerunBundle.key_id, RerunBundle.machine_id)
+        select(
+            Run,
+            RerunResult.id,
+            RerunBundle.operator,
+            RerunBundle.key_id,
+            RerunBundle.machine_id,
+            RerunBundle.session_id,
+        )
         .join(RerunResult, RerunResult.run_id == Run.id)
         .join(RerunBundle, RerunBundle.id == RerunResult.bundle_id)
         .where(Run.comparison_key == group_key)
     ).all()
-    by_implementation: dict[int, list[tuple[Run, str, str]]] = defaultdict(list)
-    for run, key_id, machine in rows:
-        by_implementation[run.implementation_id].append((run, key_id, machine))
+    cases = _case_figures(session, [row[1] for row in rows])
+    by_implementation: dict[int, list[tuple[Run, RerunFacts]]] = defaultdict(list)
+    for run, result_id, operator, key_id, machine, session_id in rows:
+        facts = RerunFacts(
+            run_id=run.id,
+            operator=operator,
+            key_id=key_id,
+            machine_id=machine,
+            session_id=session_id,
+            latency_ns=run.latency_ns,
+            cases=tuple(cases.get(result_id, [])),
+            counts=run.status == RunStatus.PASSED and run.withdrawn_at is None,
+        )
+        by_implementation[run.implementation_id].append((run, facts))
     for reruns in by_implementation.values():
-        for run, key_id, machine in reruns:
-            agreeing = any(
-                other_key != key_id and other_machine != machine and agrees(run.latency_ns, other.latency_ns)
-                for other, other_key, other_machine in reruns
-                if other.id != run.id and other.status == RunStatus.PASSED and other.withdrawn_at is None
-            )
-            evidence = (
-                EvidenceLevel.REPLICATED if agreeing and run.status == RunStatus.PASSED else EvidenceLevel.VERIFIED
-            )
+        others = [facts for _, facts in reruns]
+        for run, facts in reruns:
+            evidence = rerun_evidence(facts, others)
             if run.evidence != evidence:
                 run.evidence = evidence
 
 
-def agrees(a_ns: int, b_ns: int) -> bool:
-    """Two suite figures agree when they differ by at most the noise bound of the smaller."""
-    return abs(a_ns - b_ns) <= AGREEMENT_BOUND * min(a_ns, b_ns)
+def _case_figures(session: Session, result_ids: list[int]) -> dict[int, list[CaseFigure]]:
+    """Each result's cases in order: the median and, where the case run states one, its interval."""
+    figures: dict[int, list[CaseFigure]] = defaultdict(list)
+    rows = session.execute(
+        select(RerunCase.result_id, RerunCase.manifest_json)
+        .where(RerunCase.result_id.in_(result_ids))
+        .order_by(RerunCase.result_id, RerunCase.position)
+    )
+    for result_id, manifest_json in rows:
+        latency = json.loads(manifest_json)["spec"]["timing"]["latencyNs"]
+        low, high = latency.get("median_ci_low"), latency.get("median_ci_high")
+        interval = (low, high) if low is not None and high is not None else None
+        figures[result_id].append(CaseFigure(latency["median"], interval))
+    return figures
 
 
 @dataclass(frozen=True)

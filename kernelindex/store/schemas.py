@@ -288,7 +288,8 @@ class RunItem(ApiModel):
     digest: DigestText
     status: RunStatusField = Field(title="Status", description="correctness status: passed, failed or error")
     evidence: EvidenceLevelField = Field(
-        title="Evidence", description="derived evidence level: reported, reproducible, verified or replicated"
+        title="Evidence",
+        description="derived evidence level: reported, reproducible, verified, reproduced or replicated",
     )
     eligible: bool = Field(description="may be ranked: passed, not withdrawn, not disqualified, not held for review")
     latency_ns: int = Field(description="the primary statistic's latency, in integer nanoseconds")

@@ -31,6 +31,7 @@ EVIDENCE_LABELS = {
     EvidenceLevel.REPORTED: "Reported",
     EvidenceLevel.REPRODUCIBLE: "Reproducible",
     EvidenceLevel.VERIFIED: "KernelIndex verified",
+    EvidenceLevel.REPRODUCED: "Reproduced by KernelIndex",
     EvidenceLevel.REPLICATED: "Independently replicated",
 }
 NUMBER_FIELDS = {"latencyNs", "vsFastest", "rank", "solScore", "avgSpeedup", "casesFaster"}

@@ -22,7 +22,8 @@ from kernelindex.store.completeness import workload_completeness
 from kernelindex.store.cross_gpu import cross_gpu_view
 from kernelindex.store.framework_filter import UnknownFramework
 from kernelindex.store.leaderboards import GroupDetail, GroupStanding, Leaderboard, group_detail, ranked_rows
-from kernelindex.store.reruns import RERUN_PROTOCOL_NAME, RerunBounds
+from kernelindex.store.rerun_protocols import RERUN_PROTOCOL_NAMES
+from kernelindex.store.reruns import RerunBounds
 from kernelindex.store.revisions import problem_of, workload_revisions
 from kernelindex.store.runs import RunView
 from kernelindex.store.schemas import Completeness, CrossGpuFigure, CrossGpuView, WorkloadRevision
@@ -358,7 +359,7 @@ def _tab(standing: GroupStanding, label: str, selected_key: str | None) -> Group
         stack=sample.stack,
         protocol=sample.protocol_title,
         protocol_url=urls.protocol(sample.protocol_name),
-        controlled_rerun=sample.protocol_name == RERUN_PROTOCOL_NAME,
+        controlled_rerun=sample.protocol_name in RERUN_PROTOCOL_NAMES,
         run_count=standing.run_count,
         eligible_count=standing.eligible_count,
         best_latency_ns=record.latency_ns if record else None,

@@ -9,12 +9,15 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from kernelindex import urls
+from kernelindex.ranking import CASE_AGREEMENT_BOUND, SUITE_AGREEMENT_BOUND
 from kernelindex.rerun import protocol as rerun_protocol
+from kernelindex.rerun import protocol_v2 as rerun_protocol_v2
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.rerun.roofline import ASSUMPTION
 from kernelindex.store.manifests import manifest_document, protocol_manifest
 from kernelindex.store.protocols import protocol_by_name
-from kernelindex.store.reruns import AGREEMENT_BOUND, RERUN_PROTOCOL_NAME, bundle_text
+from kernelindex.store.rerun_protocols import RERUN_PROTOCOL_V2_NAME
+from kernelindex.store.reruns import RERUN_PROTOCOL_NAME, bundle_text
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import NotFound
 from kernelindex.web.manifests import IMMUTABLE
@@ -72,7 +75,19 @@ def rerun_rules() -> list[Fact]:
             "min–max as its spread; every raw sample is kept in the bundle. The suite figure is the geometric mean "
             "of the per-case medians, the statistic family of SOL-ExecBench's suite figure.",
         ),
-        Fact(label="speed-of-light bound", value=f"A roofline bound per case. {ASSUMPTION}"),
+        Fact(
+            label="speed-of-light bound",
+            value="Per case, the bytes the definition must move at the GPU's datasheet memory bandwidth, or the "
+            "FLOPs it needs at the fastest datasheet peak among the precisions the tolerance admits (those whose "
+            f"rounding alone stays within rtol {p.RTOL}: on an H200, the TF32 and FP16 tensor-core rates), whichever "
+            "takes longer; the suite's is the geometric mean. No implementation can beat it: a run faster than it "
+            "is held for review. The datasheet figures and their sources are in KernelIndex's GPU table.",
+        ),
+        Fact(
+            label="achievable bound",
+            value="Shown beside the speed of light, never in its place: the same counts at the ceilings the runner "
+            f"measured in the session, which some kernels legitimately beat. {ASSUMPTION}",
+        ),
         Fact(
             label="ceilings",
             value=f"Measured in the same session on the same GPU, each the median of {p.CEILING_REPEATS} repeats "
@@ -90,11 +105,36 @@ def rerun_rules() -> list[Fact]:
             "RFC 8785 canonical JSON of its payload. The registry imports only bundles signed by keys it approves, "
             "and checks that every figure follows from the raw samples and that the cases are the workload's.",
         ),
+        *_standing(),
+    ]
+
+
+def rerun_rules_v2() -> list[Fact]:
+    """Every rule of rerun protocol v2, in the words the runner publishes with its constants."""
+    return [Fact(label=label, value=text) for label, text in rerun_protocol_v2.RULES] + _standing()
+
+
+def _standing() -> list[Fact]:
+    """How reruns of every protocol version earn evidence and are compared."""
+    return [
+        Fact(
+            label="rechecks",
+            value="A signature says who wrote a bundle, not that its claims are possible, so the importer holds "
+            "each against what the bundle cannot choose: the GPU's name, compute capability, memory, SM count "
+            "and L2 size against its datasheet (where the datasheet states them); the clocks against each other "
+            "and the datasheet's boost clock; every measured ceiling against the datasheet peak (a copy above the "
+            "memory bandwidth is impossible); every case's bytes, FLOPs and bound against the workload's model at "
+            "the bundle's own ceilings. Any mismatch refuses the whole bundle, naming the figure.",
+        ),
         Fact(
             label="evidence",
-            value="Every imported rerun is “KernelIndex verified”. It becomes “Independently replicated” when another "
-            "rerun of the same implementation revision in the same comparison group, signed by a different runner "
-            f"key on a different GPU, agrees with it: suite figures within {AGREEMENT_BOUND:.0%} of the smaller.",
+            value="Every imported rerun is “KernelIndex verified”. Another rerun of the same implementation in the "
+            "same comparison group (another lease, key or GPU) agrees with it when the suite figures are within "
+            f"{SUITE_AGREEMENT_BOUND:.0%} of the smaller and every case agrees: their confidence intervals "
+            f"overlap, or where a bundle gives none, their medians are within {CASE_AGREEMENT_BOUND:.0%} of the "
+            "smaller. An agreeing rerun by the same operator makes both “Reproduced by KernelIndex”; only one "
+            "signed by a key a maintainer approved for a different operator, on a different GPU, makes them "
+            "“Independently replicated”. A key whose operator is not stated never counts as independent.",
         ),
         Fact(
             label="comparability",
@@ -102,6 +142,9 @@ def rerun_rules() -> list[Fact]:
             "software stack); never against the source's figures measured on other hardware.",
         ),
     ]
+
+
+RULES = {RERUN_PROTOCOL_NAME: rerun_rules, RERUN_PROTOCOL_V2_NAME: rerun_rules_v2}
 
 
 @page_route(router, "/protocols/{name}")
@@ -126,7 +169,7 @@ def protocol_page(request: Request, name: str, session: SessionDep) -> Response:
         title=protocol.title,
         digest=protocol.digest,
         facts=facts,
-        rules=rerun_rules() if name == RERUN_PROTOCOL_NAME else [],
+        rules=RULES[name]() if name in RULES else [],
         run_count=protocol.run_count,
         manifest=manifest_document(protocol),
     )

@@ -41,7 +41,14 @@ EVIDENCE_SENTENCES = {
     EvidenceLevel.REPORTED: "Reported by source; not independently reproduced.",
     EvidenceLevel.REPRODUCIBLE: "Reproducible: source, licence and install recipe are available.",
     EvidenceLevel.VERIFIED: "KernelIndex verified: a KernelIndex-controlled rerun produced this figure.",
-    EvidenceLevel.REPLICATED: "Independently replicated: two or more controlled reruns agree.",
+    EvidenceLevel.REPRODUCED: (
+        "Reproduced by KernelIndex: another controlled rerun by the same operator, in another lease or on another "
+        "GPU or key, agrees case by case. Not independent: one operator ran both."
+    ),
+    EvidenceLevel.REPLICATED: (
+        "Independently replicated: a controlled rerun by a different approved operator, on a different GPU, "
+        "agrees case by case."
+    ),
 }
 SOL_STATISTIC_NOTE = (
     "The source publishes one suite figure per submission and calls it a mean. Its figures fit the "

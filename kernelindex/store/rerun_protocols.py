@@ -1,0 +1,69 @@
+"""The rerun protocols KernelIndex publishes, as manifests, one per version of the runner's protocol.
+
+The importer stores a version's manifest with the first bundle measured under it; until then the
+protocol's page is still served from here, so a version is readable before anyone has run it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kernelindex.manifests import API_VERSION, BenchmarkProtocol
+from kernelindex.rerun import protocol as rerun_protocol_v1
+from kernelindex.rerun import protocol_v2 as rerun_protocol_v2
+
+SPECS = {
+    f"{module.PROTOCOL_NAME}-v{module.PROTOCOL_VERSION}": module.protocol_spec
+    for module in (rerun_protocol_v1, rerun_protocol_v2)
+}
+RERUN_PROTOCOL_NAMES = frozenset(SPECS)
+RERUN_PROTOCOL_V2_NAME = f"{rerun_protocol_v2.PROTOCOL_NAME}-v{rerun_protocol_v2.PROTOCOL_VERSION}"
+
+
+def published_name(spec: Mapping[str, Any]) -> str | None:
+    """The name of the published rerun protocol whose spec is exactly `spec` (as a bundle carries it)."""
+    return next((name for name, published in SPECS.items() if published() == spec), None)
+
+
+def rerun_protocol_manifest(spec: Mapping[str, Any]) -> BenchmarkProtocol:
+    """The BenchmarkProtocol manifest of one version, from the spec the runner copies into its bundles."""
+    correctness = spec["correctness"]
+    version = spec["version"]
+    return BenchmarkProtocol.model_validate(
+        {
+            "apiVersion": API_VERSION,
+            "kind": "BenchmarkProtocol",
+            "metadata": {
+                "name": f"{spec['name']}-v{version}",
+                "title": f"KernelIndex rerun protocol v{version}",
+            },
+            "spec": {
+                "harness": {"name": "KernelIndex rerun runner", "version": version},
+                "correctness": {
+                    "reference": f"KernelIndex reference implementation, {correctness['referenceDtype']}",
+                    "comparator": "elementwise |out - ref| <= atol + rtol * |ref|, matched-element ratio",
+                    "tolerance": {
+                        "atol": correctness["atol"],
+                        "rtol": correctness["rtol"],
+                        "matchedRatio": correctness["matchedRatio"],
+                    },
+                },
+                "measurement": {
+                    "timer": spec["timer"],
+                    "primaryStatistic": spec["primaryStatistic"],
+                    "warmupIterations": spec["warmupIterations"],
+                    "timedIterations": spec["timedIterations"],
+                    "trials": spec["trials"],
+                    "l2Flush": True,
+                },
+                "comparability": {"family": "kernelindex_rerun", "notes": spec["notes"]},
+            },
+        }
+    )
+
+
+def published_rerun_protocol(name: str) -> BenchmarkProtocol | None:
+    """The manifest of the published rerun protocol named `name` (e.g. ``kernelindex-rerun-v2``), if any."""
+    spec = SPECS.get(name)
+    return rerun_protocol_manifest(spec()) if spec is not None else None
