@@ -1,7 +1,7 @@
 """Rerun operators, leases and two bounds per rerun.
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0014
 Create Date: 2026-12-05
 
 Why: evidence between controlled reruns now depends on who ran them. ``rerun_bundle.operator``
@@ -29,7 +29,7 @@ from alembic import op
 from kernelindex.gpu_specs import gpu_spec_table, speed_of_light_ns
 
 revision: str = "0015"
-down_revision: str | None = "0013"
+down_revision: str | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
