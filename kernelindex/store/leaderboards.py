@@ -21,6 +21,7 @@ from kernelindex.ranking import (
     RecordBreak,
     RunFacts,
     fastest_reported,
+    is_eligible,
     opening_group,
     rank_implementation_bests,
 )
@@ -196,10 +197,11 @@ def group_detail(session: Session, board: Leaderboard, standing: GroupStanding) 
     setters = record_setters(session, scope, standing.key)
     lines = rank_implementation_bests((line.best, line.ranked_runs) for line in revisions)
     names = {entry.run.name for entry, _ in lines} | {setter.name for setter in setters} | {baseline} - {None}
-    in_group = [*scope.runs(), Run.comparison_key == standing.key]
-    ineligible = run_views(session, *in_group, ~scope.eligible())
-    views = {view.name: view for view in run_views(session, *in_group, Run.name.in_(sorted(names)))}
-    views.update((view.name, view) for view in ineligible)
+    shown = run_views(
+        session, *scope.runs(), Run.comparison_key == standing.key, ~scope.eligible() | Run.name.in_(sorted(names))
+    )
+    views = {view.name: view for view in shown}
+    ineligible = [view for view in shown if not is_eligible(view.facts)]
     history: list[RecordBreak] = []
     for setter in setters:
         facts = RunFacts(setter.name, standing.key, setter.latency_ns, setter.observed_at)

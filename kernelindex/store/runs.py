@@ -169,11 +169,11 @@ def with_references(stmt: AnySelect) -> AnySelect:
 
 
 def run_views_query() -> Select[Run]:
-    # The runs of a page mostly share their workload, environment and protocol: each is read
-    # once by a second SELECT, not joined to every row with its manifest.
+    # The runs of a page mostly share their workload (which the page has already loaded, so the
+    # session has it), environment, protocol and source: each is read once by a second SELECT,
+    # not joined to every row with its manifest.
     return select(Run).options(
-        selectinload(Run.workload),
-        selectinload(Run.implementation),
+        joinedload(Run.implementation),
         selectinload(Run.environment),
         selectinload(Run.protocol),
         selectinload(Run.source),
