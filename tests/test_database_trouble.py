@@ -8,6 +8,7 @@ back, made read-only and writable again, or the app is pointed at a port nobody 
 from __future__ import annotations
 
 import shutil
+import time
 
 import pytest
 from bs4 import BeautifulSoup
@@ -18,6 +19,7 @@ from sqlalchemy.exc import IntegrityError, InternalError, OperationalError, Prog
 
 from kernelindex.app import create_app
 from kernelindex.settings import Settings
+from kernelindex.store.version import MAX_LAG_S
 from kernelindex.web.errors import NO_TABLES, READ_ONLY, RETRY_AFTER_S, UNREACHABLE, database_trouble
 from tests.factories import csrf_token
 from tests.servers import free_port
@@ -116,6 +118,11 @@ def test_postgresql_database_gone_answers_503_then_recovers_when_it_is_back(post
             terminate(connection, name)
             connection.execute(text(f'ALTER DATABASE "{name}" RENAME TO "{away}"'))
         try:
+            # The worker's listener stops trusting its cached pages once it notices its
+            # connection is gone: at once, and never later than MAX_LAG_S.
+            deadline = time.monotonic() + MAX_LAG_S
+            while client.get(PAGE).status_code == 200 and time.monotonic() < deadline:
+                time.sleep(0.01)
             assert_unavailable(client, UNREACHABLE)
         finally:
             with postgres.admin.connect() as connection:

@@ -79,6 +79,7 @@ PAGE_KINDS = [
     PageKind("implementation", "/implementations/kernelindex-triton"),
     PageKind("protocol", "/protocols/kernelindex-rerun-v1"),
     PageKind("manifest", "/manifests/sha256:2bf653c77d46563eb83343b47dfe4fa0f0ac2777c01facd642bfa93ff4107d34"),
+    PageKind("report", "/runs/sol-submission-36270/report"),
     PageKind("signin", "/signin"),
     PageKind("signup", "/signup"),
     PageKind("account", "/account", signed_in=True),

@@ -335,6 +335,8 @@ class VersionReader:
                     for _ in raw.notifies(timeout=CATCH_UP_S, stop_after=1):
                         pass
             except Exception as exc:
+                # Not trusted from now on: requests read the store (or, while it is gone, skip the cache).
+                self.caught_up_at = float("-inf")
                 if not self.stopping.is_set():
                     log.warning("page versions: listener lost its connection (%s); reading per request", exc)
             finally:

@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 from base64 import b64decode
 from collections.abc import Callable
-from http.cookies import SimpleCookie
 from typing import Literal
 
 from itsdangerous import BadData, TimestampSigner
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware.sessions import SessionMiddleware
-from starlette.requests import Request
+from starlette.requests import Request, cookie_parser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kernelindex.accounts.csrf import COOKIE as CSRF_COOKIE
@@ -55,16 +54,12 @@ class SessionKey:
         taken from a shared cache)."""
         if self.signer is None:
             return True
-        cookies = SimpleCookie()
-        try:
-            cookies.load(cookie_header.decode("latin-1"))
-        except Exception:
-            return False
-        morsel = cookies.get(self.session_cookie)
-        if morsel is None:
+        # Parsed as the session middleware parses it, so that both see the same cookie.
+        value = cookie_parser(cookie_header.decode("latin-1")).get(self.session_cookie)
+        if value is None:
             return False
         try:
-            data = json.loads(b64decode(self.signer.unsign(morsel.value, max_age=self.max_age)))
+            data = json.loads(b64decode(self.signer.unsign(value.encode("utf-8"), max_age=self.max_age)))
         except (BadData, ValueError):
             return False
         return isinstance(data, dict) and SIGNED_IN_KEY in data
