@@ -111,6 +111,7 @@ def test_the_run_page_shows_cases_chart_signature_and_source(client, reruns) -> 
     signature = json.loads(bundles[0])["signature"]
     text = section.get_text(" ", strip=True)
     assert signature["keyId"] in text and signature["value"] in text
+    assert "lab-a , as a maintainer approved for this key" in text
     assert page.select_one("#measurement .badge").get_text(strip=True) == "Independently replicated"
     assert "16/16 cases passed" in page.select_one("#correctness").get_text()
     links = {a["href"] for a in page.select("#artifacts a, #rerun a")}

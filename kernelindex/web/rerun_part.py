@@ -77,6 +77,8 @@ class RerunPart(Part):
     bundle_url: str
     bundle_sha256: str
     key_id: str
+    # The operator the key registry named for the signing key; None where it named none.
+    operator: str | None
     signature: str
     session_id: str
     runner_version: str
@@ -137,6 +139,7 @@ def rerun_part(result: RerunResult, protocol_name: str) -> RerunPart:
         bundle_url=urls.rerun_bundle(bundle.bundle_id),
         bundle_sha256=bundle.file_sha256,
         key_id=bundle.key_id,
+        operator=bundle.operator,
         signature=document["signature"]["value"],
         session_id=payload["sessionId"],
         runner_version=payload["runnerVersion"],
