@@ -66,6 +66,7 @@ def _bytes_halved(payload: dict[str, Any]) -> None:
     [
         (_impossible_copy_ceiling, "copy ceiling 40,000 GB/s exceeds the H200's 4,800 GB/s datasheet bandwidth"),
         (_bounds_cut_100x, "case 0's roofline bound 2,254 ns is not the 225,405 ns its workload's byte and FLOP model"),
+        (_bounds_cut_100x, "at the bundle's own ceilings (16 of 16 cases disagree)"),
         (_relabelled_b200, "compute capability 9.0 is not the B200's 10.0"),
         (_relabelled_b200, "GPU memory 139.8 GiB does not fit the B200's 180 GB datasheet size"),
         (_relabelled_b200, "nvidia-smi named the GPU 'NVIDIA H200' at the start, not 'NVIDIA B200'"),

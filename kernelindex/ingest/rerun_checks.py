@@ -152,26 +152,29 @@ def _bound_problems(payload: Payload) -> list[str]:
     fma = ceiling_value(payload.ceilings, "fp32FmaFlops")
     if copy is None or fma is None:
         return []  # already named among the ceilings
-    problems = []
-    bounds = []
+    counts: list[str] = []
+    case_bounds: list[str] = []
+    bounds: list[float] = []
     for case in payload.cases:
         if case.roofline is None:
-            problems.append(f"case {case.index} has no roofline bound")
+            counts.append(f"case {case.index} has no roofline bound")
             continue
         claimed = case.roofline
         bytes_moved, flops = counter(case.axes)
         if (claimed.bytes, claimed.flops) != (bytes_moved, flops):
-            problems.append(
+            counts.append(
                 f"case {case.index} claims {claimed.bytes:,} bytes and {claimed.flops:,} FLOPs where the workload's "
                 f"model gives {bytes_moved:,} and {flops:,}"
             )
         expected = roofline.bound_ns_at_rate(bytes_moved, flops, copy, fma)
         if not math.isclose(claimed.bound_ns, expected, rel_tol=BOUND_RELATIVE_TOLERANCE):
-            problems.append(
+            case_bounds.append(
                 f"case {case.index}'s roofline bound {claimed.bound_ns:,.0f} ns is not the {expected:,.0f} ns its "
                 "workload's byte and FLOP model gives at the bundle's own ceilings"
             )
         bounds.append(expected)
+    firsts = (_first_of(counts, len(payload.cases)), _first_of(case_bounds, len(payload.cases)))
+    problems = [problem for problem in firsts if problem is not None]
     suite_bound = payload.suite.bound_ns
     if bounds and len(bounds) == len(payload.cases):
         expected = math.exp(sum(math.log(b) for b in bounds) / len(bounds))
@@ -179,3 +182,10 @@ def _bound_problems(payload: Payload) -> list[str]:
             shown = "none" if suite_bound is None else f"{suite_bound:,.0f} ns"
             problems.append(f"the suite bound {shown} is not the {expected:,.0f} ns geometric mean of its cases")
     return problems
+
+
+def _first_of(problems: list[str], cases: int) -> str | None:
+    """The first of several per-case problems, with how many cases share it: one line, not sixteen."""
+    if not problems:
+        return None
+    return problems[0] + (f" ({len(problems)} of {cases} cases disagree)" if len(problems) > 1 else "")
