@@ -214,3 +214,42 @@ def test_outputs_are_checked_chunk_by_chunk_with_the_same_result(monkeypatch) ->
     assert correctness.check_output("x", out, ref)["maxAbsError"] is None  # NaN anywhere: not finite
     ints = correctness.check_output("i", torch.arange(5), torch.arange(5.0, dtype=torch.float64), dtype=None)
     assert ints["passed"] and ints["dtype"] == "int64"
+
+
+RANDOM = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dropout = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.dropout(x) + torch.randn_like(x) * 0.001
+
+def get_inputs():
+    return [torch.rand(64, 64) + 1]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_forward_that_draws_random_numbers_is_reseeded_and_said_so(tmp_path: Path) -> None:
+    from kernelindex.rerun.cases import Case
+    from kernelindex.rerun.kernelbench_run import RANDOM_REFERENCE, draws_random_numbers, implementation, measure_mode
+
+    problem = _problem(tmp_path, 5, "Random", RANDOM)
+    built = build(load_module(problem), torch.device("cpu"))
+    assert built.random_forward and built.reference == RANDOM_REFERENCE and built.refs[0].dtype == torch.float32
+    call = implementation(built.model, "eager")
+    assert torch.equal(call(*built.inputs), call(*built.inputs))  # reseeded before every call
+    assert torch.equal(call(*built.inputs), built.refs[0])
+    record = measure_mode(
+        problem, Case(0, {}), built, "eager", device=torch.device("cpu"), flush=torch.empty(1),
+        timer=_stand_in_timer, ceilings={},
+    )  # fmt: skip
+    assert record["status"] == "passed" and record["measurement"]["forwardDrawsRandomNumbers"] is True
+    tiny = build(load_module(_problem(tmp_path, 6, "Tiny", TINY)), torch.device("cpu"))
+    assert not tiny.random_forward and not draws_random_numbers(tiny.model, tiny.inputs)
