@@ -134,7 +134,7 @@ def test_loaded_runs_match_their_stored_manifests(loaded_db: Any) -> None:
 @pytest.mark.parametrize(
     ("enum", "wire"),
     [
-        (EvidenceLevel, ["reported", "reproducible", "verified", "replicated"]),
+        (EvidenceLevel, ["reported", "reproducible", "verified", "reproduced", "replicated"]),
         (RunStatus, ["passed", "failed", "error"]),
         (AttestationType, ["reproduced", "could_not_reproduce", "environment_note", "regression_observed"]),
     ],
@@ -165,7 +165,7 @@ def test_enum_column_refuses_an_unknown_value(value: str) -> None:
     column = StrEnumColumn(EvidenceLevel, 16)
     dialect = sqlite.dialect()
     with pytest.raises(
-        ValueError, match=r"is not a EvidenceLevel \(one of reported, reproducible, verified, replicated\)"
+        ValueError, match=r"is not a EvidenceLevel \(one of reported, reproducible, verified, reproduced, replicated\)"
     ):
         column.process_result_value(value, dialect)
     with pytest.raises(ValueError, match="is not a EvidenceLevel"):

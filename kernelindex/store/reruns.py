@@ -273,10 +273,12 @@ def _case_figures(session: Session, result_ids: list[int]) -> dict[int, list[Cas
 
 @dataclass(frozen=True)
 class RerunBounds:
-    """Per-case roofline bounds of a workload from its newest rerun, and the GPU they are for."""
+    """Per-case bounds of a workload from its newest rerun, and the GPU they are for: the speed of
+    light from datasheet peaks (0 where not known) and the achievable bound at measured ceilings."""
 
     gpu: str
     by_position: dict[int, int]
+    achievable_by_position: dict[int, int]
 
 
 def newest_rerun_bounds(session: Session, workload_id: int) -> RerunBounds | None:
@@ -291,8 +293,16 @@ def newest_rerun_bounds(session: Session, workload_id: int) -> RerunBounds | Non
     ).first()
     if newest is None:
         return None
-    rows = session.execute(select(RerunCase.position, RerunCase.bound_ns).where(RerunCase.result_id == newest.id))
-    return RerunBounds(gpu=newest.gpu_product, by_position={position: bound for position, bound in rows})
+    rows = session.execute(
+        select(RerunCase.position, RerunCase.bound_ns, RerunCase.achievable_bound_ns).where(
+            RerunCase.result_id == newest.id
+        )
+    ).all()
+    return RerunBounds(
+        gpu=newest.gpu_product,
+        by_position={position: sol for position, sol, _ in rows},
+        achievable_by_position={position: achievable for position, _, achievable in rows},
+    )
 
 
 def bundle_text(session: Session, bundle_id: str) -> str | None:

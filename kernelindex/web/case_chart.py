@@ -175,14 +175,15 @@ def case_distribution(
     if rerun_cases:
         labels = case_labels(cases)
         figures = [
-            CaseFigure(label=labels[row.index], value=100 * row.bound_ns / row.median_ns)
+            CaseFigure(label=labels[row.index], value=100 * row.sol_bound_ns / row.median_ns)
             for row in rerun_cases
-            if row.bound_ns > 0 and row.median_ns > 0 and row.index < len(labels)
+            if row.sol_bound_ns > 0 and row.median_ns > 0 and row.index < len(labels)
         ]
         if figures:
             return CaseDistribution(
-                chart=share_chart(figures, "Share of the roofline bound"),
-                note="Each case's median against its roofline bound on this GPU: 100% would run at the bound.",
+                chart=share_chart(figures, "Share of the speed of light"),
+                note="Each case's median against its speed of light on this GPU (datasheet peaks): 100% would run "
+                "at the speed of light, which no implementation can pass.",
             )
     if run.spec.case_index is not None:
         return CaseDistribution(chart=None, note="This run is one case of a suite; its figure is the one above.")

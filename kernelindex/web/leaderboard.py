@@ -160,9 +160,12 @@ class CaseRow(Part):
     sol_latency: str
     baseline_latency_ms: float | None
     sol_latency_ms: float | None
-    # The roofline bound on the GPU of KernelIndex's reruns, beside the source's T_SOL.
-    rerun_bound: str | None = None
-    rerun_bound_ns: int | None = None
+    # On the GPU of KernelIndex's newest rerun, beside the source's T_SOL: the speed of light from
+    # the GPU's datasheet peaks, and the achievable bound at the ceilings the runner measured.
+    rerun_sol_bound: str | None = None
+    rerun_sol_bound_ns: int | None = None
+    rerun_achievable_bound: str | None = None
+    rerun_achievable_bound_ns: int | None = None
 
 
 class SourceRow(Part):
@@ -292,10 +295,10 @@ def _row(view: RunView, ranked: RankedRun | None, case_count: int, implementatio
         latency=latency(view.latency_ns),
         statistic=view.primary_statistic,
         sol_score=view.sol_score,
-        # A controlled rerun has no source SOL score: the share of its GPU's roofline bound stands in.
+        # A controlled rerun has no source SOL score: the share of its GPU's datasheet speed of light stands in.
         percent_of_sol=(
-            f"{view.metrics['percent_of_bound']:.0f}%"
-            if view.sol_score is None and "percent_of_bound" in view.metrics
+            f"{view.metrics['percent_of_sol_bound']:.0f}%"
+            if view.sol_score is None and "percent_of_sol_bound" in view.metrics
             else percent_of_sol(view.sol_score)
         ),
         vs_best=ranked.vs_best if ranked else None,
@@ -338,8 +341,9 @@ def _group_labels(board: Leaderboard) -> dict[str, str]:
     return labels
 
 
-def _bound(bounds: RerunBounds | None, position: int) -> int | None:
-    return bounds.by_position.get(position) if bounds else None
+def _bound(by_position: dict[int, int] | None, position: int) -> int | None:
+    bound = by_position.get(position) if by_position else None
+    return bound if bound else None
 
 
 def _selected_key(board: Leaderboard, group: str | None) -> str | None:
@@ -467,8 +471,9 @@ def _case_rows(
 ) -> list[CaseRow]:
     baselines = _ms_column([case.baseline_latency_ms for case in cases])
     sols = _ms_column([case.sol_latency_ms for case in cases])
-    rerun_bounds = [_bound(bounds, index) for index in range(len(cases))]
-    rerun_texts = latency_column(rerun_bounds)
+    sol_bounds = [_bound(bounds.by_position if bounds else None, index) for index in range(len(cases))]
+    achievable = [_bound(bounds.achievable_by_position if bounds else None, index) for index in range(len(cases))]
+    sol_texts, achievable_texts = latency_column(sol_bounds), latency_column(achievable)
     return [
         CaseRow(
             index=index + 1,
@@ -478,8 +483,10 @@ def _case_rows(
             sol_latency=sols[index],
             baseline_latency_ms=case.baseline_latency_ms,
             sol_latency_ms=case.sol_latency_ms,
-            rerun_bound=rerun_texts[index] if rerun_bounds[index] else None,
-            rerun_bound_ns=rerun_bounds[index],
+            rerun_sol_bound=sol_texts[index] if sol_bounds[index] else None,
+            rerun_sol_bound_ns=sol_bounds[index],
+            rerun_achievable_bound=achievable_texts[index] if achievable[index] else None,
+            rerun_achievable_bound_ns=achievable[index],
         )
         for index, case in enumerate(cases)
     ]

@@ -1,7 +1,10 @@
 """The controlled-rerun section of a run page: per-case figures, a chart of the samples,
 the signature that vouches for them, the ceilings behind the bounds, and the source.
 
-Built from the stored bundle, so the page shows exactly what the runner signed.
+Built from the stored bundle, so the page shows exactly what the runner signed. Two bounds
+stand side by side and are named apart: the speed of light (``sol_*``: datasheet peaks, which
+nothing beats) and the achievable bound (``achievable_*``: the ceilings the runner measured,
+which some kernels beat).
 """
 
 from __future__ import annotations
@@ -29,16 +32,20 @@ class RerunCaseRow(Part):
     median_ns: int
     spread: str
     range: str
-    bound: str
-    bound_ns: int
-    percent_of_bound: str
-    limiter: str
+    sol_bound: str
+    sol_bound_ns: int
+    percent_of_sol_bound: str
+    achievable_bound: str
+    achievable_bound_ns: int
+    percent_of_achievable_bound: str
+    achievable_limiter: str
     max_error_over_tolerance: str
     manifest_url: str
 
 
 class CaseMark(Part):
-    """One case in the samples chart: whiskers min–max, box p10–p90, median tick, bound dash."""
+    """One case in the samples chart: whiskers min–max, box p10–p90, median tick, a dash at the
+    speed of light and a dotted mark at the achievable bound."""
 
     x: float
     min_y: float
@@ -46,7 +53,8 @@ class CaseMark(Part):
     p10_y: float
     p90_y: float
     median_y: float
-    bound_y: float
+    sol_bound_y: float
+    achievable_bound_y: float
     label: str
 
 
@@ -78,8 +86,11 @@ class RerunPart(Part):
     clocks: str
     cases_passed: int
     case_count: int
-    bound: str
-    percent_of_bound: str
+    sol_bound: str
+    percent_of_sol_bound: str
+    sol_compute_precision: str
+    achievable_bound: str
+    percent_of_achievable_bound: str
     source_url: str
     source_path: str
     source_sha256: str
@@ -108,10 +119,13 @@ def rerun_part(result: RerunResult, protocol_name: str) -> RerunPart:
                 median_ns=timing["medianNs"],
                 spread=f"{latency(timing['p10Ns'])} – {latency(timing['p90Ns'])}",
                 range=f"{latency(timing['minNs'])} – {latency(timing['maxNs'])}",
-                bound=latency(max(1, stored.bound_ns)),
-                bound_ns=stored.bound_ns,
-                percent_of_bound=_percent(stored.bound_ns, timing["medianNs"]),
-                limiter=case["roofline"]["limiter"],
+                sol_bound=_bound(stored.bound_ns),
+                sol_bound_ns=stored.bound_ns,
+                percent_of_sol_bound=_percent(stored.bound_ns, timing["medianNs"]),
+                achievable_bound=_bound(stored.achievable_bound_ns),
+                achievable_bound_ns=stored.achievable_bound_ns,
+                percent_of_achievable_bound=_percent(stored.achievable_bound_ns, timing["medianNs"]),
+                achievable_limiter=case["roofline"]["limiter"],
                 max_error_over_tolerance=f"{worst:.3g}",
                 manifest_url=urls.manifest(stored.digest),
             )
@@ -135,20 +149,46 @@ def rerun_part(result: RerunResult, protocol_name: str) -> RerunPart:
         ),
         cases_passed=result.cases_passed,
         case_count=result.case_count,
-        bound=latency(max(1, result.bound_ns)),
-        percent_of_bound=_percent(result.bound_ns, result.run.latency_ns),
+        sol_bound=_bound(result.bound_ns),
+        percent_of_sol_bound=_percent(result.bound_ns, result.run.latency_ns),
+        sol_compute_precision=_PRECISIONS.get(
+            str(json.loads(result.run.manifest_json)["spec"]["sourceNative"]["metrics"].get("sol_compute_precision")),
+            "not recorded",
+        ),
+        achievable_bound=_bound(result.achievable_bound_ns),
+        percent_of_achievable_bound=_percent(result.achievable_bound_ns, result.run.latency_ns),
         source_url=urls.rerun_source(implementation["name"]),
         source_path=implementation["sourcePath"],
         source_sha256=measured_sha,
         source_current=installed is not None and installed.source_sha256() == measured_sha,
         protocol_url=urls.protocol(protocol_name),
         cases=rows,
-        chart=samples_chart(payload["cases"], [stored.bound_ns for stored in result.cases]),
+        chart=samples_chart(
+            payload["cases"],
+            [stored.bound_ns for stored in result.cases],
+            [stored.achievable_bound_ns for stored in result.cases],
+        ),
         ceilings=[
             Ceiling(name=name, value=_rate(record), method=record.get("method", record.get("error", "")))
             for name, record in payload["ceilings"].items()
         ],
     )
+
+
+# How a page names the datasheet peak the speed of light's compute term was taken at.
+_PRECISIONS = {
+    "fp64": "FP64",
+    "fp64Tensor": "FP64 tensor cores",
+    "fp32": "FP32 CUDA cores",
+    "tf32Tensor": "TF32 tensor cores",
+    "bf16Tensor": "BF16 tensor cores",
+    "fp16Tensor": "FP16 tensor cores",
+    "fp8Tensor": "FP8 tensor cores",
+}
+
+
+def _bound(bound_ns: int) -> str:
+    return latency(bound_ns) if bound_ns > 0 else "not known"
 
 
 def _percent(bound_ns: int, measured_ns: int) -> str:
@@ -164,10 +204,10 @@ def _rate(record: dict[str, Any]) -> str:
     return f"{value / 1e12:.1f} TFLOP/s" if unit == "FLOP/s" else f"{value:.3g} {unit}"
 
 
-def samples_chart(cases: list[dict[str, Any]], bounds_ns: list[int]) -> SamplesChart:
-    """Every case's samples on one log-scale axis, with its roofline bound beside them."""
+def samples_chart(cases: list[dict[str, Any]], sol_ns: list[int], achievable_ns: list[int]) -> SamplesChart:
+    """Every case's samples on one log-scale axis, with its two bounds beside them."""
     values = [v for case in cases for v in (case["timing"]["minNs"], case["timing"]["maxNs"])]
-    values += [b for b in bounds_ns if b > 0]
+    values += [b for b in (*sol_ns, *achievable_ns) if b > 0]
     low = math.floor(math.log10(min(values)) * 2) / 2
     high = math.ceil(math.log10(max(values)) * 2) / 2
     if high - low < 0.5:
@@ -185,10 +225,11 @@ def samples_chart(cases: list[dict[str, Any]], bounds_ns: list[int]) -> SamplesC
             p10_y=y(case["timing"]["p10Ns"]),
             p90_y=y(case["timing"]["p90Ns"]),
             median_y=y(case["timing"]["medianNs"]),
-            bound_y=y(bound) if bound > 0 else y(10**low),
+            sol_bound_y=y(sol) if sol > 0 else y(10**low),
+            achievable_bound_y=y(achievable) if achievable > 0 else y(10**low),
             label=str(case["index"]),
         )
-        for i, (case, bound) in enumerate(zip(cases, bounds_ns, strict=True))
+        for i, (case, sol, achievable) in enumerate(zip(cases, sol_ns, achievable_ns, strict=True))
     ]
     ticks = [ChartTick(position=y(10**value), label=latency(round(10**value))) for value in _steps(low, high)]
     return SamplesChart(box_width=round(min(step * 0.5, 16), 1), cases=marks, y_ticks=ticks)

@@ -400,7 +400,7 @@ def _banners(run: Run, rerun: RerunPart | None) -> list[str]:
     if run.upstream_withdrawn:
         banners.append(f"Disqualified by the source: {run.upstream_withdrawn_reason}. Shown, not ranked.")
     bound = (
-        f"its roofline bound on this GPU ({rerun.bound}"
+        f"its speed-of-light bound on this GPU from datasheet peaks ({rerun.sol_bound}"
         if rerun is not None
         else f"the workload's speed-of-light bound ({latency(round((run.workload.sol_aggregate_ms or 0) * 1_000_000))}"
     )
