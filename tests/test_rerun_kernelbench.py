@@ -214,3 +214,74 @@ def test_outputs_are_checked_chunk_by_chunk_with_the_same_result(monkeypatch) ->
     assert correctness.check_output("x", out, ref)["maxAbsError"] is None  # NaN anywhere: not finite
     ints = correctness.check_output("i", torch.arange(5), torch.arange(5.0, dtype=torch.float64), dtype=None)
     assert ints["passed"] and ints["dtype"] == "int64"
+
+
+RANDOM = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.dropout = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.dropout(x) + torch.randn_like(x) * 0.001
+
+def get_inputs():
+    return [torch.rand(64, 64) + 1]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_forward_that_draws_random_numbers_is_reseeded_and_said_so(tmp_path: Path) -> None:
+    from kernelindex.rerun.cases import Case
+    from kernelindex.rerun.kernelbench_run import RANDOM_REFERENCE, draws_random_numbers, implementation, measure_mode
+
+    problem = _problem(tmp_path, 5, "Random", RANDOM)
+    built = build(load_module(problem), torch.device("cpu"))
+    assert built.random_forward and built.reference == RANDOM_REFERENCE and built.refs[0].dtype == torch.float32
+    call = implementation(built.model, "eager")
+    assert torch.equal(call(*built.inputs), call(*built.inputs))  # reseeded before every call
+    assert torch.equal(call(*built.inputs), built.refs[0])
+    record = measure_mode(
+        problem, Case(0, {}), built, "eager", device=torch.device("cpu"), flush=torch.empty(1),
+        timer=_stand_in_timer, ceilings={},
+    )  # fmt: skip
+    assert record["status"] == "passed" and record["measurement"]["forwardDrawsRandomNumbers"] is True
+    tiny = build(load_module(_problem(tmp_path, 6, "Tiny", TINY)), torch.device("cpu"))
+    assert not tiny.random_forward and not draws_random_numbers(tiny.model, tiny.inputs)
+
+
+def test_the_real_v2_timer_drives_a_kernelbench_run_with_a_stand_in_device(tmp_path: Path) -> None:
+    """The v2 timer itself (not a stand-in) through a whole run: the first call, warm-ups and timed calls
+    of every trial behind the gate, the timed calls' outputs checked, a size argument that is no tensor."""
+    import functools
+
+    from kernelindex.rerun.timing_v2 import time_case_v2
+    from tests.fake_device import Device
+
+    code = TINY.replace("def forward(self, x, y):", "def forward(self, x, y, steps):").replace(
+        "return [torch.randn(batch, features), torch.rand(batch, features)]",
+        "return [torch.randn(batch, features), torch.rand(batch, features), 3]",
+    )
+    problem = _problem(tmp_path, 7, "Sized", code)
+    device = Device()
+    timer = functools.partial(
+        time_case_v2, gate=device, sample_clocks=lambda: {"via": "test"}, event=device.event, sync=device.sync
+    )
+    rows = run_problems(
+        [problem], ["eager"], device=torch.device("cpu"), env={"gpu": {}, "software": {}}, ceilings={},
+        flush=device, timer=timer, private_key=Ed25519PrivateKey.generate(), out_dir=tmp_path,
+        session_id="e" * 32, log=lambda _: None,
+    )  # fmt: skip
+    assert [r["status"] for r in rows] == ["passed"] and rows[0]["method"] == protocol_v2.BLOCKING_KERNEL
+    slots = protocol_v2.WARMUP_ITERATIONS + protocol_v2.TIMED_ITERATIONS
+    assert device.log.count("block 0") == protocol_v2.TRIALS and device.log.count(f"release {slots - 1}") == 3
+    body = json.loads(next(tmp_path.glob("kernelbench-l1-7-sized-*.json")).read_text())["payload"]
+    measured = body["cases"][0]["measurement"]
+    assert measured["rotationSets"] == protocol_v2.ROTATION_SETS and len(measured["timedCallChecks"]) == 3
+    assert all(c["passed"] for trial in measured["timedCallChecks"] for c in trial)
+    assert len(measured["clocks"]) == protocol_v2.TRIALS + 1 and body["cases"][0]["timing"]["medianNs"] == 2000

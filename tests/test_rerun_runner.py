@@ -268,3 +268,26 @@ def test_timed_record_fails_a_wrong_timed_call_and_rejects_noisy_trials() -> Non
     assert passed["status"] == "passed" and passed["measurement"]["rotationSets"] == 3
     low, high = passed["timing"]["medianIntervalNs"]
     assert passed["timing"]["medianNs"] == 1010 and low <= 1010 <= high
+
+
+def test_measure_loop_with_the_real_v2_timer_on_a_stand_in_device(tmp_path: Path) -> None:
+    import functools
+
+    from kernelindex.rerun.timing_v2 import time_case_v2
+    from tests.fake_device import Device
+
+    device = Device()
+    timer = functools.partial(time_case_v2, gate=device, sample_clocks=dict, event=device.event, sync=device.sync)
+    suite = load_suite(CONV)
+    small = {**suite.cases[0].axes, "batch_size": 1, "height": 5, "width": 6}
+    env = {"gpu": {"name": "stand-in", "memoryBytes": 1 << 30}, "software": {"triton": "3.6.0"}}
+    written = measure_workload(
+        suite, [Case(0, small)], [REGISTRY["kernelindex-040-eager"]], env=env, ceilings=CEILINGS, flush=device,
+        device=torch.device("cpu"), session_id="s2", private_key=Ed25519PrivateKey.generate(), out_dir=tmp_path,
+        log=lambda _: None, timer=timer, clocks=lambda: {"via": "none"},
+    )  # fmt: skip
+    assert [w["status"] for w in written] == ["passed"]
+    case = json.loads(Path(written[0]["path"]).read_text())["payload"]["cases"][0]
+    assert case["measurement"]["method"] == "blocking_kernel"
+    assert [c["name"] for c in case["measurement"]["timedCallChecks"][0]] == ["output"]
+    assert case["timing"]["sampleCount"] == protocol_v2.TRIALS * protocol_v2.TIMED_ITERATIONS

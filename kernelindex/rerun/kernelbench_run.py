@@ -46,6 +46,10 @@ IMPLEMENTATIONS = {
     ),
 }
 TOLERANCE = {"dtype": None, "atol": protocol_v2.KERNELBENCH_ATOL, "rtol": protocol_v2.KERNELBENCH_RTOL}
+RANDOM_REFERENCE = (
+    "float32 eager program, reseeded as before every call: its forward draws random numbers, which a float64 "
+    "run would not draw alike, so eager is checked only for drawing the same ones every call"
+)
 
 
 @dataclass
@@ -56,6 +60,7 @@ class Built:
     inputs: list[Any]
     refs: list[torch.Tensor]
     reference: str  # "float64", or why the float32 program stands in
+    random_forward: bool = False
 
 
 @contextmanager
@@ -99,24 +104,48 @@ def build(module: ModuleType, device: torch.device, seed: int = protocol_v2.SEED
         torch.manual_seed(seed)
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
     model = model.to(device)
+    random = draws_random_numbers(model, inputs)
+    if random:
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            refs = [t.detach().clone() for t in outputs_of(model(*inputs))]
+        return Built(model, inputs, refs, RANDOM_REFERENCE, random_forward=True)
     try:
         reference_model = copy.deepcopy(model).double()
         wide = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+        torch.manual_seed(seed)
         with torch.no_grad():
             refs = [t.detach() for t in outputs_of(reference_model(*wide))]
         del reference_model, wide
         reference = "float64"
     except Exception as exc:
+        torch.manual_seed(seed)
         with torch.no_grad():
             refs = [t.detach().clone() for t in outputs_of(model(*inputs))]
         reference = f"float32 eager program (float64 failed: {_message(exc)[:300]})"
     return Built(model, inputs, refs, reference)
 
 
-def implementation(model: torch.nn.Module, mode: str) -> Callable[..., Any]:
+def draws_random_numbers(model: torch.nn.Module, inputs: Sequence[Any]) -> bool:
+    """Whether the forward draws random numbers (dropout in training mode, torch.randn inside forward):
+    two calls on the same inputs, without reseeding, disagree beyond the tolerance. Differences within it
+    (the order of atomic additions) do not count."""
+    with torch.no_grad():
+        first = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in outputs_of(model(*inputs))]
+        second = outputs_of(model(*inputs))
+    names = [f"output{i}" for i in range(len(first))]
+    return not all(c["passed"] for c in check_outputs(names, second, first, **TOLERANCE))
+
+
+def implementation(model: torch.nn.Module, mode: str, seed: int = protocol_v2.SEED) -> Callable[..., Any]:
+    """The call the timer makes. The default generator is reseeded before every call, so a forward that
+    draws random numbers draws the same ones each time (host work only, which v2 does not measure); not
+    while a CUDA graph is being captured, where reseeding is not allowed."""
     target: Callable[..., Any] = torch.compile(model) if mode == "compile" else model
 
     def call(*inputs: Any) -> Any:
+        if not (torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()):
+            torch.manual_seed(seed)
         with torch.no_grad():
             return target(*inputs)
 
@@ -184,7 +213,8 @@ def measure_mode(
     except Exception as exc:
         return case_record(slug, case, ceilings, error=f"first call: {_message(exc)}")
     if not all(c["passed"] for c in checks):
-        return case_record(slug, case, ceilings, correctness=checks, measurement={"reference": built.reference})
+        measurement = {"reference": built.reference, "forwardDrawsRandomNumbers": built.random_forward}
+        return case_record(slug, case, ceilings, correctness=checks, measurement=measurement)
     tensors = [x for x in built.inputs if isinstance(x, torch.Tensor)]
     total = torch.cuda.get_device_properties(device).total_memory if device.type == "cuda" else 0
     sets = rotated_inputs(built.inputs, rotation_sets(tensor_bytes(tensors), total))
@@ -196,7 +226,9 @@ def measure_mode(
     finally:
         del sets
     record = timed_record(slug, case, ceilings, checks, timing, rotation)
-    record.setdefault("measurement", {})["reference"] = built.reference
+    record.setdefault("measurement", {}).update(
+        reference=built.reference, forwardDrawsRandomNumbers=built.random_forward
+    )
     return record
 
 
