@@ -17,11 +17,11 @@ from sqlalchemy import select
 from kernelindex.app import create_app
 from kernelindex.db.tables import Run
 from kernelindex.ingest.kernelbench_manifests import protocol_manifest as kernelbench_protocol
-from kernelindex.ingest.reruns import protocol_manifest as rerun_protocol
 from kernelindex.ingest.sources import ingest
 from kernelindex.manifests import BenchmarkRun
 from kernelindex.manifests.kinds import Comparability
 from kernelindex.settings import Settings
+from kernelindex.store.rerun_protocols import published_rerun_protocol
 from kernelindex.web.field_labels import FIELD_LABELS, field_label, field_value
 from kernelindex.web.statistic import statistic_name
 from tests import kernelbench_slice, liger_slice
@@ -286,7 +286,8 @@ def _run(latency: dict[str, int], primary: str, **spec: Any) -> BenchmarkRun:
 
 
 def test_one_case_of_a_rerun_is_the_median_of_its_samples_and_the_suite_their_geometric_mean():
-    protocol = rerun_protocol()
+    protocol = published_rerun_protocol("kernelindex-rerun-v1")
+    assert protocol is not None
     one_case = statistic_name(_run({"median": 1000}, "median", caseIndex=3), protocol, 16)
     assert (one_case.text, one_case.inferred) == ("median of 150 samples", False)
     assert statistic_name(_run({"median": 1000}, "median"), protocol, 16).text == "geometric mean of case medians"
