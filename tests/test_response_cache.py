@@ -18,7 +18,7 @@ from kernelindex.settings import Settings
 from kernelindex.store import accounts, moderation
 from kernelindex.store.attestations import add_attestation
 from kernelindex.store.ingest import apply_batch
-from kernelindex.store.version import current_version
+from kernelindex.store.version import EVERYTHING, LISTS, confine_writes, current_version, workload_scope
 from kernelindex.web.response_cache import ResponseCache
 from tests.factories import PASSWORD, signup
 from tests.upstream import FakeUpstream
@@ -238,3 +238,20 @@ def test_an_ingest_of_one_workload_leaves_other_leaderboards_cached_and_refreshe
     assert client.get(f"/workloads/{changed}.json").json()["fastest"] != before
     for path in lists:
         assert not served_from_cache(client, cache, path), path
+
+
+def test_hidden_writes_change_everything_unless_confined(loaded_db):
+    with loaded_db.sessions() as session:
+        workload_id = session.scalar(select(Workload.id).where(Workload.name == WORKLOAD))
+    scope = workload_scope(workload_id)
+    with loaded_db.sessions.begin() as session:
+        session.execute(update(Workload).where(Workload.id == workload_id).values(title="Renamed"))
+    with loaded_db.sessions() as session:
+        everything = current_version(session, EVERYTHING)
+        assert everything == current_version(session)
+    with loaded_db.sessions.begin() as session:
+        confine_writes(session, scope, LISTS)
+        session.execute(update(Workload).where(Workload.id == workload_id).values(title="Renamed again"))
+    with loaded_db.sessions() as session:
+        assert current_version(session, EVERYTHING) == everything
+        assert current_version(session, scope) == current_version(session, LISTS) == current_version(session)

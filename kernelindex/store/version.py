@@ -168,8 +168,10 @@ def _before_commit(session: Session) -> None:
 @event.listens_for(Session, "after_commit")
 def _after_commit(session: Session) -> None:
     committed = session.info.pop(_COMMITTED, None)
+    if committed is None:
+        return
     bind = session.get_bind()
-    if committed is not None and isinstance(bind, Engine):
+    if isinstance(bind, Engine):
         # This process sees its own writes at once, before any notification arrives.
         for reader in list(_READERS.get(bind, ())):
             reader.saw_own_write(*committed)
