@@ -43,44 +43,38 @@ class Scope:
 class GroupCount:
     size: GroupSize
     eligible_runs: int
-    any_run: int  # the id of one of its runs: they share workload, protocol and environment
+    first: str  # its record holder, or with no eligible run its fastest run (equal latencies by name)
 
 
 def group_counts(session: Session, scope: Scope) -> list[GroupCount]:
-    """Every comparison group of the workload with its runs and eligible runs counted."""
-    rows = session.execute(
+    """Every comparison group of the workload with its runs and eligible runs counted, and its
+    record holder: its fastest eligible run, equal latencies by name, as ``ranking.rank_group``
+    orders them. One statement: each group's runs numbered eligible first, then fastest."""
+    is_eligible = case((scope.eligible(), 1), else_=0)
+    group = Run.comparison_key
+    numbered = (
         select(
             Run.comparison_key,
-            func.count(),
-            func.sum(case((scope.eligible(), 1), else_=0)),
-            func.max(Run.observed_at),
-            func.min(Run.id),
+            Run.name,
+            func.count().over(partition_by=group).label("runs"),
+            func.sum(is_eligible).over(partition_by=group).label("eligible_runs"),
+            func.max(Run.observed_at).over(partition_by=group).label("last_observed_at"),
+            func.row_number()
+            .over(partition_by=group, order_by=(is_eligible.desc(), Run.latency_ns, Run.name))
+            .label("nth"),
         )
         .where(*scope.runs())
-        .group_by(Run.comparison_key)
-    )
-    return [
-        GroupCount(size=GroupSize(key, runs, last_observed_at), eligible_runs=int(eligible_runs), any_run=any_run)
-        for key, runs, eligible_runs, last_observed_at, any_run in rows
-    ]
-
-
-def group_records(session: Session, scope: Scope) -> dict[str, str]:
-    """Each group's record holder by comparison key (groups with no eligible run left out): its
-    fastest eligible run, equal latencies by name, as ``ranking.rank_group`` orders them."""
-    ordered = (
-        select(
-            Run.name,
-            Run.comparison_key,
-            func.row_number().over(partition_by=Run.comparison_key, order_by=(Run.latency_ns, Run.name)).label("nth"),
-        )
-        .where(*scope.runs(), scope.eligible())
         .subquery()
     )
-    return {
-        key: name
-        for name, key in session.execute(select(ordered.c.name, ordered.c.comparison_key).where(ordered.c.nth == 1))
-    }
+    rows = session.execute(select(numbered).where(numbered.c.nth == 1))
+    return [
+        GroupCount(
+            size=GroupSize(row.comparison_key, row.runs, row.last_observed_at),
+            eligible_runs=int(row.eligible_runs),
+            first=row.name,
+        )
+        for row in rows
+    ]
 
 
 @dataclass(frozen=True)
