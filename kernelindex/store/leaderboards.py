@@ -136,7 +136,6 @@ class RevisionLine:
     implementation_id: int
     project: str
     best: RunFacts
-    sol_score: float | None
     ranked_runs: int
 
 
@@ -174,7 +173,6 @@ def group_detail(session: Session, board: Leaderboard, standing: GroupStanding) 
                 observed_at=best.observed_at,
                 implementation=implementation_identity(implementations[best.implementation_id]),
             ),
-            sol_score=best.sol_score,
             ranked_runs=best.ranked_runs,
         )
         for best in bests

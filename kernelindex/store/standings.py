@@ -1,8 +1,9 @@
 """A workload's comparison groups figured by the database (PRODUCT.md §5): how many runs each
 group holds, each implementation revision's fastest eligible run, ranks and record setters.
 
-A leaderboard reads these few rows and then loads in full only the runs it shows, so its cost
-follows the page, not the number of runs. The rules are those of ``kernelindex.ranking``;
+A leaderboard reads these few rows and then loads in full only the runs it shows: what Python
+loads and builds follows the page, while the database still reads the workload's rows (through
+the leaderboard index) to count and number them. The rules are those of ``kernelindex.ranking``;
 ``tests/test_standings.py`` builds random catalogues and checks that both give the same
 answers on SQLite and PostgreSQL.
 """
@@ -81,13 +82,11 @@ def group_counts(session: Session, scope: Scope) -> list[GroupCount]:
 class RevisionBest:
     """One implementation revision's fastest eligible run in one group, and its eligible runs there."""
 
-    id: int
     name: str
     comparison_key: str
     implementation_id: int
     latency_ns: int
     observed_at: datetime
-    sol_score: float | None
     ranked_runs: int
 
 
@@ -98,13 +97,11 @@ def revision_bests(session: Session, scope: Scope, comparison_key: str) -> list[
     where = [*scope.runs(), scope.eligible(), Run.comparison_key == comparison_key]
     ordered = (
         select(
-            Run.id,
             Run.name,
             Run.comparison_key,
             Run.implementation_id,
             Run.latency_ns,
             Run.observed_at,
-            Run.sol_score,
             func.count().over(partition_by=partition).label("ranked_runs"),
             func.row_number().over(partition_by=partition, order_by=(Run.latency_ns, Run.name)).label("nth"),
         )
@@ -114,13 +111,11 @@ def revision_bests(session: Session, scope: Scope, comparison_key: str) -> list[
     rows = session.execute(select(ordered).where(ordered.c.nth == 1).order_by(ordered.c.latency_ns, ordered.c.name))
     return [
         RevisionBest(
-            id=row.id,
             name=row.name,
             comparison_key=row.comparison_key,
             implementation_id=row.implementation_id,
             latency_ns=row.latency_ns,
             observed_at=row.observed_at,
-            sol_score=row.sol_score,
             ranked_runs=row.ranked_runs,
         )
         for row in rows
@@ -132,7 +127,6 @@ def _ranked(scope: Scope, comparison_key: str, implementation_ids: Collection[in
     a rank, the next skips), narrowed to some implementations after ranking."""
     ranked = (
         select(
-            Run.id,
             Run.name,
             Run.latency_ns,
             Run.observed_at,
@@ -207,7 +201,6 @@ def ranked_page(
 
 @dataclass(frozen=True)
 class RecordSetter:
-    id: int
     name: str
     latency_ns: int
     observed_at: datetime
@@ -219,7 +212,6 @@ def record_setters(session: Session, scope: Scope, comparison_key: str) -> list[
     order = (Run.observed_at, Run.latency_ns, Run.name)
     walked = (
         select(
-            Run.id,
             Run.name,
             Run.latency_ns,
             Run.observed_at,
@@ -229,7 +221,7 @@ def record_setters(session: Session, scope: Scope, comparison_key: str) -> list[
         .subquery()
     )
     rows = session.execute(
-        select(walked.c.id, walked.c.name, walked.c.latency_ns, walked.c.observed_at)
+        select(walked.c.name, walked.c.latency_ns, walked.c.observed_at)
         .where(or_(walked.c.best_before.is_(None), walked.c.latency_ns < walked.c.best_before))
         .order_by(walked.c.observed_at, walked.c.latency_ns, walked.c.name)
     )
