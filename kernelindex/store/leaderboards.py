@@ -36,7 +36,6 @@ from kernelindex.store.schemas import ComparisonGroupItem, GroupBest, WorkloadDe
 from kernelindex.store.standings import (
     Scope,
     group_counts,
-    group_records,
     ranked_page,
     record_setters,
     revision_bests,
@@ -94,20 +93,16 @@ def leaderboard(session: Session, workload: Workload, before: datetime | None = 
     figures from the database, with only each group's record (or one of its runs) loaded in full."""
     scope = Scope(workload.id, before)
     counts = group_counts(session, scope)
-    records = group_records(session, scope)
-    shown = Run.name.in_(sorted(records.values())) | Run.id.in_(
-        sorted(count.any_run for count in counts if count.size.key not in records)
-    )
-    views = {view.name: view for view in run_views(session, *scope.runs(), shown)}
-    samples = {view.comparison_key: view for view in views.values()}
+    shown = [count.first for count in counts]
+    views = {view.name: view for view in run_views(session, *scope.runs(), Run.name.in_(sorted(shown)))}
     groups = [
         GroupStanding(
             key=count.size.key,
             run_count=count.size.runs,
             eligible_count=count.eligible_runs,
             last_observed_at=count.size.last_observed_at,
-            sample=samples[count.size.key],
-            record=views[records[count.size.key]] if count.size.key in records else None,
+            sample=views[count.first],
+            record=views[count.first] if count.eligible_runs else None,
         )
         for count in counts
     ]
@@ -141,7 +136,6 @@ class RevisionLine:
     implementation_id: int
     project: str
     best: RunFacts
-    sol_score: float | None
     ranked_runs: int
 
 
@@ -179,7 +173,6 @@ def group_detail(session: Session, board: Leaderboard, standing: GroupStanding) 
                 observed_at=best.observed_at,
                 implementation=implementation_identity(implementations[best.implementation_id]),
             ),
-            sol_score=best.sol_score,
             ranked_runs=best.ranked_runs,
         )
         for best in bests

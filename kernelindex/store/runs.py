@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, Select, select
-from sqlalchemy.orm import Session, joinedload, selectinload
+from sqlalchemy.orm import Session, joinedload
 
 from kernelindex.db.tables import Implementation, Run
 from kernelindex.manifests.types import EvidenceLevel, RunStatus
@@ -169,14 +169,13 @@ def with_references(stmt: AnySelect) -> AnySelect:
 
 
 def run_views_query() -> Select[Run]:
-    # The runs of a page mostly share their workload (which the page has already loaded, so the
-    # session has it), environment, protocol and source: each is read once by a second SELECT,
-    # not joined to every row with its manifest.
+    # The workload is left out of the join: the runs of a page share it, and the page has
+    # already loaded it (with its large manifest), so the session hands it over without a query.
     return select(Run).options(
         joinedload(Run.implementation),
-        selectinload(Run.environment),
-        selectinload(Run.protocol),
-        selectinload(Run.source),
+        joinedload(Run.environment),
+        joinedload(Run.protocol),
+        joinedload(Run.source),
     )
 
 

@@ -1,8 +1,9 @@
 """A workload's comparison groups figured by the database (PRODUCT.md §5): how many runs each
 group holds, each implementation revision's fastest eligible run, ranks and record setters.
 
-A leaderboard reads these few rows and then loads in full only the runs it shows, so its cost
-follows the page, not the number of runs. The rules are those of ``kernelindex.ranking``;
+A leaderboard reads these few rows and then loads in full only the runs it shows: what Python
+loads and builds follows the page, while the database still reads the workload's rows (through
+the leaderboard index) to count and number them. The rules are those of ``kernelindex.ranking``;
 ``tests/test_standings.py`` builds random catalogues and checks that both give the same
 answers on SQLite and PostgreSQL.
 """
@@ -43,57 +44,49 @@ class Scope:
 class GroupCount:
     size: GroupSize
     eligible_runs: int
-    any_run: int  # the id of one of its runs: they share workload, protocol and environment
+    first: str  # its record holder, or with no eligible run its fastest run (equal latencies by name)
 
 
 def group_counts(session: Session, scope: Scope) -> list[GroupCount]:
-    """Every comparison group of the workload with its runs and eligible runs counted."""
-    rows = session.execute(
+    """Every comparison group of the workload with its runs and eligible runs counted, and its
+    record holder: its fastest eligible run, equal latencies by name, as ``ranking.rank_group``
+    orders them. One statement: each group's runs numbered eligible first, then fastest."""
+    is_eligible = case((scope.eligible(), 1), else_=0)
+    group = Run.comparison_key
+    numbered = (
         select(
             Run.comparison_key,
-            func.count(),
-            func.sum(case((scope.eligible(), 1), else_=0)),
-            func.max(Run.observed_at),
-            func.min(Run.id),
+            Run.name,
+            func.count().over(partition_by=group).label("runs"),
+            func.sum(is_eligible).over(partition_by=group).label("eligible_runs"),
+            func.max(Run.observed_at).over(partition_by=group).label("last_observed_at"),
+            func.row_number()
+            .over(partition_by=group, order_by=(is_eligible.desc(), Run.latency_ns, Run.name))
+            .label("nth"),
         )
         .where(*scope.runs())
-        .group_by(Run.comparison_key)
-    )
-    return [
-        GroupCount(size=GroupSize(key, runs, last_observed_at), eligible_runs=int(eligible_runs), any_run=any_run)
-        for key, runs, eligible_runs, last_observed_at, any_run in rows
-    ]
-
-
-def group_records(session: Session, scope: Scope) -> dict[str, str]:
-    """Each group's record holder by comparison key (groups with no eligible run left out): its
-    fastest eligible run, equal latencies by name, as ``ranking.rank_group`` orders them."""
-    ordered = (
-        select(
-            Run.name,
-            Run.comparison_key,
-            func.row_number().over(partition_by=Run.comparison_key, order_by=(Run.latency_ns, Run.name)).label("nth"),
-        )
-        .where(*scope.runs(), scope.eligible())
         .subquery()
     )
-    return {
-        key: name
-        for name, key in session.execute(select(ordered.c.name, ordered.c.comparison_key).where(ordered.c.nth == 1))
-    }
+    rows = session.execute(select(numbered).where(numbered.c.nth == 1))
+    return [
+        GroupCount(
+            size=GroupSize(row.comparison_key, row.runs, row.last_observed_at),
+            eligible_runs=int(row.eligible_runs),
+            first=row.name,
+        )
+        for row in rows
+    ]
 
 
 @dataclass(frozen=True)
 class RevisionBest:
     """One implementation revision's fastest eligible run in one group, and its eligible runs there."""
 
-    id: int
     name: str
     comparison_key: str
     implementation_id: int
     latency_ns: int
     observed_at: datetime
-    sol_score: float | None
     ranked_runs: int
 
 
@@ -104,13 +97,11 @@ def revision_bests(session: Session, scope: Scope, comparison_key: str) -> list[
     where = [*scope.runs(), scope.eligible(), Run.comparison_key == comparison_key]
     ordered = (
         select(
-            Run.id,
             Run.name,
             Run.comparison_key,
             Run.implementation_id,
             Run.latency_ns,
             Run.observed_at,
-            Run.sol_score,
             func.count().over(partition_by=partition).label("ranked_runs"),
             func.row_number().over(partition_by=partition, order_by=(Run.latency_ns, Run.name)).label("nth"),
         )
@@ -120,13 +111,11 @@ def revision_bests(session: Session, scope: Scope, comparison_key: str) -> list[
     rows = session.execute(select(ordered).where(ordered.c.nth == 1).order_by(ordered.c.latency_ns, ordered.c.name))
     return [
         RevisionBest(
-            id=row.id,
             name=row.name,
             comparison_key=row.comparison_key,
             implementation_id=row.implementation_id,
             latency_ns=row.latency_ns,
             observed_at=row.observed_at,
-            sol_score=row.sol_score,
             ranked_runs=row.ranked_runs,
         )
         for row in rows
@@ -138,7 +127,6 @@ def _ranked(scope: Scope, comparison_key: str, implementation_ids: Collection[in
     a rank, the next skips), narrowed to some implementations after ranking."""
     ranked = (
         select(
-            Run.id,
             Run.name,
             Run.latency_ns,
             Run.observed_at,
@@ -213,7 +201,6 @@ def ranked_page(
 
 @dataclass(frozen=True)
 class RecordSetter:
-    id: int
     name: str
     latency_ns: int
     observed_at: datetime
@@ -225,7 +212,6 @@ def record_setters(session: Session, scope: Scope, comparison_key: str) -> list[
     order = (Run.observed_at, Run.latency_ns, Run.name)
     walked = (
         select(
-            Run.id,
             Run.name,
             Run.latency_ns,
             Run.observed_at,
@@ -235,7 +221,7 @@ def record_setters(session: Session, scope: Scope, comparison_key: str) -> list[
         .subquery()
     )
     rows = session.execute(
-        select(walked.c.id, walked.c.name, walked.c.latency_ns, walked.c.observed_at)
+        select(walked.c.name, walked.c.latency_ns, walked.c.observed_at)
         .where(or_(walked.c.best_before.is_(None), walked.c.latency_ns < walked.c.best_before))
         .order_by(walked.c.observed_at, walked.c.latency_ns, walked.c.name)
     )
