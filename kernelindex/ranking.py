@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
-from itertools import groupby
 
 from kernelindex.manifests.types import EvidenceLevel, RunStatus
 
@@ -117,11 +116,6 @@ def rank_group(runs: Iterable[RunFacts]) -> list[RankedRun]:
     return ranked
 
 
-def current_record(ranked: Sequence[RankedRun]) -> RankedRun | None:
-    """The #1 of a group ranked by ``rank_group``: the record it holds now."""
-    return ranked[0] if ranked else None
-
-
 def fastest_reported(runs: Iterable[RunFacts]) -> RunFacts | None:
     """A workload's headline: its fastest eligible run over all its comparison groups.
 
@@ -191,12 +185,6 @@ def rank_implementation_bests(bests: Iterable[tuple[RunFacts, int]]) -> list[tup
         vs_best = run.latency_ns / ordered[0].latency_ns
         lines.append((RankedRun(run=run, rank=rank, vs_best=vs_best), counts[run.implementation]))
     return lines
-
-
-def rank_by_group(runs: Iterable[RunFacts]) -> dict[str, list[RankedRun]]:
-    """Rank every comparison group separately; keys are comparison keys."""
-    by_key = sorted(runs, key=lambda run: run.comparison_key)
-    return {key: rank_group(group) for key, group in groupby(by_key, key=lambda run: run.comparison_key)}
 
 
 @dataclass(frozen=True)

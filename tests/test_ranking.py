@@ -15,7 +15,6 @@ from kernelindex.ranking import (
     FALLBACK_NOISE,
     RunFacts,
     VersionPoint,
-    current_record,
     default_group,
     fastest_reported,
     geometric_mean,
@@ -23,7 +22,6 @@ from kernelindex.ranking import (
     is_faster_than_bound,
     noise_estimate,
     rank_at_case,
-    rank_by_group,
     rank_group,
     rank_implementation_bests,
     rank_implementations,
@@ -195,50 +193,6 @@ def test_rank_group_refuses_runs_of_two_comparison_groups(other_key: str) -> Non
     runs = [run("a", 100), run("b", 200, key=other_key)]
     with pytest.raises(ValueError):
         rank_group(runs)
-
-
-def test_rank_by_group_ranks_each_group_separately() -> None:
-    runs = [
-        run("b200-slow", 300),
-        run("h100-fast", 50, key=KEY_H100),
-        run("b200-fast", 100),
-        run("v11-fastest", 10, key=KEY_V1_1),
-        run("h100-slow", 400, key=KEY_H100),
-        run("b200-mid", 200),
-    ]
-    groups = rank_by_group(runs)
-    assert set(groups) == {KEY_B200, KEY_H100, KEY_V1_1}
-    assert table(groups[KEY_B200]) == [("b200-fast", 1), ("b200-mid", 2), ("b200-slow", 3)]
-    assert table(groups[KEY_H100]) == [("h100-fast", 1), ("h100-slow", 2)]
-    assert table(groups[KEY_V1_1]) == [("v11-fastest", 1)]
-    assert [item.vs_best for item in groups[KEY_B200]] == [1.0, 2.0, 3.0]
-    assert all(item.run.comparison_key == key for key, ranked in groups.items() for item in ranked)
-
-
-@pytest.mark.parametrize(
-    "intruder",
-    [
-        pytest.param(run("h100-much-faster", 1, key=KEY_H100), id="faster-on-other-gpu"),
-        pytest.param(run("v11-tie", 100, key=KEY_V1_1), id="tie-on-other-stack"),
-        pytest.param(run("h100-slower", 10**9, key=KEY_H100), id="slower-on-other-gpu"),
-    ],
-)
-def test_rank_by_group_other_groups_never_affect_a_group(intruder: RunFacts) -> None:
-    b200 = [run("a", 100), run("b", 100), run("c", 250)]
-    alone = rank_by_group(b200)[KEY_B200]
-    together = rank_by_group([intruder, *b200])
-    assert together[KEY_B200] == alone
-    assert table(alone) == [("a", 1), ("b", 1), ("c", 3)]
-    assert table(together[intruder.comparison_key]) == [(intruder.name, 1)]
-
-
-def test_rank_by_group_of_nothing_is_empty() -> None:
-    assert rank_by_group([]) == {}
-
-
-def test_rank_by_group_equals_rank_group_for_one_group() -> None:
-    runs = [run("a", 3), run("b", 1), run("c", 2, status="failed"), run("d", 1)]
-    assert rank_by_group(runs) == {KEY_B200: rank_group(runs)}
 
 
 # --- record_history ---------------------------------------------------------------------
@@ -459,12 +413,6 @@ def test_a_leaderboard_opens_on_the_group_of_its_headline():
     assert default_group(ineligible) == KEY_H100
     assert default_group([*ineligible, run("c", 1, key=KEY_B200, status="failed")]) == KEY_B200
     assert default_group([]) is None
-
-
-def test_the_current_record_is_the_first_ranked_run():
-    ranked = rank_group([run("slow", 300), run("fast", 100), run("also-fast", 100)])
-    assert current_record(ranked).run.name == "also-fast"
-    assert current_record([]) is None
 
 
 def test_implementation_bests_keep_each_projects_fastest_run_and_count_its_ranked_runs():
