@@ -49,6 +49,18 @@ def parse_smi_line(line: str, fields: list[str] = SMI_FIELDS) -> dict[str, int |
     return {f: _number(v) for f, v in zip(fields, values, strict=True)}
 
 
+def _smi_rows(smi: str, fields: list[str]) -> list[dict[str, int | float | str]]:
+    """One row per GPU of `nvidia-smi --query-gpu=FIELDS`; raises what subprocess and parsing raise."""
+    done = subprocess.run(
+        [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return [parse_smi_line(line, fields) for line in done.stdout.strip().splitlines() if line.strip()]
+
+
 def pick_smi_row(rows: list[dict[str, Any]], index: int, uuid: str | None) -> dict[str, Any]:
     """The nvidia-smi row of the CUDA device: by UUID when torch gives one, else by position."""
     if uuid:
@@ -66,15 +78,7 @@ def smi_query(index: int, uuid: str | None = None) -> dict[str, Any]:
     smi = shutil.which("nvidia-smi")
     if smi:
         try:
-            done = subprocess.run(
-                [smi, f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits"],
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=True,
-            )
-            rows = [parse_smi_line(line) for line in done.stdout.strip().splitlines() if line.strip()]
-            return {"via": "nvidia-smi", **pick_smi_row(rows, index, uuid)}
+            return {"via": "nvidia-smi", **pick_smi_row(_smi_rows(smi, SMI_FIELDS), index, uuid)}
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
             smi_error = f"nvidia-smi failed: {exc}"
     else:
@@ -179,15 +183,7 @@ def _smi_clocks(index: int, uuid: str | None) -> dict[str, Any]:
         return {"via": "none", "error": "neither pynvml nor nvidia-smi is available"}
     fields = ["uuid", *CLOCK_FIELDS]
     try:
-        done = subprocess.run(
-            [smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        )
-        rows = [parse_smi_line(line, fields) for line in done.stdout.strip().splitlines() if line.strip()]
-        row = dict(pick_smi_row(rows, index, uuid))
+        row = dict(pick_smi_row(_smi_rows(smi, fields), index, uuid))
     except (OSError, subprocess.SubprocessError, ValueError) as exc:
         return {"via": "none", "error": f"nvidia-smi failed: {exc}"}
     row.pop("uuid", None)
