@@ -14,8 +14,9 @@ from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.store import accounts
 from kernelindex.store.accounts import User
 from kernelindex.store.attestations import attestations_by_user
-from kernelindex.web.auth import GENERATION_KEY, HANDLE_KEY, NO_STORE, USER_KEY, SignedInUser, current_user
+from kernelindex.web.auth import GENERATION_KEY, HANDLE_KEY, NO_STORE, SignedInUser, current_user
 from kernelindex.web.deps import CheckedForm, SessionDep, client_address
+from kernelindex.web.session_cookie import SIGNED_IN_KEY
 
 # HTML pages and their forms: the OpenAPI document describes the JSON API only.
 router = APIRouter(include_in_schema=False)
@@ -37,7 +38,7 @@ def safe_next(target: str | None) -> str:
 def sign_in(request: Request, user: User) -> None:
     # A fresh session (and CSRF token) at every sign-in, so a planted session id is worthless.
     request.session.clear()
-    request.session[USER_KEY] = user.id
+    request.session[SIGNED_IN_KEY] = user.id
     request.session[HANDLE_KEY] = user.handle
     request.session[GENERATION_KEY] = user.session_generation
 

@@ -21,7 +21,6 @@ from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import SignInRequired
 from kernelindex.web.session_cookie import SIGNED_IN_KEY
 
-USER_KEY = SIGNED_IN_KEY  # the cache tells signed-in visitors by it
 HANDLE_KEY = "handle"
 GENERATION_KEY = "generation"
 # Moderation pages hold CSRF tokens and unpublished reports: never stored by a cache.
@@ -31,7 +30,7 @@ NO_STORE = {"Cache-Control": "no-store"}
 def current_user(request: Request, session: SessionDep) -> User | None:
     """The account of the signed session, or ``None``. The store says whether the session is still
     live (not ended by a sign-out); an ended one, or one naming a deleted account, is cleared."""
-    user_id = request.session.get(USER_KEY)
+    user_id = request.session.get(SIGNED_IN_KEY)
     if not isinstance(user_id, int):
         return None
     user = accounts.session_user(session, user_id, request.session.get(GENERATION_KEY))

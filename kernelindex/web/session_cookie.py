@@ -27,7 +27,8 @@ from kernelindex.accounts.csrf import COOKIE_SCOPE, SIGNER_SCOPE
 from kernelindex.accounts.csrf import MAX_AGE_S as CSRF_MAX_AGE_S
 from kernelindex.web.errors import database_trouble, unavailable
 
-# The session key that only a sign-in writes (``kernelindex.web.auth.USER_KEY``).
+# The session key that only a sign-in writes (``kernelindex.web.accounts``); the response
+# cache tells a signed-in visitor by it.
 SIGNED_IN_KEY = "user_id"
 
 
