@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kernelindex.rerun import roofline, stats
 
@@ -84,3 +87,14 @@ def test_roofline_refuses_bad_axes_and_rates() -> None:
         roofline.adain_bwd_counts({"N": 0, "C": 32, "H": 1, "W": 1})
     with pytest.raises(ValueError):
         roofline.bound_ns_at_rate(1, 1, 0.0, 1.0)
+
+
+@given(
+    seed=st.integers(min_value=0, max_value=2**64),
+    n=st.sampled_from([1, 2, 3, 7, 128, 129, 150, 255, 256, 1000, 2**31 + 5]),
+    count=st.integers(min_value=0, max_value=700),
+)
+def test_bulk_randrange_draws_are_those_of_randrange(seed: int, n: int, count: int) -> None:
+    expected_rng = random.Random(seed)
+    expected = [expected_rng.randrange(n) for _ in range(count)]
+    assert stats.randrange_draws(random.Random(seed), n, count) == expected
