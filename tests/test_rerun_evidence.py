@@ -27,11 +27,12 @@ BASE = RerunFacts(
         (CaseFigure(100_000), CaseFigure(110_000), True),  # 10 % of the smaller: on the bound
         (CaseFigure(100_000), CaseFigure(110_001), False),
         (CaseFigure(100, (95, 105)), CaseFigure(150, (104, 160)), True),  # intervals overlap, medians 50 % apart
-        (CaseFigure(100, (95, 105)), CaseFigure(101, (106, 110)), False),  # close medians, disjoint intervals
+        (CaseFigure(100, (95, 105)), CaseFigure(101, (106, 110)), True),  # close medians, disjoint intervals
+        (CaseFigure(100, (99, 101)), CaseFigure(111, (110, 112)), False),  # 11 % apart, disjoint intervals
         (CaseFigure(100, (95, 105)), CaseFigure(108), True),  # one without an interval: medians decide
     ],
 )
-def test_case_figures_agree_by_interval_overlap_else_by_median(a: CaseFigure, b: CaseFigure, agree: bool) -> None:
+def test_case_figures_agree_by_interval_overlap_or_median(a: CaseFigure, b: CaseFigure, agree: bool) -> None:
     assert case_figures_agree(a, b) is agree
     assert case_figures_agree(b, a) is agree
 

@@ -131,8 +131,9 @@ def _standing() -> list[Fact]:
             value="Every imported rerun is “KernelIndex verified”. Another rerun of the same implementation in the "
             "same comparison group (another lease, key or GPU) agrees with it when the suite figures are within "
             f"{SUITE_AGREEMENT_BOUND:.0%} of the smaller and every case agrees: their confidence intervals "
-            f"overlap, or where a bundle gives none, their medians are within {CASE_AGREEMENT_BOUND:.0%} of the "
-            "smaller. An agreeing rerun by the same operator makes both “Reproduced by KernelIndex”; only one "
+            f"overlap, or their medians are within {CASE_AGREEMENT_BOUND:.0%} of the smaller (an interval "
+            "measures one lease's sampling noise, often far less than the drift between two leases). An "
+            "agreeing rerun by the same operator makes both “Reproduced by KernelIndex”; only one "
             "signed by a key a maintainer approved for a different operator, on a different GPU, makes them "
             "“Independently replicated”. A key whose operator is not stated never counts as independent.",
         ),
