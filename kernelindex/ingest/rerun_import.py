@@ -27,10 +27,17 @@ from sqlalchemy.orm import Session, sessionmaker
 from kernelindex.ingest.reruns import VerifiedBundle, map_bundle, read_bundle
 from kernelindex.ingest.snapshot import verify_checksums
 from kernelindex.rerun.bundle import BundleError, key_id
-from kernelindex.rerun.cases import cases_sha256
+from kernelindex.rerun.cases import Case, cases_sha256
 from kernelindex.store.batch import ReadFrom
 from kernelindex.store.ingest import ensure_source, finish_report, start_report
-from kernelindex.store.reruns import RERUN_SOURCE, record_operator, rerun_workload, stored_bundle, write_rerun
+from kernelindex.store.reruns import (
+    RERUN_SOURCE,
+    RerunWorkload,
+    record_operator,
+    rerun_workload,
+    stored_bundle,
+    write_rerun,
+)
 
 BUNDLED_KEYS_FILE = "runner-keys.json"
 IMPORTED = ReadFrom("import")
@@ -140,7 +147,13 @@ def import_bundle(
         raise BundleError(
             f"bundle {payload.bundle_id} measured {payload.workload.slug}, a workload not in this registry"
         )
-    if cases_sha256(workload.cases) != payload.workload.cases_sha256:
+    measured = payload.workload.fixture_sha256
+    if measured is not None and workload.reference_sha256 is not None and measured != workload.reference_sha256:
+        raise BundleError(
+            f"bundle {payload.bundle_id} measured a program (sha256 {measured[:12]}…) other than {workload.name}'s "
+            f"reference program ({workload.reference_sha256[:12]}…)"
+        )
+    if cases_sha256(_cases_as_measured(workload, measured is not None)) != payload.workload.cases_sha256:
         raise BundleError(
             f"bundle {payload.bundle_id} measured a suite of {payload.workload.case_count} cases that differs from "
             f"the registry's {workload.name} ({workload.digest}); it cannot be filed under that workload"
@@ -148,6 +161,14 @@ def import_bundle(
     record = map_bundle(bundle, workload.digest, operator.id if operator else None)
     run_name = write_rerun(session, record, workload, now)
     return replace(outcome, run_name=run_name)
+
+
+def _cases_as_measured(workload: RerunWorkload, program: bool) -> list[Case]:
+    """The workload's cases as the runner lists them: for a program file (its content already matched),
+    only the integer constants are axes, so a float constant such as a scaling factor is left out."""
+    if not program:
+        return workload.cases
+    return [Case(case.index, {k: v for k, v in case.axes.items() if type(v) is int}) for case in workload.cases]
 
 
 def import_bundle_files(

@@ -31,6 +31,8 @@ class SuiteRef(Part):
     slug: Annotated[str, StringConstraints(pattern=r"^[a-z0-9-]{1,200}$")]
     cases_sha256: Sha256Hex
     case_count: Annotated[int, Field(strict=True, gt=0)]
+    # The content digest of the program measured, where the workload is a program file (KernelBench).
+    fixture_sha256: Sha256Hex | None = None
 
 
 class ImplementationRef(Part):

@@ -96,7 +96,7 @@ def _check_figures(payload: Payload) -> None:
     if cases_sha256(cases) != payload.workload.cases_sha256 or len(cases) != payload.workload.case_count:
         raise BundleError(f"bundle {payload.bundle_id}: its cases do not match the suite digest it claims")
     for case in payload.cases:
-        if case.status != "passed" or case.timing is None or case.roofline is None:
+        if case.status != "passed" or case.timing is None:
             raise BundleError(f"bundle {payload.bundle_id}: case {case.index} has no passing, timed result")
         recomputed, claimed = summarize_case(case.timing.samples_ns), case.timing.model_dump(by_alias=True)
         for figure in ("medianNs", "minNs", "maxNs", "p10Ns", "p90Ns", "iqrNs"):
@@ -216,30 +216,36 @@ def map_bundle(bundle: VerifiedBundle, workload_digest: str, operator: str | Non
     assert latency is not None  # read_bundle admits complete measurements only
     rtol = float(payload.protocol["correctness"]["rtol"])
     precision, _ = fastest_admitted_peak(bundle.gpu, rtol)
-    sol_by_case = {}
+    # 0: no bound is known (the workload has no byte and FLOP model, as for a KernelBench program).
+    sol_by_case = {case.index: 0.0 for case in payload.cases}
+    achievable_by_case = dict(sol_by_case)
     for case in payload.cases:
-        assert case.roofline is not None  # read_bundle admits bounded cases only
-        sol_by_case[case.index] = speed_of_light_ns(case.roofline.bytes, case.roofline.flops, bundle.gpu, rtol)
-    sol = geometric_mean(list(sol_by_case.values()))
-    achievable = payload.suite.bound_ns
-    assert achievable is not None  # rechecked by read_bundle
+        if case.roofline is not None:
+            sol_by_case[case.index] = speed_of_light_ns(case.roofline.bytes, case.roofline.flops, bundle.gpu, rtol)
+            achievable_by_case[case.index] = case.roofline.bound_ns
+    bounded = all(sol_by_case.values())
+    sol = geometric_mean(list(sol_by_case.values())) if bounded else 0.0
+    achievable = payload.suite.bound_ns or 0.0
     metrics: dict[str, Any] = {
         "runner_key_id": bundle.key_id,
         "session_id": payload.session_id,
         "cases_passed": payload.suite.cases_passed,
         "case_count": payload.suite.suite_case_count,
-        "sol_bound_ns": round(sol),
-        "percent_of_sol_bound": round(100 * sol / latency, 3),
-        "sol_compute_precision": precision,
-        "achievable_bound_ns": round(achievable),
-        "percent_of_achievable_bound": round(100 * achievable / latency, 3),
     }
+    if bounded:
+        metrics |= {
+            "sol_bound_ns": round(sol),
+            "percent_of_sol_bound": round(100 * sol / latency, 3),
+            "sol_compute_precision": precision,
+            "achievable_bound_ns": round(achievable),
+            "percent_of_achievable_bound": round(100 * achievable / latency, 3),
+        }
     base = f"rerun-{payload.bundle_id[:12]}"
     title = f"{payload.implementation.name} · {payload.workload.slug} · {environment.spec.hardware.product}"
     suite_run = _run_manifest(base, title, payload, digests, {"median": latency}, metrics, None)
     case_runs = []
     for case in payload.cases:
-        assert case.timing is not None and case.roofline is not None
+        assert case.timing is not None
         timing = {
             "median": case.timing.median_ns,
             "min": case.timing.min_ns,
@@ -249,11 +255,13 @@ def map_bundle(bundle: VerifiedBundle, workload_digest: str, operator: str | Non
         }
         if case.timing.median_interval_ns is not None:
             timing["median_ci_low"], timing["median_ci_high"] = case.timing.median_interval_ns
-        case_metrics = {
-            "sol_bound_ns": round(sol_by_case[case.index]),
-            "achievable_bound_ns": round(case.roofline.bound_ns),
-            "achievable_limiter": case.roofline.limiter,
-        }
+        case_metrics: dict[str, Any] = {}
+        if case.roofline is not None:
+            case_metrics = {
+                "sol_bound_ns": round(sol_by_case[case.index]),
+                "achievable_bound_ns": round(case.roofline.bound_ns),
+                "achievable_limiter": case.roofline.limiter,
+            }
         manifest = _run_manifest(
             f"{base}-case-{case.index}",
             f"{title} · case {case.index}",
@@ -264,7 +272,7 @@ def map_bundle(bundle: VerifiedBundle, workload_digest: str, operator: str | Non
             case.index,
         )
         case_runs.append(
-            RerunCaseRecord(case.index, round(sol_by_case[case.index]), round(case.roofline.bound_ns), manifest)
+            RerunCaseRecord(case.index, round(sol_by_case[case.index]), round(achievable_by_case[case.index]), manifest)
         )
     return RerunRecord(
         bundle_id=payload.bundle_id,

@@ -83,6 +83,8 @@ class RerunWorkload:
     name: str
     digest: str
     cases: list[Case]
+    # The sha256 of the reference program, where the workload is defined by one (KernelBench).
+    reference_sha256: str | None = None
 
 
 def stored_bundle(session: Session, bundle_id: str) -> StoredBundle | None:
@@ -98,7 +100,8 @@ def rerun_workload(session: Session, name: str) -> RerunWorkload | None:
     if workload is None:
         return None
     cases = [Case(index=case.position, axes=case.axes) for case in workload.cases]
-    return RerunWorkload(workload.id, workload.name, workload.digest, cases)
+    reference = json.loads(workload.manifest_json)["spec"]["definition"].get("reference") or {}
+    return RerunWorkload(workload.id, workload.name, workload.digest, cases, reference.get("sha256"))
 
 
 def write_rerun(session: Session, record: RerunRecord, workload: RerunWorkload, now: datetime) -> str:
