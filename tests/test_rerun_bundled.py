@@ -12,25 +12,42 @@ from sqlalchemy import select
 from kernelindex.db.tables import Run
 from kernelindex.ingest.rerun_import import import_bundled_reruns
 from kernelindex.ingest.snapshot import SnapshotError
+from kernelindex.ingest.sources import SOURCES, ingest
 from kernelindex.paths import BUNDLED_RERUNS
+from kernelindex.settings import Settings
 from tests.rerun_bundles import ADAIN, CONV
 
 
 def test_the_bundled_reruns_load_as_reproduced_never_replicated_h200_runs(loaded_db) -> None:
+    # The KernelBench problems the reruns measured are workloads of the bundled KernelBench snapshot.
+    settings = Settings(database_url=loaded_db.url, github_token=None)
+    kernelbench = SOURCES["kernelbench"].bundled
+    assert ingest(loaded_db.sessions, settings, "kernelbench", snapshot=kernelbench).status == "succeeded"
     results = import_bundled_reruns(loaded_db.sessions, BUNDLED_RERUNS)
     assert results and all(result.error is None for result in results), [r.error for r in results if r.error]
     with loaded_db.sessions() as session:
         reruns = session.scalars(select(Run).where(Run.evidence.in_(["verified", "reproduced", "replicated"]))).all()
-        assert len(reruns) == 17
+        assert len(reruns) == len(list((BUNDLED_RERUNS / "bundles").glob("*.json")))
         assert {run.environment.gpu_product for run in reruns} == {"NVIDIA H200"}
-        # One operator ran all three leases: agreement reproduces, it never replicates.
-        evidence = {(run.implementation.name, run.latency_ns): run.evidence for run in reruns}
-        assert "replicated" not in evidence.values()
-        by_level = Counter(evidence.values())
-        assert by_level["reproduced"] >= 6 and by_level["verified"] >= 1, by_level
+        # One operator ran every lease: agreement reproduces, it never replicates.
+        assert "replicated" not in {run.evidence for run in reruns}
+        by_protocol = Counter(run.protocol.name for run in reruns)
+        assert by_protocol["kernelindex-rerun-v1"] == 17, by_protocol
         for slug in (ADAIN, CONV):
             runs = [run for run in reruns if run.workload.name == slug]
-            assert len({run.implementation.project for run in runs}) >= 3, slug
+            for protocol in ("kernelindex-rerun-v1", "kernelindex-rerun-v2"):
+                measured = {run.implementation.project for run in runs if run.protocol.name == protocol}
+                assert len(measured) >= 3, (slug, protocol)
+        # KernelBench problems, eager and compiled, several measured twice and agreeing.
+        problems = Counter(
+            (run.workload.name, run.implementation.name.split("-")[0])
+            for run in reruns
+            if run.workload.name.startswith("kernelbench-")
+        )
+        modes_by_problem = Counter(workload for workload, _ in problems)
+        assert sum(1 for modes in modes_by_problem.values() if modes == 2) >= 100
+        kernelbench = Counter(run.evidence for run in reruns if run.workload.name.startswith("kernelbench-"))
+        assert kernelbench["reproduced"] >= 100 and kernelbench["verified"] >= 1, kernelbench
     again = import_bundled_reruns(loaded_db.sessions, BUNDLED_RERUNS)
     assert all(result.outcome is not None and result.outcome.already_imported for result in again)
 
