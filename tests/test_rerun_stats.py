@@ -98,3 +98,15 @@ def test_bulk_randrange_draws_are_those_of_randrange(seed: int, n: int, count: i
     expected_rng = random.Random(seed)
     expected = [expected_rng.randrange(n) for _ in range(count)]
     assert stats.randrange_draws(random.Random(seed), n, count) == expected
+
+
+@given(
+    samples=st.lists(st.integers(min_value=1, max_value=50), min_size=1, max_size=300),
+    seed=st.integers(min_value=0, max_value=2**32),
+)
+def test_bootstrap_interval_is_the_one_randrange_resampling_gives(samples: list[int], seed: int) -> None:
+    rng = random.Random(seed)
+    n = len(samples)
+    medians = [stats.median([samples[rng.randrange(n)] for _ in range(n)]) for _ in range(40)]
+    expected = (round(stats.percentile(medians, 2.5)), round(stats.percentile(medians, 97.5)))
+    assert stats.bootstrap_median_interval(samples, resamples=40, confidence=0.95, seed=seed) == expected

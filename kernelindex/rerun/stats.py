@@ -90,8 +90,27 @@ def bootstrap_median_interval(
         raise ValueError("bootstrap needs resamples >= 1 and 0 < confidence < 1")
     values = list(samples)
     n = len(values)
-    picks = [values[i] for i in randrange_draws(random.Random(seed), n, resamples * n)]
-    medians = [median(picks[start : start + n]) for start in range(0, len(picks), n)]
+    rng = random.Random(seed)
+    if n >= 256:
+        picks = [values[i] for i in randrange_draws(rng, n, resamples * n)]
+        medians = [median(picks[start : start + n]) for start in range(0, len(picks), n)]
+    else:
+        # Resample ranks rather than values, one byte a draw, so that slicing and sorting stay cheap:
+        # the j-th smallest rank in a resample is the j-th smallest of its values, ties included.
+        order = sorted(range(n), key=values.__getitem__)
+        ordered = [values[i] for i in order]
+        rank_of = bytearray(256)
+        for rank, index in enumerate(order):
+            rank_of[index] = rank
+        ranks = _small_draws(rng, n, resamples * n).translate(rank_of)
+        mid = n // 2
+        if n % 2:
+            medians = [float(ordered[sorted(ranks[s : s + n])[mid]]) for s in range(0, len(ranks), n)]
+        else:
+            medians = []
+            for start in range(0, len(ranks), n):
+                middle = sorted(ranks[start : start + n])
+                medians.append((ordered[middle[mid - 1]] + ordered[middle[mid]]) / 2)
     tail = (1 - confidence) / 2 * 100
     return round(percentile(medians, tail)), round(percentile(medians, 100 - tail))
 
@@ -100,23 +119,35 @@ def randrange_draws(rng: random.Random, n: int, count: int) -> list[int]:
     """What ``[rng.randrange(n) for _ in range(count)]`` returns, many times faster (the importer
     recomputes every interval). CPython draws ``randrange(n)`` for n < 2**32 as the top
     ``k = n.bit_length()`` bits of one 32-bit Mersenne Twister output, drawing again while the value is
-    >= n; ``getrandbits(32 * m)`` returns m such outputs, the first in the lowest bits. For n <= 256
-    the top bits lie in each output's last byte, so whole blocks are mapped and filtered in C by
-    ``bytes.translate``. The tests check this against ``randrange`` itself."""
+    >= n; ``getrandbits(32 * m)`` returns m such outputs, the first in the lowest bits. The tests check
+    this against ``randrange`` itself."""
     if not 0 < n < 2**32:
         return [rng.randrange(n) for _ in range(count)]
-    bits = n.bit_length()
+    if n < 256:
+        return list(_small_draws(rng, n, count))
+    shift = 32 - n.bit_length()
     draws: list[int] = []
     while len(draws) < count:
-        # Enough outputs for what is missing, given that a share n / 2**bits of them is kept.
-        words = (count - len(draws)) * (1 << bits) // n + 64
-        data = rng.getrandbits(32 * words).to_bytes(4 * words, "little")
-        if bits <= 8:
-            draws.extend(data[3::4].translate(*_top_bits_tables(bits, n)))
-        else:
-            shift = 32 - bits
-            draws.extend(v for word in struct.unpack(f"<{words}I", data) if (v := word >> shift) < n)
+        words = _words_for(count - len(draws), n)
+        raw = struct.unpack(f"<{words}I", rng.getrandbits(32 * words).to_bytes(4 * words, "little"))
+        draws.extend(v for word in raw if (v := word >> shift) < n)
     return draws[:count]
+
+
+def _small_draws(rng: random.Random, n: int, count: int) -> bytes:
+    """``randrange_draws`` for n < 256, one byte a draw: the top bits lie in each output's last byte,
+    so whole blocks are mapped and filtered in C by ``bytes.translate``."""
+    table, dropped = _top_bits_tables(n.bit_length(), n)
+    draws = bytearray()
+    while len(draws) < count:
+        words = _words_for(count - len(draws), n)
+        draws += rng.getrandbits(32 * words).to_bytes(4 * words, "little")[3::4].translate(table, dropped)
+    return bytes(draws[:count])
+
+
+def _words_for(missing: int, n: int) -> int:
+    """Enough 32-bit outputs for ``missing`` draws, given that a share n / 2**bits of them is kept."""
+    return missing * (1 << n.bit_length()) // n + 64
 
 
 @functools.cache
