@@ -235,3 +235,19 @@ def test_the_matrix_holds_one_line_per_implementation_across_its_revisions(clien
     assert titles.count("ac4k") == 1 and len(titles) == len(set(titles))
     ac4k = next(line for line in lines if line["implementationTitle"] == "ac4k")
     assert ac4k["bestByGpu"]["b200"]["run"] == "sol-submission-20275"
+
+
+def test_a_v1_group_is_labelled_superseded_once_the_workload_has_v2_reruns(client, loaded_db) -> None:
+    key = Ed25519PrivateKey.generate()
+    for version, session_id in ((1, "e" * 32), (2, "f" * 32)):
+        data = signed(make_payload(version=version, session_id=session_id), key)
+        with loaded_db.sessions.begin() as session:
+            import_bundle(session, read_bundle(data, approved(key)), NOW, operator("lab-a"))
+    twin = client.get(f"/workloads/{ADAIN}.json").json()
+    superseded = {group["protocol"]: group["supersededBy"] for group in twin["groups"] if "H200" in group["label"]}
+    assert superseded == {
+        "KernelIndex rerun protocol v1": "KernelIndex rerun protocol v2",
+        "KernelIndex rerun protocol v2": None,
+    }
+    records = html(client, f"/workloads/{ADAIN}").select_one("#records").get_text(" ", strip=True)
+    assert "KernelIndex rerun protocol v1 · superseded by KernelIndex rerun protocol v2" in records

@@ -19,6 +19,16 @@ SPECS = {
 }
 RERUN_PROTOCOL_NAMES = frozenset(SPECS)
 RERUN_PROTOCOL_V2_NAME = f"{rerun_protocol_v2.PROTOCOL_NAME}-v{rerun_protocol_v2.PROTOCOL_VERSION}"
+# Each published version and the one that replaced it: v1's timer let host time into the interval.
+SUCCESSORS = {f"{rerun_protocol_v1.PROTOCOL_NAME}-v{rerun_protocol_v1.PROTOCOL_VERSION}": RERUN_PROTOCOL_V2_NAME}
+
+
+def superseded_by(protocol: str, measured_under: set[str]) -> str | None:
+    """The newer rerun protocol that replaced ``protocol``, where a workload's reruns were also measured
+    under it (``measured_under``: the protocol names of its comparison groups); None otherwise. The
+    older runs stay, in their own group, labelled as superseded."""
+    successor = SUCCESSORS.get(protocol)
+    return successor if successor in measured_under else None
 
 
 def published_name(spec: Mapping[str, Any]) -> str | None:

@@ -22,7 +22,7 @@ from kernelindex.store.completeness import workload_completeness
 from kernelindex.store.cross_gpu import cross_gpu_view
 from kernelindex.store.framework_filter import UnknownFramework
 from kernelindex.store.leaderboards import GroupDetail, GroupStanding, Leaderboard, group_detail, ranked_rows
-from kernelindex.store.rerun_protocols import RERUN_PROTOCOL_NAMES
+from kernelindex.store.rerun_protocols import RERUN_PROTOCOL_NAMES, superseded_by
 from kernelindex.store.reruns import RerunBounds
 from kernelindex.store.revisions import problem_of, workload_revisions
 from kernelindex.store.runs import RunView
@@ -97,6 +97,8 @@ class GroupTab(Part):
     protocol: str
     protocol_url: str
     controlled_rerun: bool
+    # The title of the newer rerun protocol this workload was also measured under, for an older one.
+    superseded_by: str | None
     run_count: int
     eligible_count: int
     best_latency_ns: int | None
@@ -354,8 +356,10 @@ def _selected_key(board: Leaderboard, group: str | None) -> str | None:
     return matches[0]
 
 
-def _tab(standing: GroupStanding, label: str, selected_key: str | None) -> GroupTab:
+def _tab(standing: GroupStanding, label: str, selected_key: str | None, protocols: dict[str, str]) -> GroupTab:
+    """``protocols``: the titles of the protocols of every group on the page, by protocol name."""
     sample, record = standing.sample, standing.record
+    successor = superseded_by(sample.protocol_name, set(protocols))
     return GroupTab(
         key=standing.key,
         label=label,
@@ -364,6 +368,7 @@ def _tab(standing: GroupStanding, label: str, selected_key: str | None) -> Group
         protocol=sample.protocol_title,
         protocol_url=urls.protocol(sample.protocol_name),
         controlled_rerun=sample.protocol_name in RERUN_PROTOCOL_NAMES,
+        superseded_by=protocols[successor] if successor else None,
         run_count=standing.run_count,
         eligible_count=standing.eligible_count,
         best_latency_ns=record.latency_ns if record else None,
@@ -722,8 +727,9 @@ def build_leaderboard(
     selected = board.group(selected_key)
     detail = group_detail(session, board, selected) if selected else None
     labels = _group_labels(board)
+    protocols = {g.sample.protocol_name: g.sample.protocol_title for g in board.groups}
     tabs = [
-        _tab(standing, labels[standing.key], selected_key)
+        _tab(standing, labels[standing.key], selected_key, protocols)
         for standing in sorted(board.groups, key=lambda g: (labels[g.key], g.key))
     ]
     tabs = one_unit(tabs, "best_latency_ns", "best_latency")
