@@ -483,13 +483,22 @@ def rerun_import(bundles: tuple[Path, ...], keys_file: Path | None, database_url
     sys.exit(1 if any(result.error for result in results) else 0)
 
 
-def _print_rerun_results(results: Sequence[object]) -> None:
+def _print_rerun_results(results: Sequence[object], *, summary_of: Path | None = None) -> None:
+    """One line per bundle, or for the hundreds of a bundled folder (``summary_of``) one line in all;
+    a refused bundle is always named."""
     from kernelindex.ingest.rerun_import import BundleResult
 
+    if summary_of is not None:
+        stored = [r for r in results if isinstance(r, BundleResult) and r.outcome is not None]
+        added = sum(1 for r in stored if r.outcome is not None and not r.outcome.already_imported)
+        already = len(stored) - added
+        err.print(f"imported {added} rerun bundle(s) from {summary_of} ({already} already present)", highlight=False)
     for result in results:
         assert isinstance(result, BundleResult)
         if result.error:
             err.print(f"[red]refused[/] {result.path}: {result.error}", highlight=False)
+            continue
+        if summary_of is not None:
             continue
         assert result.outcome is not None
         outcome = result.outcome
@@ -578,7 +587,7 @@ def serve(host: str, port: int, database_url: str | None) -> None:
                 with _progress(source.info.name) as progress:
                     print_report(ingest_source(sessions, settings, slug, snapshot=source.bundled, progress=progress))
             err.print("Loading the bundled controlled reruns…")
-            _print_rerun_results(import_bundled_reruns(sessions, BUNDLED_RERUNS))
+            _print_rerun_results(import_bundled_reruns(sessions, BUNDLED_RERUNS), summary_of=BUNDLED_RERUNS)
     engine.dispose()
     err.print(f"Serving KernelIndex on http://{host}:{port}/ (store: {settings.database_url})")
     err.print(f"Links are written for {settings.public_url}; hosts answered: {', '.join(settings.trusted_hosts)}")

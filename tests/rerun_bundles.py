@@ -3,13 +3,19 @@ with synthetic samples (these are test inputs, not measurements)."""
 
 from __future__ import annotations
 
+import atexit
+import functools
+import hashlib
 import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from kernelindex.ingest.rerun_import import ApprovedKeys, Operator
+from kernelindex.paths import BUNDLED_RERUNS
 from kernelindex.rerun import payload as runner_payload
 from kernelindex.rerun import protocol, protocol_v2
 from kernelindex.rerun.bundle import key_id, public_key_b64, public_key_raw, sign_payload
@@ -129,3 +135,24 @@ def resign_with_tampering(data: bytes, key: Ed25519PrivateKey, change: Any) -> b
     payload = json.loads(data)["payload"]
     change(payload)
     return signed(payload, key)
+
+
+@functools.cache
+def v1_reruns() -> Path:
+    """The shipped dataset's 17 protocol-v1 bundles (the SOL-ExecBench workloads) as a bundled folder
+    of their own, its MANIFEST.sha256 rewritten: for stores that hold the SOL-ExecBench snapshot and
+    no KernelBench workloads. ``test_rerun_bundled`` imports the whole dataset."""
+    folder = Path(tempfile.mkdtemp(prefix="kernelindex-v1-reruns-"))
+    atexit.register(shutil.rmtree, folder, True)
+    (folder / "bundles").mkdir()
+    shutil.copyfile(BUNDLED_RERUNS / "runner-keys.json", folder / "runner-keys.json")
+    for path in sorted((BUNDLED_RERUNS / "bundles").glob("*.json")):
+        if json.loads(path.read_bytes())["payload"]["protocol"]["version"] == "1":
+            shutil.copyfile(path, folder / "bundles" / path.name)
+    assert len(list((folder / "bundles").iterdir())) == 17
+    listing = [
+        f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.relative_to(folder).as_posix()}"
+        for path in [folder / "runner-keys.json", *sorted((folder / "bundles").glob("*.json"))]
+    ]
+    (folder / "MANIFEST.sha256").write_text("\n".join(listing) + "\n", encoding="utf-8")
+    return folder

@@ -27,11 +27,11 @@ from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.tables import Attestation, ManifestVersion, Run, User
 from kernelindex.ingest.rerun_import import import_bundled_reruns
 from kernelindex.ingest.runner import run_ingest
-from kernelindex.paths import BUNDLED_RERUNS
 from kernelindex.settings import Settings
 from kernelindex.store import accounts, attestations, moderation
 from tests.catalogue import catalogue_fingerprint
 from tests.factories import PASSWORD
+from tests.rerun_bundles import v1_reruns
 from tests.upstream import FakeUpstream
 
 # One worker runs them all, so that the backup below is made once.
@@ -85,7 +85,7 @@ def community(url: str) -> None:
         moderation.release_run(session, grace, "sol-submission-33453", "bound checked")
         assert kept.name
     # Controlled reruns: signed bundles, their results and case-scoped runs.
-    assert all(result.error is None for result in import_bundled_reruns(sessions, BUNDLED_RERUNS))
+    assert all(result.error is None for result in import_bundled_reruns(sessions, v1_reruns()))
     engine.dispose()
 
 

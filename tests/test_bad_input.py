@@ -25,11 +25,11 @@ from sqlalchemy import select
 from kernelindex.db.rerun_tables import RerunBundle
 from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Source, Workload
 from kernelindex.ingest.rerun_import import import_bundled_reruns
-from kernelindex.paths import BUNDLED_RERUNS
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.slugs import slugify
 from kernelindex.store import accounts, attestations
 from tests.factories import PASSWORD, csrf_token, sign_in
+from tests.rerun_bundles import v1_reruns
 
 # id → value; bytes are sent as they are (percent-encoded), so they can be invalid UTF-8.
 PAYLOADS: dict[str, str | bytes] = {
@@ -151,7 +151,7 @@ class AllowEverything:
 
 @pytest.fixture
 def site(loaded_db, make_app) -> Iterator[Site]:  # type: ignore[no-untyped-def]
-    assert all(result.error is None for result in import_bundled_reruns(loaded_db.sessions, BUNDLED_RERUNS))
+    assert all(result.error is None for result in import_bundled_reruns(loaded_db.sessions, v1_reruns()))
     with loaded_db.sessions.begin() as session:
         ada = accounts.create_user(session, "ada", PASSWORD)
         accounts.create_user(session, "grace", PASSWORD, maintainer=True)

@@ -19,9 +19,10 @@ from kernelindex.ingest.rerun_import import import_bundled_reruns
 from kernelindex.ingest.runner import run_ingest
 from kernelindex.ingest.snapshot import SnapshotError, snapshot_facts
 from kernelindex.ingest.sources import ingest
-from kernelindex.paths import BUNDLED_RERUNS, BUNDLED_SNAPSHOT
+from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
 from kernelindex.store.completeness import workload_completeness
+from tests.rerun_bundles import v1_reruns
 from tests.test_web_pages import html, text
 from tests.upstream import FakeUpstream
 
@@ -224,7 +225,7 @@ def test_the_home_page_says_it_once_per_source(client):
 
 
 def test_the_reruns_source_counts_what_it_measured_and_its_imports(loaded_db, make_app):
-    assert all(result.error is None for result in import_bundled_reruns(loaded_db.sessions, BUNDLED_RERUNS))
+    assert all(result.error is None for result in import_bundled_reruns(loaded_db.sessions, v1_reruns()))
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     with TestClient(make_app(loaded_db)) as browser:
         response = browser.get("/sources/kernelindex-reruns")
@@ -250,7 +251,7 @@ def test_the_reruns_source_counts_what_it_measured_and_its_imports(loaded_db, ma
 def test_reruns_imported_before_imports_were_recorded_get_one_report(committed_catalogue_url):
     engine = make_engine(committed_catalogue_url)
     sessions = make_sessionmaker(engine)
-    import_bundled_reruns(sessions, BUNDLED_RERUNS)
+    import_bundled_reruns(sessions, v1_reruns())
     with sessions.begin() as session:
         session.execute(delete(IngestionReport).where(IngestionReport.read_from == "import"))
     migrate.downgrade(committed_catalogue_url, "0009")

@@ -12,7 +12,7 @@ from kernelindex.db.rerun_tables import RerunBundle, RerunCase, RerunResult
 from kernelindex.db.tables import Run
 from kernelindex.ingest.rerun_import import import_bundled_reruns
 from kernelindex.manifests.types import EvidenceLevel
-from kernelindex.paths import BUNDLED_RERUNS
+from tests.rerun_bundles import v1_reruns
 
 
 def test_migrations_upgrade_downgrade_and_upgrade_again_match_the_models(database_url):
@@ -36,7 +36,7 @@ def test_migration_0015_moves_the_old_bound_aside_and_recomputes_the_speed_of_li
     url = committed_catalogue_url
     engine = make_engine(url)
     sessions = make_sessionmaker(engine)
-    assert all(result.error is None for result in import_bundled_reruns(sessions, BUNDLED_RERUNS))
+    assert all(result.error is None for result in import_bundled_reruns(sessions, v1_reruns()))
     with sessions() as session:
         imported = _rerun_figures(session)
     # An operator-less store whose one rerun was marked replicated, as 0013 stores could be.

@@ -33,11 +33,11 @@ from kernelindex.app import create_app
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.ingest.rerun_import import import_bundled_reruns
 from kernelindex.ingest.sources import ingest
-from kernelindex.paths import BUNDLED_RERUNS
 from kernelindex.settings import Settings
 from kernelindex.store.accounts import create_user
 from tests import kernelbench_slice, liger_slice
 from tests.chromium import launched
+from tests.rerun_bundles import v1_reruns
 from tests.servers import serving
 
 # One worker runs the whole module, so the catalogue, the server and Chromium start once.
@@ -133,7 +133,7 @@ def catalogue(sqlite_loaded_template: Path, tmp_path_factory: pytest.TempPathFac
     ):
         summary = ingest(sessions, settings, slug, snapshot=snapshot, sleep=lambda _: None)
         assert summary.status == "succeeded", summary.errors
-    assert all(result.error is None for result in import_bundled_reruns(sessions, BUNDLED_RERUNS))
+    assert all(result.error is None for result in import_bundled_reruns(sessions, v1_reruns()))
     with sessions.begin() as session:
         create_user(session, MAINTAINER, PASSPHRASE, maintainer=True)
     engine.dispose()

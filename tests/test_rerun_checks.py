@@ -14,12 +14,13 @@ from sqlalchemy import func, select
 from kernelindex.db.rerun_tables import RerunBundle
 from kernelindex.ingest.rerun_import import ApprovedKeys, import_bundle_files
 from kernelindex.ingest.reruns import read_bundle
-from kernelindex.paths import BUNDLED_RERUNS
 from kernelindex.rerun.bundle import BundleError
 from tests.conftest import StoreUnderTest
-from tests.rerun_bundles import approved, resign_with_tampering
+from tests.rerun_bundles import approved, resign_with_tampering, v1_reruns
 
-SHIPPED = sorted((BUNDLED_RERUNS / "bundles").glob("*.json"))
+# The protocol-v1 bundles, of the SOL-ExecBench workloads: they have a byte and FLOP model, so every
+# claim below applies (``test_rerun_kernelbench_import`` tampers with KernelBench bundles).
+SHIPPED = sorted((v1_reruns() / "bundles").glob("*.json"))
 
 
 @pytest.fixture(scope="module")

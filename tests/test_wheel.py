@@ -9,6 +9,7 @@ editable install of kernelindex is not visible there), and started from an empty
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -170,8 +171,8 @@ def test_installed_wheel_serves_the_bundled_data_from_an_empty_folder(venv, tmp_
     assert "loading the bundled snapshot of every source" in output
     assert "Loading the bundled controlled reruns" in output and "refused" not in output
     assert "succeeded" in output
-    # The server reports each rerun bundle it imports by path: they come from the installed copy.
-    assert f"imported {venv}" in output
+    # The server says where the rerun bundles it imported came from: the installed copy.
+    assert re.search(rf"imported [1-9][0-9]* rerun bundle\(s\) from {re.escape(str(venv))}", output), output
     assert str(REPO) not in output
     # The store is the configured file; no default ./kernelindex.db was made in the working directory.
     assert (tmp_path / "fresh.db").is_file() and not (empty / "kernelindex.db").exists()
