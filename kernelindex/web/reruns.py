@@ -124,7 +124,9 @@ def _standing() -> list[Fact]:
             "and L2 size against its datasheet (where the datasheet states them); the clocks against each other "
             "and the datasheet's boost clock; every measured ceiling against the datasheet peak (a copy above the "
             "memory bandwidth is impossible); every case's bytes, FLOPs and bound against the workload's model at "
-            "the bundle's own ceilings. Any mismatch refuses the whole bundle, naming the figure.",
+            "the bundle's own ceilings. A KernelBench program has no byte and FLOP model, so its bundle may claim "
+            "no bound, and it is filed only under the workload whose reference program has the sha256 it "
+            "measured. Any mismatch refuses the whole bundle, naming the figure.",
         ),
         Fact(
             label="evidence",
@@ -140,7 +142,10 @@ def _standing() -> list[Fact]:
         Fact(
             label="comparability",
             value="Ranked only against runs of the same workload, protocol version and environment (GPU and "
-            "software stack); never against the source's figures measured on other hardware.",
+            "software stack); never against the source's figures measured on other hardware. On a KernelBench "
+            "problem the reruns sit beside KernelBench's own timings as a group of their own: KernelBench reports "
+            "a mean with PyTorch's defaults, under which cuDNN convolutions use TF32, while these report a median "
+            "with TF32 off, so a convolution can take several times longer here than on a comparable GPU there.",
         ),
     ]
 
