@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from kernelindex.db.rerun_tables import RerunBundle, RerunCase, RerunResult
 from kernelindex.db.tables import ManifestVersion, Run
+from kernelindex.ingest import rerun_import
 from kernelindex.ingest.rerun_import import (
     ApprovedKeys,
     KeysError,
@@ -352,3 +353,23 @@ def test_a_v2_bundle_must_pass_the_noise_gate_and_carry_its_seeded_interval(key)
         read_bundle(data, approved(key))
     # the same noisy samples under v1, which has no gate, are read as before
     assert read_bundle(signed(make_payload(noisy_case=4), key), approved(key)).payload.protocol["version"] == "1"
+
+
+def test_bundles_checked_in_worker_processes_come_back_in_order_with_their_refusals(
+    tmp_path: Path, key, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good = [tmp_path / f"good-{n}.json" for n in range(3)]
+    for n, path in enumerate(good):
+        path.write_bytes(signed(make_payload(session_id=f"{n}" * 32), key))
+    tampered = tmp_path / "tampered.json"
+    tampered.write_bytes(resign_with_tampering(good[0].read_bytes(), key, _fake_median))
+    missing = tmp_path / "missing.json"
+    paths = [good[0], tampered, good[1], missing, good[2]]
+    sequential = list(rerun_import._verified(paths, approved(key)))
+    monkeypatch.setattr(rerun_import, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(rerun_import, "VERIFY_BATCH", 2)
+    parallel = list(rerun_import._verified(paths, approved(key)))
+    assert [path for path, _ in parallel] == paths
+    shown = [(p, v if isinstance(v, str) else v.payload.bundle_id) for p, v in parallel]
+    assert shown == [(p, v if isinstance(v, str) else v.payload.bundle_id) for p, v in sequential]
+    assert "does not follow from its samples" in shown[1][1] and "cannot read it" in shown[3][1]

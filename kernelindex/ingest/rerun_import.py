@@ -15,8 +15,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import json
-from collections.abc import Iterable
+import multiprocessing
+import os
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,6 +38,7 @@ from kernelindex.store.ingest import ensure_source, finish_report, start_report
 from kernelindex.store.reruns import (
     RERUN_SOURCE,
     RerunWorkload,
+    derive_rerun_evidence,
     record_operator,
     rerun_workload,
     stored_bundle,
@@ -40,6 +46,11 @@ from kernelindex.store.reruns import (
 )
 
 BUNDLED_KEYS_FILE = "runner-keys.json"
+# Bundles are checked in worker processes from this many files on (below it, starting the workers
+# costs more than it saves), by at most this many workers, this many bundles at a time.
+PARALLEL_FROM = 64
+MAX_VERIFY_WORKERS = 8
+VERIFY_BATCH = 256
 IMPORTED = ReadFrom("import")
 
 
@@ -55,6 +66,7 @@ class ImportOutcome:
     workload: str
     latency_ns: int | None
     already_imported: bool
+    group_key: str | None = None  # the comparison group of a newly written run
 
 
 @dataclass(frozen=True)
@@ -121,10 +133,16 @@ def _operator(path: Path, number: int, value: object) -> Operator:
 
 
 def import_bundle(
-    session: Session, bundle: VerifiedBundle, now: datetime, operator: Operator | None = None
+    session: Session,
+    bundle: VerifiedBundle,
+    now: datetime,
+    operator: Operator | None = None,
+    *,
+    derive: bool = True,
 ) -> ImportOutcome:
     """Store one verified bundle signed by a key of ``operator`` (None: not stated); importing the
-    same bundle again writes nothing, unless it was stored before its key's operator was stated."""
+    same bundle again writes nothing, unless it was stored before its key's operator was stated.
+    ``derive`` False leaves the evidence of the new run's group to the caller."""
     payload = bundle.payload
     outcome = ImportOutcome(
         payload.bundle_id,
@@ -159,8 +177,8 @@ def import_bundle(
             f"the registry's {workload.name} ({workload.digest}); it cannot be filed under that workload"
         )
     record = map_bundle(bundle, workload.digest, operator.id if operator else None)
-    run_name = write_rerun(session, record, workload, now)
-    return replace(outcome, run_name=run_name)
+    run = write_rerun(session, record, workload, now, derive=derive)
+    return replace(outcome, run_name=run.name, group_key=run.comparison_key)
 
 
 def _cases_as_measured(workload: RerunWorkload, program: bool) -> list[Case]:
@@ -183,6 +201,10 @@ def import_bundle_files(
         report_id = start_report(session, ensure_source(session, RERUN_SOURCE), origin, datetime.now(UTC), IMPORTED).id
     results = _import_each(sessions, paths, approved)
     with sessions.begin() as session:
+        # Once per comparison group rather than once per bundle: hundreds of bundles share a few groups.
+        groups = {r.outcome.group_key for r in results if r.outcome is not None and r.outcome.group_key}
+        for group in sorted(groups):
+            derive_rerun_evidence(session, group)
         _finish(session, report_id, results)
     return results
 
@@ -204,16 +226,14 @@ def _finish(session: Session, report_id: int, results: list[BundleResult]) -> No
 
 def _import_each(sessions: sessionmaker[Session], paths: list[Path], approved: ApprovedKeys) -> list[BundleResult]:
     results = []
-    for path in paths:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            results.append(BundleResult(str(path), error=f"cannot read it: {exc.strerror}"))
+    for path, verified in _verified(paths, approved.public_keys):
+        if isinstance(verified, str):
+            results.append(BundleResult(str(path), error=verified))
             continue
         try:
-            bundle = read_bundle(data, approved.public_keys)
             with sessions.begin() as session:
-                outcome = import_bundle(session, bundle, datetime.now(UTC), approved.operators.get(bundle.key_id))
+                operator = approved.operators.get(verified.key_id)
+                outcome = import_bundle(session, verified, datetime.now(UTC), operator, derive=False)
         except BundleError as exc:
             results.append(BundleResult(str(path), error=str(exc)))
         except IntegrityError:
@@ -222,6 +242,42 @@ def _import_each(sessions: sessionmaker[Session], paths: list[Path], approved: A
         else:
             results.append(BundleResult(str(path), outcome=outcome))
     return results
+
+
+def _verified(paths: list[Path], public_keys: dict[str, str]) -> Iterator[tuple[Path, VerifiedBundle | str]]:
+    """Each path with its verified bundle or why it was refused, in order. Checking a bundle (its
+    signature, every figure, each case's bootstrap interval) is CPU work that needs no store, so many
+    bundles are checked by a pool of processes, a batch at a time to keep memory bounded."""
+    workers = min(os.cpu_count() or 1, MAX_VERIFY_WORKERS)
+    if len(paths) < PARALLEL_FROM or workers < 2:
+        for path in paths:
+            yield path, _verify_file(path, public_keys)
+        return
+    done = 0
+    try:
+        # spawn: nothing of this process (an open store, its threads) is copied into the workers.
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for start in range(0, len(paths), VERIFY_BATCH):
+                batch = paths[start : start + VERIFY_BATCH]
+                checked = list(pool.map(_verify_file, batch, itertools.repeat(public_keys), chunksize=8))
+                yield from zip(batch, checked, strict=True)
+                done = start + len(batch)
+    except (BrokenProcessPool, OSError):
+        # Workers that cannot start (a main module a new process cannot import, no processes allowed):
+        # the rest is checked here, one after another.
+        for path in paths[done:]:
+            yield path, _verify_file(path, public_keys)
+
+
+def _verify_file(path: Path, public_keys: dict[str, str]) -> VerifiedBundle | str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return f"cannot read it: {exc.strerror}"
+    try:
+        return read_bundle(data, public_keys)
+    except BundleError as exc:
+        return str(exc)
 
 
 def import_bundled_reruns(sessions: sessionmaker[Session], root: Path) -> list[BundleResult]:

@@ -104,10 +104,14 @@ def rerun_workload(session: Session, name: str) -> RerunWorkload | None:
     return RerunWorkload(workload.id, workload.name, workload.digest, cases, reference.get("sha256"))
 
 
-def write_rerun(session: Session, record: RerunRecord, workload: RerunWorkload, now: datetime) -> str:
-    """Write one mapped bundle filed under ``workload``; returns the name of its suite run.
+def write_rerun(
+    session: Session, record: RerunRecord, workload: RerunWorkload, now: datetime, *, derive: bool = True
+) -> Run:
+    """Write one mapped bundle filed under ``workload``; returns its suite run.
 
-    The caller has checked that the bundle is new and that its cases are the workload's.
+    The caller has checked that the bundle is new and that its cases are the workload's. With
+    ``derive`` False the group's evidence is left for the caller to derive (``derive_rerun_evidence``),
+    once for many bundles of a group.
     """
     source = ensure_source(session, RERUN_SOURCE)
     if source.last_observed_at is None or source.last_observed_at < record.finished_at:
@@ -146,8 +150,9 @@ def write_rerun(session: Session, record: RerunRecord, workload: RerunWorkload, 
         }
         put(session, RerunCase, case.manifest, columns, None, now)
     session.flush()
-    derive_rerun_evidence(session, run.comparison_key)
-    return run.name
+    if derive:
+        derive_rerun_evidence(session, run.comparison_key)
+    return run
 
 
 def _write_suite_run(
