@@ -56,6 +56,7 @@ def test_the_leaderboard_gains_an_h200_group_with_evidence_badges(client, reruns
     records = page.select_one("#records").get_text(" ", strip=True)
     assert "NVIDIA H200" in records and "KernelIndex rerun protocol v1" in records
     assert "Not measured on NVIDIA H200" not in records
+    assert "each is a comparison group of its own, listed side by side and never ranked" in records
     twin = client.get(f"/workloads/{ADAIN}.json").json()
     h200 = next(group for group in twin["groups"] if "H200" in group["label"])
     board = client.get(
