@@ -104,13 +104,12 @@ def bootstrap_median_interval(
             rank_of[index] = rank
         ranks = _small_draws(rng, n, resamples * n).translate(rank_of)
         mid = n // 2
-        if n % 2:
-            medians = [float(ordered[sorted(ranks[s : s + n])[mid]]) for s in range(0, len(ranks), n)]
-        else:
-            medians = []
-            for start in range(0, len(ranks), n):
-                middle = sorted(ranks[start : start + n])
-                medians.append((ordered[middle[mid - 1]] + ordered[middle[mid]]) / 2)
+        medians = []
+        for start in range(0, len(ranks), n):
+            middle = sorted(ranks[start : start + n])
+            # As ``median`` computes it: the middle value, or the mean of the two middle values.
+            high = ordered[middle[mid]]
+            medians.append(float(high) if n % 2 else (ordered[middle[mid - 1]] + high) / 2)
     tail = (1 - confidence) / 2 * 100
     return round(percentile(medians, tail)), round(percentile(medians, 100 - tail))
 

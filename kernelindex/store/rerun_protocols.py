@@ -6,7 +6,7 @@ protocol's page is still served from here, so a version is readable before anyon
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from kernelindex.manifests import API_VERSION, BenchmarkProtocol
@@ -23,7 +23,7 @@ RERUN_PROTOCOL_V2_NAME = f"{rerun_protocol_v2.PROTOCOL_NAME}-v{rerun_protocol_v2
 SUCCESSORS = {f"{rerun_protocol_v1.PROTOCOL_NAME}-v{rerun_protocol_v1.PROTOCOL_VERSION}": RERUN_PROTOCOL_V2_NAME}
 
 
-def superseded_by(protocol: str, measured_under: set[str]) -> str | None:
+def superseded_by(protocol: str, measured_under: Collection[str]) -> str | None:
     """The newer rerun protocol that replaced ``protocol``, where a workload's reruns were also measured
     under it (``measured_under``: the protocol names of its comparison groups); None otherwise. The
     older runs stay, in their own group, labelled as superseded."""

@@ -359,7 +359,7 @@ def _selected_key(board: Leaderboard, group: str | None) -> str | None:
 def _tab(standing: GroupStanding, label: str, selected_key: str | None, protocols: dict[str, str]) -> GroupTab:
     """``protocols``: the titles of the protocols of every group on the page, by protocol name."""
     sample, record = standing.sample, standing.record
-    successor = superseded_by(sample.protocol_name, set(protocols))
+    successor = superseded_by(sample.protocol_name, protocols)
     return GroupTab(
         key=standing.key,
         label=label,
