@@ -14,10 +14,10 @@ from kernelindex.rerun.implementations import REGISTRY
 
 NEEDED = {
     "keygen": ["cryptography"],
-    "verify": ["cryptography", "rfc8785"],
-    "measure": ["cryptography", "rfc8785", "torch", "triton"],
-    "host-proof": ["torch", "triton"],
-    "kernelbench": ["cryptography", "rfc8785", "torch", "triton"],
+    "verify": ["cryptography", "rfc8785", "numpy"],
+    "measure": ["cryptography", "rfc8785", "numpy", "torch", "triton"],
+    "host-proof": ["numpy", "torch", "triton"],
+    "kernelbench": ["cryptography", "rfc8785", "numpy", "torch", "triton"],
 }
 
 

@@ -167,7 +167,7 @@ def implementation_record(problem: Problem, mode: str) -> dict[str, Any]:
         "sourceSha256": problem.sha256,
         "description": description,
         "installRecipe": (
-            f"pip install {versions} triton cryptography rfc8785; python3 -m kernelindex.rerun kernelbench "
+            f"pip install {versions} triton numpy cryptography rfc8785; python3 -m kernelindex.rerun kernelbench "
             f"--key KEYFILE --out DIR --problem {problem.key} --mode {mode}"
         ),
     }

@@ -9,6 +9,8 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
+import numpy
+
 
 def median(values: Sequence[float]) -> float:
     """The median (mean of the two middle values for an even count). Raises on an empty sequence."""
@@ -91,25 +93,22 @@ def bootstrap_median_interval(
     values = list(samples)
     n = len(values)
     rng = random.Random(seed)
-    if n >= 256:
-        picks = [values[i] for i in randrange_draws(rng, n, resamples * n)]
-        medians = [median(picks[start : start + n]) for start in range(0, len(picks), n)]
+    # Resample ranks rather than values: the j-th smallest rank in a resample is the j-th smallest of its
+    # values, ties included, so each resample's median is found by a partial sort of small integers, all
+    # resamples at once in numpy (the importer recomputes every interval of every bundle).
+    order = sorted(range(n), key=values.__getitem__)
+    ordered = [values[i] for i in order]
+    rank_of = numpy.empty(n, dtype=numpy.int64)
+    rank_of[order] = numpy.arange(n)
+    if n < 256:
+        draws = numpy.frombuffer(_small_draws(rng, n, resamples * n), dtype=numpy.uint8)
     else:
-        # Resample ranks rather than values, one byte a draw, so that slicing and sorting stay cheap:
-        # the j-th smallest rank in a resample is the j-th smallest of its values, ties included.
-        order = sorted(range(n), key=values.__getitem__)
-        ordered = [values[i] for i in order]
-        rank_of = bytearray(256)
-        for rank, index in enumerate(order):
-            rank_of[index] = rank
-        ranks = _small_draws(rng, n, resamples * n).translate(rank_of)
-        mid = n // 2
-        medians = []
-        for start in range(0, len(ranks), n):
-            middle = sorted(ranks[start : start + n])
-            # As ``median`` computes it: the middle value, or the mean of the two middle values.
-            high = ordered[middle[mid]]
-            medians.append(float(high) if n % 2 else (ordered[middle[mid - 1]] + high) / 2)
+        draws = numpy.array(randrange_draws(rng, n, resamples * n), dtype=numpy.int64)
+    mid = n // 2
+    middle = [mid] if n % 2 else [mid - 1, mid]
+    picked = numpy.partition(rank_of[draws].reshape(resamples, n), middle, axis=1)[:, middle].tolist()
+    # As ``median`` computes it, on the exact values: the middle one, or the mean of the two middle ones.
+    medians = [float(ordered[m[0]]) if n % 2 else (ordered[m[0]] + ordered[m[1]]) / 2 for m in picked]
     tail = (1 - confidence) / 2 * 100
     return round(percentile(medians, tail)), round(percentile(medians, 100 - tail))
 
