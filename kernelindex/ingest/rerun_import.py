@@ -47,10 +47,11 @@ from kernelindex.store.reruns import (
 
 BUNDLED_KEYS_FILE = "runner-keys.json"
 # Bundles are checked in worker processes from this many files on (below it, starting the workers
-# costs more than it saves), by at most this many workers, this many bundles at a time.
+# costs more than it saves), by at most this many workers, this many bundles at a time (one batch
+# ahead of the one being written).
 PARALLEL_FROM = 64
 MAX_VERIFY_WORKERS = 8
-VERIFY_BATCH = 256
+VERIFY_BATCH = 64
 IMPORTED = ReadFrom("import")
 
 
@@ -253,15 +254,19 @@ def _verified(paths: list[Path], public_keys: dict[str, str]) -> Iterator[tuple[
         for path in paths:
             yield path, _verify_file(path, public_keys)
         return
+    batches = [paths[start : start + VERIFY_BATCH] for start in range(0, len(paths), VERIFY_BATCH)]
     done = 0
     try:
         # spawn: nothing of this process (an open store, its threads) is copied into the workers.
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for start in range(0, len(paths), VERIFY_BATCH):
-                batch = paths[start : start + VERIFY_BATCH]
-                checked = list(pool.map(_verify_file, batch, itertools.repeat(public_keys), chunksize=8))
+            checking = pool.map(_verify_file, batches[0], itertools.repeat(public_keys), chunksize=8)
+            for number, batch in enumerate(batches):
+                checked = list(checking)
+                if number + 1 < len(batches):
+                    # The workers check the next batch while the caller writes this one.
+                    checking = pool.map(_verify_file, batches[number + 1], itertools.repeat(public_keys), chunksize=8)
                 yield from zip(batch, checked, strict=True)
-                done = start + len(batch)
+                done += len(batch)
     except (BrokenProcessPool, OSError):
         # Workers that cannot start (a main module a new process cannot import, no processes allowed):
         # the rest is checked here, one after another.
