@@ -204,8 +204,7 @@ def import_bundle_files(
     with sessions.begin() as session:
         # Once per comparison group rather than once per bundle: hundreds of bundles share a few groups.
         groups = {r.outcome.group_key for r in results if r.outcome is not None and r.outcome.group_key}
-        for group in sorted(groups):
-            derive_rerun_evidence(session, group)
+        derive_rerun_evidence(session, *sorted(groups))
         _finish(session, report_id, results)
     return results
 

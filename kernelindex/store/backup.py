@@ -421,8 +421,8 @@ def _check_runs(session: Session) -> None:
             raise _mismatch(record, "held_for_review", True, False, "its release on review")
     stored = {run.id: run.evidence for run in runs}
     reran = set(session.scalars(select(RerunResult.run_id)))
-    for group in {run.comparison_key for run in runs if run.id in reran}:
-        derive_rerun_evidence(session, group)  # sets the ORM objects only; never flushed
+    # Sets the ORM objects only; never flushed.
+    derive_rerun_evidence(session, *sorted({run.comparison_key for run in runs if run.id in reran}))
     for run in runs:
         derived = run.evidence if run.id in reran else "reported"
         if stored[run.id] != derived:

@@ -226,8 +226,11 @@ def record_operator(session: Session, bundle_id: str, operator: str) -> None:
         derive_rerun_evidence(session, group)
 
 
-def derive_rerun_evidence(session: Session, group_key: str) -> None:
-    """Set ``verified``, ``reproduced`` or ``replicated`` on every rerun of one comparison group."""
+def derive_rerun_evidence(session: Session, *group_keys: str) -> None:
+    """Set ``verified``, ``reproduced`` or ``replicated`` on every rerun of the comparison groups named
+    (many at once after an import: two queries in all rather than two per group)."""
+    if not group_keys:
+        return
     rows = session.execute(
         select(
             Run,
@@ -239,10 +242,11 @@ def derive_rerun_evidence(session: Session, group_key: str) -> None:
         )
         .join(RerunResult, RerunResult.run_id == Run.id)
         .join(RerunBundle, RerunBundle.id == RerunResult.bundle_id)
-        .where(Run.comparison_key == group_key)
+        .where(Run.comparison_key.in_(group_keys))
     ).all()
     cases = _case_figures(session, [row[1] for row in rows])
-    by_implementation: dict[int, list[tuple[Run, RerunFacts]]] = defaultdict(list)
+    # A rerun is compared with the others of its implementation in its own group.
+    by_implementation: dict[tuple[str, int], list[tuple[Run, RerunFacts]]] = defaultdict(list)
     for run, result_id, operator, key_id, machine, session_id in rows:
         facts = RerunFacts(
             run_id=run.id,
@@ -254,7 +258,7 @@ def derive_rerun_evidence(session: Session, group_key: str) -> None:
             cases=tuple(cases.get(result_id, [])),
             counts=run.status == RunStatus.PASSED and run.withdrawn_at is None,
         )
-        by_implementation[run.implementation_id].append((run, facts))
+        by_implementation[run.comparison_key, run.implementation_id].append((run, facts))
     for reruns in by_implementation.values():
         others = [facts for _, facts in reruns]
         for run, facts in reruns:
