@@ -14,7 +14,7 @@ from kernelindex.rerun.implementations import REGISTRY
 
 NEEDED = {
     "keygen": ["cryptography"],
-    "verify": ["cryptography", "rfc8785", "numpy"],
+    "verify": ["cryptography", "rfc8785"],
     "measure": ["cryptography", "rfc8785", "numpy", "torch", "triton"],
     "host-proof": ["numpy", "torch", "triton"],
     "kernelbench": ["cryptography", "rfc8785", "numpy", "torch", "triton"],
