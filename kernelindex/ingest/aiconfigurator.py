@@ -112,6 +112,8 @@ class WorkloadError(UnitFailure):
 
 class AIConfigurator:
     source = SOURCE
+    # fetch and map read only the tables discover listed (see kernelindex.ingest.pipeline).
+    maps_in_parallel = True
 
     def __init__(self, data_dir: Path, version: str | None, observed_at: datetime):
         self.data_dir = data_dir

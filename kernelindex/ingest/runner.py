@@ -22,6 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from kernelindex.ingest.http import UpstreamError
+from kernelindex.ingest.pipeline import mapped_units
 from kernelindex.store.batch import LIVE, Batch, ReadFrom, SourceInfo, UnitFailure
 from kernelindex.store.ingest import (
     apply_batch,
@@ -201,8 +202,9 @@ def run_ingest(
                     new = []  # each is tried alone below, so the one at fault is named
                 for batch in new:
                     record(batch, wrote=True)
+            written_together = {id(batch) for batch in new}
             for batch in group:
-                if batch in new:
+                if id(batch) in written_together:
                     continue
                 try:
                     with session.begin_nested():
@@ -222,17 +224,11 @@ def run_ingest(
     pending: list[Batch] = []
     pending_runs = 0
     pending_since = time.monotonic()
-    for done, unit in enumerate(units, start=1):
+    for done, (unit, batch) in enumerate(mapped_units(adapter, units), start=1):
         if progress:
             progress(unit, done, len(units))
-        try:
-            batch = adapter.map(unit, adapter.fetch(unit))
-        except (UnitFailure, UpstreamError) as exc:
-            errors.append(str(exc))  # the adapter's own line, naming the unit and the URL
-            counts["units.failed"] += 1
-            continue
-        except ValueError as exc:
-            errors.append(f"{unit}: {exc}")
+        if isinstance(batch, str):
+            errors.append(batch)
             counts["units.failed"] += 1
             continue
         drift |= batch.drift

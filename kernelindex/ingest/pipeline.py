@@ -1,0 +1,113 @@
+"""Fetching and mapping units in a second process while the first one writes.
+
+An ingest of a large source spends about half its time mapping (validating manifests, computing
+their digests and stored text) and half writing them; on a machine with two cores the halves can
+overlap. An adapter opts in with ``maps_in_parallel = True``. It promises that ``fetch`` and
+``map`` touch neither the store nor anything the writer needs back, apart from ``drift``: the
+mapping process is a fork, holding a copy of the adapter as ``discover`` left it, and only the
+mapped batches, one error line per failed unit and, at the end, the adapter's ``drift`` come back.
+Units arrive in the order they were listed, so an ingest writes what it would have written alone.
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import pickle
+import queue
+import traceback
+from collections.abc import Iterator, Sequence
+from multiprocessing.queues import Queue
+from typing import Any
+
+from kernelindex.ingest.http import UpstreamError
+from kernelindex.manifests.kinds import Manifest
+from kernelindex.store.batch import Batch, UnitFailure
+
+# Below this many units the fork and the copying cost more than the overlap gains.
+PARALLEL_FROM = 2_000
+# Batches mapped ahead of the writer: enough to keep both busy, few enough to bound memory.
+AHEAD = 64
+# How often the writer, waiting for a batch, checks that the mapping process is still alive.
+POLL_SECONDS = 5.0
+
+
+def map_unit(adapter: Any, unit: str) -> Batch | str:
+    """The unit's batch, or the line the ingest report gives for a unit that failed."""
+    try:
+        return adapter.map(unit, adapter.fetch(unit))
+    except (UnitFailure, UpstreamError) as exc:
+        return str(exc)  # the adapter's own line, naming the unit and the URL
+    except ValueError as exc:
+        return f"{unit}: {exc}"
+
+
+def mapped_units(adapter: Any, units: Sequence[str]) -> Iterator[tuple[str, Batch | str]]:
+    """Each unit with its batch or error line, in order; mapped in a forked process when the
+    adapter allows it and the units are many enough."""
+    if not getattr(adapter, "maps_in_parallel", False) or len(units) < PARALLEL_FROM:
+        for unit in units:
+            yield unit, map_unit(adapter, unit)
+        return
+    context = multiprocessing.get_context("fork")
+    results: Queue[tuple[str, Any]] = context.Queue(maxsize=AHEAD)
+    process = context.Process(target=_map_all, args=(adapter, units, results), daemon=True)
+    process.start()
+    try:
+        for unit in units:
+            kind, value = _next(results, process)
+            if kind == "crashed":
+                raise RuntimeError(f"mapping {unit} failed in the mapping process:\n{value}")
+            yield unit, pickle.loads(value) if isinstance(value, bytes) else value
+        kind, value = _next(results, process)
+        if kind == "drift":
+            adapter.drift |= value
+    finally:
+        process.kill()
+        process.join()
+        results.close()
+
+
+def _next(results: Queue[tuple[str, Any]], process: multiprocessing.process.BaseProcess) -> tuple[str, Any]:
+    while True:
+        try:
+            return results.get(timeout=POLL_SECONDS)
+        except queue.Empty:
+            if not process.is_alive():
+                raise RuntimeError(f"the mapping process ended unexpectedly (exit code {process.exitcode})") from None
+
+
+def _map_all(adapter: Any, units: Sequence[str], results: Queue[tuple[str, Any]]) -> None:
+    try:
+        for unit in units:
+            mapped = map_unit(adapter, unit)
+            results.put(("batch", _pack(mapped) if isinstance(mapped, Batch) else mapped))
+        results.put(("drift", set(adapter.drift)))
+    except BaseException:
+        results.put(("crashed", traceback.format_exc()))
+    results.close()
+    results.join_thread()
+
+
+class _ManifestPickler(pickle.Pickler):
+    """Sends each manifest as its stored text and digest, computed here where the work overlaps
+    the writes. Validating that text again costs the writer a fraction of unpickling the model
+    (a sweep's run holds dozens of case results, each a model of its own)."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, Manifest):
+            return _unpack_manifest, (type(obj), obj.text, obj.digest)
+        return NotImplemented
+
+
+def _pack(batch: Batch) -> bytes:
+    buffer = io.BytesIO()
+    _ManifestPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(batch)
+    return buffer.getvalue()
+
+
+def _unpack_manifest(kind: type[Manifest], text: str, digest: str) -> Manifest:
+    manifest = kind.model_validate_json(text)
+    # The cached properties, as computed by the mapping process from the same manifest.
+    manifest.__dict__.update(text=text, digest=digest)
+    return manifest
