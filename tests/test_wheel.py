@@ -158,9 +158,9 @@ def test_installed_wheel_serves_the_bundled_data_from_an_empty_folder(venv, tmp_
     # SOL-ExecBench, KernelBench, Liger-Kernel, aiter's and AIConfigurator's slices
     assert index["workloadCount"] == stored_workloads == 235 + 521 + 182 + 325 + 59
     assert stored_bundles == len(list((REPO / "fixtures" / "reruns" / "bundles").glob("*.json")))
-    # The two SOL-ExecBench workloads and 202 KernelBench problems the reruns measured, and 50 of the
+    # The two SOL-ExecBench workloads and 222 KernelBench problems the reruns measured, and 50 of the
     # AIConfigurator slice's 59 (MoE, GEMM, all-reduce).
-    assert h200["gpu"]["measuredWorkloads"] == 2 + 202 + 50, h200
+    assert h200["gpu"]["measuredWorkloads"] == 2 + 222 + 50, h200
     # What a newcomer sees: every source's GPUs, and a problem's figures across them.
     assert len([gpu for gpu in gpus if gpu["runs"]]) >= 12
     assert relu.status_code == 200
