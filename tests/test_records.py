@@ -15,6 +15,7 @@ from sqlalchemy import select, update
 from kernelindex.db.tables import Run, Workload
 from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.store.records import catalogue_records, find_workload, workload_records
+from kernelindex.web.feeds import rfc3339
 from kernelindex.web.records import workload_number
 
 API = BUNDLED_SNAPSHOT / "api"
@@ -170,29 +171,33 @@ def test_catalogue_records_are_every_workloads_records_newest_first(loaded_db):
 def test_catalogue_records_before_a_cursor(loaded_db):
     with loaded_db.sessions() as session:
         everything = catalogue_records(session, limit=10_000)
-        cursor = everything[9].observed_at
-        assert catalogue_records(session, limit=5, before=cursor) == everything[10:15]
+        cursor = everything[9]
+        page = catalogue_records(session, limit=5, before=cursor.observed_at, after=cursor.run_name)
+        assert page == everything[10:15]
         assert catalogue_records(session, before=everything[-1].observed_at) == []
+        with pytest.raises(ValueError, match="after needs before"):
+            catalogue_records(session, after=cursor.run_name)
 
 
-def test_a_page_never_splits_records_of_one_timestamp(loaded_db):
+def test_pages_of_records_that_share_one_moment_are_cut_at_the_limit(loaded_db):
     with loaded_db.sessions() as session:
         everything = catalogue_records(session, limit=10_000)
         tied = [e.run_name for e in everything[8:12]]
         session.execute(update(Run).where(Run.name.in_(tied)).values(observed_at=everything[8].observed_at))
         session.commit()
         everything = catalogue_records(session, limit=10_000)
-        first = catalogue_records(session, limit=10)
-        assert len(first) == 12  # the two entries tied with the 10th come along
-        assert first == everything[:12]
-        walked, cursor = [], None
-        while True:
-            page = catalogue_records(session, limit=10, before=cursor)
-            if not page:
-                break
+        assert catalogue_records(session, limit=10) == everything[:10]  # two of the four tied wait
+        walked: list = []
+        before = after = None
+        while page := catalogue_records(session, limit=3, before=before, after=after):
+            assert len(page) <= 3
             walked += page
-            cursor = page[-1].observed_at
+            before, after = page[-1].observed_at, page[-1].run_name
     assert walked == everything
+    # Newest first; one moment's records by descending name, the order the cursor walks.
+    assert [(e.observed_at, e.run_name) for e in everything] == sorted(
+        ((e.observed_at, e.run_name) for e in everything), reverse=True
+    )
 
 
 # --- The page and its twin ---------------------------------------------------------------
@@ -236,9 +241,10 @@ def test_records_json_twin_has_exact_values(client):
     assert data["feedUrl"] == "/records.atom"
     assert data["firstUrl"] == "/records"
     assert len(data["records"]) == 50
-    last = data["records"][-1]["observedAt"]
-    assert data["nextBefore"] == last
-    assert data["nextUrl"] == "/records?before=" + last.replace(":", "%3A")
+    last = data["records"][-1]
+    assert (data["nextBefore"], data["nextAfter"]) == (last["observedAt"], last["run"])
+    assert data["nextUrl"] == f"/records?before={last['observedAt'].replace(':', '%3A')}&after={last['run']}"
+    assert data["after"] is None
 
 
 def test_records_page_lists_the_newest_records(client, loaded_db):
@@ -299,6 +305,19 @@ def test_records_pages_walk_the_whole_history(client, loaded_db):
         walked += [r["run"] for r in data["records"]]
         url = data["nextUrl"] and data["nextUrl"].replace("/records?", "/records.json?")
     assert walked == everything
+
+
+def test_records_page_continues_after_a_run_at_the_cursors_moment(client, loaded_db):
+    with loaded_db.sessions() as session:
+        everything = catalogue_records(session, limit=10_000)
+    last = everything[49]
+    data = client.get("/records.json", params={"before": rfc3339(last.observed_at), "after": last.run_name}).json()
+    assert [r["run"] for r in data["records"]] == [e.run_name for e in everything[50:100]]
+    assert data["after"] == last.run_name
+    response = client.get("/records.json", params={"after": last.run_name})
+    assert response.status_code == 400
+    assert response.json()["detail"] == "after (a run name) continues a page at the moment given by before: give both."
+    assert client.get("/records.json", params={"before": CURSOR, "after": "x" * 201}).status_code == 400
 
 
 def test_records_page_past_the_oldest_record_is_empty(client):

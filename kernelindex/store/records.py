@@ -68,28 +68,32 @@ def find_workload(session: Session, slug: str) -> WorkloadRef | None:
     return None if row is None else WorkloadRef(id=row.id, slug=row.name, title=row.title, updated_at=row.updated_at)
 
 
-def catalogue_records(session: Session, limit: int = 50, before: datetime | None = None) -> list[RecordEntry]:
-    """The newest record changes across the catalogue, newest first.
+def catalogue_records(
+    session: Session, limit: int = 50, before: datetime | None = None, after: str | None = None
+) -> list[RecordEntry]:
+    """The newest record changes across the catalogue, newest first, runs observed at one moment
+    in descending order of name. At most ``limit`` entries.
 
-    Only records observed strictly before ``before`` (a timezone-aware timestamp) are
-    returned, which makes ``before`` a pagination cursor: pass the ``observed_at`` of
-    the last entry of a page to get the next one. At most ``limit`` entries, except that
-    entries sharing the last entry's ``observed_at`` are never split across pages: they
-    are all returned, so the timestamp cursor cannot skip any.
+    ``before`` and ``after`` are a keyset cursor: only entries observed strictly before ``before``
+    (a timezone-aware timestamp) are returned or, given ``after`` (a run name), also those observed
+    at ``before`` whose run comes after ``after`` in this order. Pass the last entry's
+    ``observed_at`` and ``run_name`` to get the next page: however many records share one moment
+    (an ingest of a whole package observes all of its runs at once), none is skipped or repeated
+    and a page never grows past ``limit``.
     """
     if limit < 1:
         raise ValueError("limit must be at least 1")
-    # Newest first, the database walks runs back in time and keeps those that set a record,
-    # stopping after ``limit``: the cost follows the page, not the size of the catalogue.
-    newest = session.execute(_record_setters(before).order_by(_RUN.observed_at.desc()).limit(limit)).all()
-    if len(newest) == limit:
-        # Every record sharing the last one's timestamp, so the cursor splits none of them.
-        rows = session.execute(_record_setters(before).where(_RUN.observed_at >= newest[-1].observed_at)).all()
-    else:
-        rows = newest
+    if after is not None and before is None:
+        raise ValueError("after needs before")
+    # Newest first, the database walks runs back in time along ix_run_observed_at_name and keeps
+    # those that set a record, stopping after ``limit``: the cost follows the page, not the size
+    # of the catalogue. Both keys descend, so the index is read backwards without a sort.
+    rows = session.execute(
+        _record_setters(before, after).order_by(_RUN.observed_at.desc(), _RUN.name.desc()).limit(limit)
+    ).all()
     previous = _previous_records(session, rows)
-    breaks = _newest_first(RecordBreak(run=_facts(row), previous=previous[row.name]) for row in rows)
-    return _entries(session, breaks)
+    # Kept in the database's order: the cursor compares names by the database's collation.
+    return _entries(session, [RecordBreak(run=_facts(row), previous=previous[row.name]) for row in rows])
 
 
 _RUN, _EARLIER = aliased(Run), aliased(Run)
@@ -109,7 +113,7 @@ def _earlier(run: Any, other: Any) -> ColumnElement[bool]:
     )
 
 
-def _record_setters(before: datetime | None) -> Select[str, int, str, int, datetime]:
+def _record_setters(before: datetime | None = None, after: str | None = None) -> Select[str, int, str, int, datetime]:
     """Eligible runs that no earlier eligible run of their group matched or beat: the records."""
     matched_earlier = (
         select(_EARLIER.id)
@@ -125,7 +129,11 @@ def _record_setters(before: datetime | None) -> Select[str, int, str, int, datet
     stmt = select(_RUN.name, _RUN.workload_id, _RUN.comparison_key, _RUN.latency_ns, _RUN.observed_at).where(
         eligible(_RUN), ~matched_earlier
     )
-    return stmt if before is None else stmt.where(_RUN.observed_at < before)
+    if before is None:
+        return stmt
+    if after is None:
+        return stmt.where(_RUN.observed_at < before)
+    return stmt.where(or_(_RUN.observed_at < before, and_(_RUN.observed_at == before, _RUN.name < after)))
 
 
 def _facts(row: Any) -> RunFacts:
@@ -149,7 +157,7 @@ def _previous_records(session: Session, rows: Sequence[Any]) -> dict[str, RunFac
     setters: dict[tuple[int, str], list[Any]] = {}
     for start in range(0, len(workload_ids), _IN_CHUNK):
         chunk = workload_ids[start : start + _IN_CHUNK]
-        for setter in session.execute(_record_setters(None).where(_RUN.workload_id.in_(chunk))):
+        for setter in session.execute(_record_setters().where(_RUN.workload_id.in_(chunk))):
             setters.setdefault((setter.workload_id, setter.comparison_key), []).append(setter)
     previous: dict[str, RunFacts | None] = {}
     for row in rows:

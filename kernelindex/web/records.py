@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from typing import ClassVar
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -15,6 +14,7 @@ from pydantic.alias_generators import to_camel
 from kernelindex import urls
 from kernelindex.store import records as store
 from kernelindex.store.records import RecordEntry
+from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
 from kernelindex.web.feeds import group_label, improvement_text, records_feed, rfc3339
@@ -25,6 +25,7 @@ router = APIRouter()
 
 PAGE_SIZE = 50
 FEED_SIZE = 50
+RUN_NAME_MAX = 200  # the length of Run.name
 ATOM_TYPE = "application/atom+xml"
 FEED_CACHE = "public, max-age=300, stale-while-revalidate=3600"
 CATALOGUE_FEED_ID = "tag:kernelindex.dev,2026:records"
@@ -67,7 +68,9 @@ class RecordsPage(PageContext):
 
     records: list[RecordRow]
     before: datetime | None
+    after: str | None  # the run the page continues after, at the moment ``before``
     next_before: datetime | None
+    next_after: str | None  # with next_before, the cursor of the next page
     next_url: str | None
     first_url: str | None
     feed_url: str
@@ -122,29 +125,37 @@ def record_row(record: RecordEntry) -> RecordRow:
     )
 
 
-def build_records_page(entries: list[RecordEntry], before: datetime | None, path: str) -> RecordsPage:
+def build_records_page(
+    entries: list[RecordEntry], before: datetime | None, after: str | None, path: str
+) -> RecordsPage:
     """The page from up to ``PAGE_SIZE + 1`` entries (the extra one says a next page exists)."""
-    cut = min(PAGE_SIZE, len(entries))
-    # Never split entries of one timestamp: the cursor would skip the rest of them.
-    while 0 < cut < len(entries) and entries[cut].observed_at == entries[cut - 1].observed_at:
-        cut += 1
-    shown = entries[:cut]
-    next_before = shown[-1].observed_at if len(entries) > PAGE_SIZE else None
+    shown = entries[:PAGE_SIZE]
+    more = len(entries) > PAGE_SIZE
+    # The cursor is the last entry shown: its moment and, for the records that share it, its run.
+    next_before = shown[-1].observed_at if more else None
+    next_after = shown[-1].run_name if more else None
     return RecordsPage(
         records=[record_row(record) for record in shown],
         before=before,
+        after=after,
         next_before=next_before,
-        next_url=f"{path}?{urlencode({'before': rfc3339(next_before)})}" if next_before else None,
+        next_after=next_after,
+        next_url=urls.records(before=rfc3339(next_before), after=next_after) if next_before else None,
         first_url=path if before is not None else None,
         feed_url=urls.records_feed(),
     )
 
 
 @page_route(router, "/records")
-def records_page(request: Request, session: SessionDep, before: str | None = None) -> Response:
+def records_page(
+    request: Request, session: SessionDep, before: str | None = None, after: str | None = None
+) -> Response:
     cursor = parse_before(before)
-    entries = store.catalogue_records(session, limit=PAGE_SIZE + 1, before=cursor)
-    return render_page(request, build_records_page(entries, cursor, urls.records()))
+    after_run = params.text("after", after, max_length=RUN_NAME_MAX)
+    if after_run is not None and cursor is None:
+        raise BadRequest("after (a run name) continues a page at the moment given by before: give both.")
+    entries = store.catalogue_records(session, limit=PAGE_SIZE + 1, before=cursor, after=after_run)
+    return render_page(request, build_records_page(entries, cursor, after_run, urls.records()))
 
 
 def _base_url(request: Request) -> str:
