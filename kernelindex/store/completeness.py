@@ -87,12 +87,18 @@ def source_completeness(session: Session, sources: Sequence[Source]) -> dict[int
             .group_by(Workload.source_id)
         )
     }
+    # Driven from the counted workloads, each counted along the leaderboard index: a join from the
+    # runs would read every run's row of a source whose workloads carry no upstream count.
+    runs_of_own_source = (
+        select(func.count(Run.id))
+        .where(Run.workload_id == Workload.id, Run.source_id == Workload.source_id)
+        .scalar_subquery()
+    )
     in_counted = dict(
         session.execute(
-            select(Run.source_id, func.count(Run.id))
-            .join(Workload, Run.workload_id == Workload.id)
-            .where(Run.source_id.in_(ids), Run.source_id == Workload.source_id, Workload.upstream_total.is_not(None))
-            .group_by(Run.source_id)
+            select(Workload.source_id, func.sum(runs_of_own_source))
+            .where(Workload.source_id.in_(ids), Workload.upstream_total.is_not(None))
+            .group_by(Workload.source_id)
         ).all()
     )
     readings = newest_readings(session, ids)
@@ -101,7 +107,7 @@ def source_completeness(session: Session, sources: Sequence[Source]) -> dict[int
         row = defined.get(source.id)
         workloads, counted = (row.workloads, row.counted) if row else (0, 0)
         total = int(row.total) if row and row.total is not None else None
-        runs, runs_counted = stored.get(source.id, 0), in_counted.get(source.id, 0)
+        runs, runs_counted = stored.get(source.id, 0), int(in_counted.get(source.id) or 0)
         reading = readings.get(source.id)
         summary = _summary(runs, source.run_noun, reading, None, workloads=(counted, workloads, runs_counted, total))
         answers[source.id] = SourceCompleteness(
