@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TypedDict, cast
+from typing import Any, TypedDict, cast
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -94,7 +94,7 @@ def source_completeness(session: Session, sources: Sequence[Source]) -> dict[int
         .where(Run.workload_id == Workload.id, Run.source_id == Workload.source_id)
         .scalar_subquery()
     )
-    in_counted = dict(
+    in_counted: dict[int, Any] = dict(
         session.execute(
             select(Workload.source_id, func.sum(runs_of_own_source))
             .where(Workload.source_id.in_(ids), Workload.upstream_total.is_not(None))
