@@ -152,9 +152,10 @@ _BY_PRODUCT["amd instinct mi300x"] = MI300X
 
 
 def gpu_slug(vendor: str, product: str) -> str:
-    """The slug of a GPU product: the tracked GPU's own, else derived from the product name
-    (vendor prefix dropped, lower case, spaces as dashes)."""
-    if tracked := _BY_PRODUCT.get(product.lower()):
+    """The slug of a GPU product: the tracked GPU's own (also for a device name the driver reports,
+    such as a rerun's "NVIDIA H100 80GB HBM3"), else derived from the product name (vendor
+    prefix dropped, lower case, spaces as dashes)."""
+    if tracked := _BY_PRODUCT.get(product.lower()) or gpu_for_device_name(product):
         return tracked.slug
     if unclassed := _unclassed_amd_slug(product):
         return unclassed

@@ -27,6 +27,8 @@ def test_tracked_slugs_and_products_are_unique() -> None:
 def test_a_tracked_product_keeps_its_own_slug() -> None:
     assert gpu_slug("amd", "AMD Instinct MI300X") == "mi300x"
     assert gpu_slug("nvidia", "NVIDIA H100 SXM") == "h100-sxm"
+    # A rerun records the name the driver reports: the same GPU, not one of its own.
+    assert gpu_slug("nvidia", "NVIDIA H100 80GB HBM3") == "h100-sxm"
 
 
 def test_an_untracked_product_gets_a_derived_slug() -> None:

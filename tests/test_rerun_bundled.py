@@ -31,7 +31,9 @@ def test_the_bundled_reruns_load_as_reproduced_never_replicated_runs(loaded_db) 
         gpus = Counter(run.environment.gpu_product for run in reruns)
         # KernelBench level 2 was also measured on an H100, where KernelBench's own figures were timed.
         assert set(gpus) == {"NVIDIA H200", "NVIDIA H100 80GB HBM3"}, gpus
-        assert {run.workload.name.split("-")[1] for run in reruns if "H100" in run.environment.gpu_product} == {"l2"}
+        h100 = [run for run in reruns if "H100" in run.environment.gpu_product]
+        assert {run.workload.name.split("-")[1] for run in h100} == {"l2"}
+        assert {run.environment.gpu_slug for run in h100} == {"h100-sxm"}  # where KernelBench's H100 figures are
         # One operator ran every lease: agreement reproduces, it never replicates.
         assert "replicated" not in {run.evidence for run in reruns}
         by_protocol = Counter(run.protocol.name for run in reruns)
