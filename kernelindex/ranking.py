@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
+from fractions import Fraction
 
 from kernelindex.manifests.types import EvidenceLevel, RunStatus
 
@@ -297,14 +298,36 @@ def version_regressions(points: Iterable[VersionPoint], noise: float) -> list[Re
     version is compared with the fastest strictly older version, so a version is flagged once,
     against the best its framework had done before. Versions ``version_key`` cannot order are
     left out: which of them is newer is unknown."""
+    # In decimal, like ``is_faster_than_bound``: 105 / 100 - 1 is 0.05000000000000004 in floating
+    # point, which would flag a run exactly at the bound.
+    factor = noise_factor(noise)
+    return [
+        Regression(newer=point, older=older)
+        for point, older in _against_best_older(points)
+        if point.latency_ns > older.latency_ns * factor
+    ]
+
+
+def noise_factor(noise: float) -> Decimal:
+    """1 + ``noise``, exactly as written: the ratio a slowdown must exceed to be a regression."""
+    return 1 + Decimal(repr(noise))
+
+
+def worst_version_slowdown(points: Iterable[VersionPoint]) -> Fraction | None:
+    """The largest ratio of a version's latency to the fastest strictly older version's, exactly
+    (``None`` where no version has an older one): ``version_regressions(points, noise)`` finds
+    something exactly when it exceeds ``noise_factor(noise)``, whatever the noise."""
+    return max(
+        (Fraction(point.latency_ns, older.latency_ns) for point, older in _against_best_older(points)), default=None
+    )
+
+
+def _against_best_older(points: Iterable[VersionPoint]) -> Iterator[tuple[VersionPoint, VersionPoint]]:
+    """Each point of an orderable version with the fastest point of any strictly older version."""
     ordered = sorted(
         ((key, point) for point in points if (key := version_key(point.version)) is not None),
         key=lambda item: (item[0], item[1].run),
     )
-    # In decimal, like ``is_faster_than_bound``: 105 / 100 - 1 is 0.05000000000000004 in floating
-    # point, which would flag a run exactly at the bound.
-    factor = 1 + Decimal(repr(noise))
-    found = []
     best_older: VersionPoint | None = None
     pending: VersionPoint | None = None  # the fastest of the version being passed, until it is older
     previous_key: VersionKey | None = None
@@ -312,10 +335,9 @@ def version_regressions(points: Iterable[VersionPoint], noise: float) -> list[Re
         if key != previous_key:
             best_older = _faster(best_older, pending)
             pending, previous_key = None, key
-        if best_older is not None and point.latency_ns > best_older.latency_ns * factor:
-            found.append(Regression(newer=point, older=best_older))
+        if best_older is not None:
+            yield point, best_older
         pending = _faster(pending, point)
-    return found
 
 
 def _faster(one: VersionPoint | None, other: VersionPoint | None) -> VersionPoint | None:

@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kernelindex.manifests import sha256_digest
 from kernelindex.manifests.digest import comparison_key
@@ -21,6 +23,7 @@ from kernelindex.ranking import (
     ineligibility_reasons,
     is_faster_than_bound,
     noise_estimate,
+    noise_factor,
     rank_at_case,
     rank_group,
     rank_implementation_bests,
@@ -29,6 +32,7 @@ from kernelindex.ranking import (
     sorted_versions,
     version_key,
     version_regressions,
+    worst_version_slowdown,
 )
 
 WORKLOAD = "sha256:b902ef8dd87d37e4d5583fc20ac0fce3b7dd9b9f00ca84d7bddb153303559449"
@@ -522,6 +526,24 @@ def test_a_slowdown_within_the_noise_or_a_speed_up_is_no_regression():
     assert version_regressions([point("1.0", 100), point("1.1", 105)], noise=0.05) == []
     assert version_regressions([point("1.0", 100), point("1.1", 80)], noise=0.05) == []
     assert [r.newer.version for r in version_regressions([point("1.0", 100), point("1.1", 106)], 0.05)] == ["1.1"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    points=st.lists(
+        st.tuples(st.sampled_from(["0.9", "1.0", "1.0.post1", "1.1rc1", "1.1", "2.0", "main"]), st.integers(1, 400)),
+        max_size=8,
+    ),
+    noise=st.sampled_from([0.0, 0.01, 0.05, 0.1, 0.333]),
+)
+def test_the_worst_slowdown_says_exactly_whether_there_is_a_regression(points, noise):
+    # The refresh reads a workload a second time only where its worst slowdown beats the bound.
+    version_points = [VersionPoint(run=f"run-{i}", version=v, latency_ns=ns) for i, (v, ns) in enumerate(points)]
+    worst = worst_version_slowdown(version_points)
+    found = version_regressions(version_points, noise)
+    assert bool(found) == (worst is not None and worst > noise_factor(noise))
+    if found:
+        assert max(r.newer.latency_ns / r.older.latency_ns for r in found) == pytest.approx(float(worst))
 
 
 def test_the_noise_is_a_high_percentile_of_the_deviations_or_a_stated_bound():
