@@ -18,7 +18,7 @@ from sqlalchemy import Connection, Table, insert
 from sqlalchemy.orm import Session
 
 from kernelindex.db.base import Base
-from kernelindex.store.version import mark_changed
+from kernelindex.store.version import note_hidden_write
 
 
 def insert_rows(session: Session, table: type[Base] | Table, rows: Sequence[Mapping[str, Any]]) -> int:
@@ -26,7 +26,7 @@ def insert_rows(session: Session, table: type[Base] | Table, rows: Sequence[Mapp
     if not rows:
         return 0
     target: Table = table if isinstance(table, Table) else table.__table__  # type: ignore[assignment]
-    mark_changed(session)
+    note_hidden_write(session, target.name)
     connection = session.connection()
     if connection.dialect.name == "postgresql":
         columns = list(rows[0])

@@ -108,3 +108,9 @@ def group_sizes(session: Session, groups: Collection[tuple[int, str]]) -> dict[s
         .group_by(Run.comparison_key)
     )
     return {key: count for key, count in rows}
+
+
+def in_code_point_order(session: Session, column: Any) -> Any:
+    """``column`` to ORDER BY as Python sorts strings (by code point), whatever the database's
+    collation: SQLite's default already does; PostgreSQL's "C" collation does."""
+    return column.collate("C") if session.get_bind().dialect.name == "postgresql" else column

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from kernelindex.db.tables import Environment, Run
+from kernelindex.db.tables import Environment
 from kernelindex.gpus import TRACKED_GPUS
+from kernelindex.store.tallies import workloads_per_gpu
 
 
 class GpuFilterError(ValueError):
@@ -61,12 +62,13 @@ class GpuChoice:
 
 def gpu_choices(session: Session) -> list[GpuChoice]:
     """The GPUs with runs, most workloads measured first, then by product: what a GPU filter offers."""
-    rows = session.execute(
-        select(Environment.gpu_slug, func.min(Environment.gpu_product), func.count(func.distinct(Run.workload_id)))
-        .join(Run, Run.environment_id == Environment.id)
+    measured = workloads_per_gpu(session)
+    products = session.execute(
+        select(Environment.gpu_slug, func.min(Environment.gpu_product))
+        .where(Environment.gpu_slug.in_(sorted(measured)))
         .group_by(Environment.gpu_slug)
     )
-    choices = [GpuChoice(slug, product, workloads) for slug, product, workloads in rows]
+    choices = [GpuChoice(slug, product, measured[slug]) for slug, product in products]
     return sorted(choices, key=lambda choice: (-choice.workloads, choice.product.casefold()))
 
 

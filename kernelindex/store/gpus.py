@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, load_only
 
 from kernelindex import urls
 from kernelindex.db.tables import Environment, GpuDatasheet, Run, Source, Workload
+from kernelindex.db.tally_tables import EVERY_GPU, WorkloadTally
 from kernelindex.gpus import TRACKED_GPUS
 from kernelindex.store.common import best_per_gpu, group_sizes, name_by_ref
 from kernelindex.store.keyset import SLUG_ORDER, Expr, Position, keyset_page, numbered_page, page_of
@@ -34,6 +35,7 @@ from kernelindex.store.schemas import (
     GpuSourceCoverage,
     GpuWorkload,
 )
+from kernelindex.store.tallies import runs_on_gpu
 from kernelindex.store.workloads import WorkloadFilters, fastest_run, workload_conditions
 
 
@@ -49,18 +51,15 @@ def _coverage(session: Session, slug: str | None) -> tuple[dict[str, list[GpuSou
     nobody measured on."""
     measured = (
         select(
-            Environment.gpu_slug,
+            WorkloadTally.gpu_slug,
             Workload.source_id,
-            func.count(Run.id).label("runs"),
-            func.count(func.distinct(Run.workload_id)).label("workloads"),
+            func.sum(WorkloadTally.runs).label("runs"),
+            func.count().label("workloads"),
         )
-        .select_from(Run)
-        .join(Environment, Run.environment_id == Environment.id)
-        .join(Workload, Run.workload_id == Workload.id)
-        .group_by(Environment.gpu_slug, Workload.source_id)
+        .join(Workload, WorkloadTally.workload_id == Workload.id)
+        .where(WorkloadTally.gpu_slug == slug if slug else WorkloadTally.gpu_slug != EVERY_GPU)
+        .group_by(WorkloadTally.gpu_slug, Workload.source_id)
     )
-    if slug:
-        measured = measured.where(Environment.gpu_slug == slug)
     totals = dict(session.execute(select(Workload.source_id, func.count()).group_by(Workload.source_id)).all())
     sources = sorted(
         session.scalars(select(Source).where(Source.id.in_(list(totals)))), key=lambda s: (s.name.casefold(), s.slug)
@@ -237,16 +236,6 @@ class GpuWorkloadFilters:
         )
 
 
-def _runs_on_gpu(gpu_slug: str) -> Any:
-    """Per workload measured on the GPU, its number of runs there."""
-    return (
-        select(Run.workload_id, func.count().label("runs"))
-        .join(Environment, Run.environment_id == Environment.id)
-        .where(Environment.gpu_slug == gpu_slug)
-        .group_by(Run.workload_id)
-    )
-
-
 def _gpu_workload_listing(
     session: Session, gpu_slug: str, filters: GpuWorkloadFilters
 ) -> tuple[Select[Any], dict[str, Expr]]:
@@ -261,7 +250,8 @@ def _gpu_workload_listing(
 def _gpu_workloads(session: Session, gpu_slug: str, workloads: Sequence[Workload]) -> list[GpuWorkload]:
     """The listing's workloads as items: their runs on the GPU and, if any is eligible, the best."""
     ids = [workload.id for workload in workloads]
-    runs = dict(session.execute(_runs_on_gpu(gpu_slug).where(Run.workload_id.in_(ids))).all())
+    counted = runs_on_gpu(gpu_slug, ids)
+    runs: dict[int, int] = dict(session.execute(select(counted.c.workload_id, counted.c.runs)).all())
     measured = [workload_id for workload_id in ids if workload_id in runs]
     best = best_on_gpus(session, Environment.gpu_slug == gpu_slug, Run.workload_id.in_(measured)) if measured else {}
     source_slugs = dict(session.execute(select(Source.id, Source.slug)).all())

@@ -61,8 +61,11 @@ _SEARCH_TABLES = frozenset({"search_entry", "search_term", "search_word"})
 _SHARED_TABLES = frozenset({"implementation", "protocol", "environment"})
 # Facts of one source shown on its workloads' and runs' pages (completeness, observed dates).
 _SOURCE_FACT_TABLES = frozenset({"ingestion_report", "source_file", "gpu_datasheet", "regression_noise"})
+# Derived rows kept by the transaction that wrote what they derive from, whose scopes say what changed.
+_DERIVED_TABLES = frozenset({"workload_tally"})
 _CHANGED = "kernelindex.pages_changed"
 _CONFINED = "kernelindex.writes_confined"
+_HIDDEN = "kernelindex.hidden_writes"
 _COMMITTED = "kernelindex.pages_committed"
 
 
@@ -85,6 +88,27 @@ def mark_changed(session: Session, *scopes: str) -> None:
     changed.update(scopes or session.info.get(_CONFINED) or (EVERYTHING,))
 
 
+def note_hidden_write(session: Session, table: str) -> None:
+    """Record that this transaction wrote rows of ``table`` that the session does not see, and
+    mark what they change (``mark_changed``)."""
+    session.info.setdefault(_HIDDEN, set()).add(table)
+    mark_changed(session)
+
+
+def hidden_writes(session: Session) -> set[str]:
+    """The tables this transaction has written rows of that the session does not see."""
+    return set(session.info.get(_HIDDEN, ()))
+
+
+def confined_workloads(session: Session) -> set[int] | None:
+    """The workloads this transaction confined its hidden writes to, or ``None`` if it did not."""
+    confined = session.info.get(_CONFINED)
+    if not confined:
+        return None
+    prefix = workload_scope(0).removesuffix("0")
+    return {int(scope.removeprefix(prefix)) for scope in confined if scope.startswith(prefix)}
+
+
 def confine_writes(session: Session, *scopes: str) -> None:
     """Say that this transaction's writes whose rows cannot be seen change only ``scopes`` (each
     caller adds its own: a group of workloads ingested together adds each)."""
@@ -99,7 +123,7 @@ def current_version(session: Session, scope: str = SEQUENCE) -> int:
 def _row_scopes(row: Any, is_new: bool) -> set[str] | None:
     """The scopes a flushed row changes; ``None`` for a row no public page shows."""
     table = getattr(row, "__tablename__", None)
-    if table in PRIVATE_TABLES:
+    if table in PRIVATE_TABLES or table in _DERIVED_TABLES:
         return None
     try:
         if table == "run":
@@ -142,7 +166,7 @@ def _on_execute(state: ORMExecuteState) -> Any:
     if not (state.is_insert or state.is_update or state.is_delete):
         return None
     table = getattr(getattr(state.statement, "table", None), "name", None)
-    if table in PRIVATE_TABLES:
+    if table in PRIVATE_TABLES or table in _DERIVED_TABLES:
         return None
     # Run the statement here to see what it did: one that matched no row (an unchanged
     # re-ingest's "mark what went missing") changes no page and must not empty every cache.
@@ -151,7 +175,7 @@ def _on_execute(state: ORMExecuteState) -> Any:
         if table in _SEARCH_TABLES:
             mark_changed(state.session, LISTS)
         else:
-            mark_changed(state.session)
+            note_hidden_write(state.session, str(table))
     return result
 
 
@@ -161,6 +185,7 @@ def _before_commit(session: Session) -> None:
     session.flush()
     changed = session.info.pop(_CHANGED, None)
     session.info.pop(_CONFINED, None)
+    session.info.pop(_HIDDEN, None)
     if changed:
         session.info[_COMMITTED] = (_bump(session, changed), frozenset(changed))
 
@@ -179,7 +204,7 @@ def _after_commit(session: Session) -> None:
 
 @event.listens_for(Session, "after_rollback")
 def _after_rollback(session: Session) -> None:
-    for key in (_CHANGED, _CONFINED, _COMMITTED):
+    for key in (_CHANGED, _CONFINED, _COMMITTED, _HIDDEN):
         session.info.pop(key, None)
 
 

@@ -23,20 +23,21 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, Text, and_, case, cast, func, or_, select
+from sqlalchemy import ColumnElement, Select, Text, and_, case, cast, func, literal, or_, select
 from sqlalchemy.orm import Session, aliased, joinedload
 
 from kernelindex import urls
 from kernelindex.db.tables import Environment, Run, Source, Workload
 from kernelindex.slugs import slugify
 from kernelindex.store.catalog import origin_model_spellings
-from kernelindex.store.common import contains, name_by_ref
+from kernelindex.store.common import contains, in_code_point_order, name_by_ref
 from kernelindex.store.gpu_filter import MeasuredWithoutGpu, gpu_named
 from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page, numbered_page
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import environment_label, evaluation_stack, with_references
 from kernelindex.store.schemas import FastestRun, WorkloadItem
 from kernelindex.store.source_filter import source_named
+from kernelindex.store.tallies import eligible_stats, runs_on_gpu
 
 WORKLOAD_SORTS: dict[str, tuple[SortKey, ...]] = {
     "name": (SortKey("name", str),),
@@ -93,12 +94,6 @@ def _on_gpu(gpu: str | None) -> list[ColumnElement[bool]]:
     return [Run.environment_id.in_(select(Environment.id).where(Environment.gpu_slug == gpu))]
 
 
-def _runs_on_gpu_subquery(gpu: str, ids: Sequence[int] | None = None) -> Any:
-    """Per workload measured on the GPU, its runs there, eligible or not."""
-    scope = _on_gpu(gpu) + ([Run.workload_id.in_(ids)] if ids is not None else [])
-    return select(Run.workload_id, func.count().label("runs")).where(*scope).group_by(Run.workload_id).subquery()
-
-
 def _last_record_subquery(ids: Sequence[int] | None = None, gpu: str | None = None) -> Any:
     """Per workload, when the #1 of one of its groups (on ``gpu``, given one) last changed.
 
@@ -130,16 +125,6 @@ def _last_record_subquery(ids: Sequence[int] | None = None, gpu: str | None = No
     return select(holder.c.workload_id, func.max(holder.c.at).label("at")).group_by(holder.c.workload_id).subquery()
 
 
-def _eligible_stats_subquery(ids: Sequence[int] | None = None, gpu: str | None = None) -> Any:
-    scope = [eligible(), *_on_gpu(gpu)] + ([Run.workload_id.in_(ids)] if ids is not None else [])
-    return (
-        select(Run.workload_id, func.count().label("runs"), func.max(Run.sol_score).label("best_sol"))
-        .where(*scope)
-        .group_by(Run.workload_id)
-        .subquery()
-    )
-
-
 def workload_conditions(session: Session, filters: WorkloadFilters) -> list[ColumnElement[bool]]:
     """The WHERE conditions on ``Workload`` of ``filters`` (``UnknownSource``, ``UnknownGpu``)."""
     conditions: list[ColumnElement[bool]] = []
@@ -153,7 +138,7 @@ def workload_conditions(session: Session, filters: WorkloadFilters) -> list[Colu
     if filters.model:
         conditions.append(Workload.origin_model.in_(origin_model_spellings(session, slugify(filters.model))))
     if filters.gpu and filters.measured is not None:
-        on_gpu = _runs_on_gpu_subquery(gpu_named(session, filters.gpu))
+        on_gpu = runs_on_gpu(gpu_named(session, filters.gpu))
         measured = Workload.id.in_(select(on_gpu.c.workload_id))
         conditions.append(measured if filters.measured else ~measured)
     if filters.q:
@@ -174,7 +159,7 @@ def _listing(session: Session, filters: WorkloadFilters, sort: str) -> tuple[Sel
     stmt = select(Workload).where(*workload_conditions(session, filters))
     exprs: dict[str, Expr] = {"name": Workload.name}
     if sort in ("runs", "-runs", "best_sol"):
-        stats = _eligible_stats_subquery(gpu=gpu)
+        stats = eligible_stats(gpu=gpu)
         stmt = stmt.outerjoin(stats, stats.c.workload_id == Workload.id)
         exprs["runs"] = func.coalesce(stats.c.runs, 0)
         exprs["best_sol"] = stats.c.best_sol
@@ -183,7 +168,7 @@ def _listing(session: Session, filters: WorkloadFilters, sort: str) -> tuple[Sel
         stmt = stmt.outerjoin(last, last.c.workload_id == Workload.id)
         exprs["last_record"] = last.c.at
     if gpu and filters.measured is None:
-        on_gpu = _runs_on_gpu_subquery(gpu)
+        on_gpu = runs_on_gpu(gpu)
         stmt = stmt.outerjoin(on_gpu, on_gpu.c.workload_id == Workload.id)
         exprs["measured"] = case((on_gpu.c.runs.is_not(None), 1), else_=0)
     return stmt, exprs
@@ -230,7 +215,7 @@ def gpu_coverage(session: Session, filters: WorkloadFilters) -> GpuCoverage:
     if not filters.gpu:
         raise MeasuredWithoutGpu()
     gpu = gpu_named(session, filters.gpu)
-    on_gpu = _runs_on_gpu_subquery(gpu)
+    on_gpu = runs_on_gpu(gpu)
     measured = case((Workload.id.in_(select(on_gpu.c.workload_id)), 1), else_=0)
     conditions = workload_conditions(session, replace(filters, measured=None))
     total, count = session.execute(
@@ -261,11 +246,6 @@ class SourceGroup:
     collections: list[CollectionGroup]
 
 
-def eligible_run_count(session: Session) -> int:
-    """The runs that may be ranked in the whole catalogue, on every GPU."""
-    return session.scalar(select(func.count()).select_from(Run).where(eligible())) or 0
-
-
 def catalogue_by_source(session: Session, gpu: str | None = None, shown: int = 12) -> list[SourceGroup]:
     """The whole catalogue counted (on ``gpu``, given one: ``UnknownGpu`` if there is no such
     GPU), by source (by name) then collection (``collection_order``), with the figures of each
@@ -276,32 +256,50 @@ def catalogue_by_source(session: Session, gpu: str | None = None, shown: int = 1
     no workloads of their own (controlled reruns measure other sources' workloads) have no group.
     """
     gpu = gpu_named(session, gpu) if gpu else None
-    listing = session.execute(select(Workload.id, Workload.name, Workload.source_id, Workload.collection)).all()
-    stats = _eligible_stats_subquery(None, gpu)
-    eligible_runs: dict[int, int] = dict(session.execute(select(stats.c.workload_id, stats.c.runs)).all())
-    on_gpu: dict[int, int] = {}
-    if gpu is not None:
-        counted = _runs_on_gpu_subquery(gpu)
-        on_gpu = dict(session.execute(select(counted.c.workload_id, counted.c.runs)).all())
-
-    def busiest_first(row: Any) -> tuple[int, int, str]:
-        return (-eligible_runs.get(row.id, 0), -on_gpu.get(row.id, 0), row.name)
-
-    by_source: dict[int, dict[str, list[Any]]] = {}
-    for row in listing:
-        by_source.setdefault(row.source_id, {}).setdefault(row.collection, []).append(row)
-    chosen = {
-        row.id
-        for collections in by_source.values()
-        for rows in collections.values()
-        for row in sorted(rows, key=busiest_first)[:shown]
-    }
+    stats = eligible_stats(None, gpu)
+    listing = select(
+        Workload.id,
+        Workload.source_id,
+        Workload.collection,
+        Workload.name,
+        func.coalesce(stats.c.runs, 0).label("eligible"),
+    ).outerjoin(stats, stats.c.workload_id == Workload.id)
+    if gpu is None:
+        listing = listing.add_columns(literal(0).label("on_gpu"))
+    else:
+        counted = runs_on_gpu(gpu)
+        listing = listing.outerjoin(counted, counted.c.workload_id == Workload.id)
+        listing = listing.add_columns(func.coalesce(counted.c.runs, 0).label("on_gpu"))
+    rows = listing.subquery()
+    # One pass in the database: each collection's busiest ranked (only they are read with their
+    # figures), each row carrying its collection's counts.
+    collection = (rows.c.source_id, rows.c.collection)
+    ranked = select(
+        rows.c.id,
+        rows.c.source_id,
+        rows.c.collection,
+        func.row_number()
+        .over(
+            partition_by=collection,
+            order_by=(rows.c.eligible.desc(), rows.c.on_gpu.desc(), in_code_point_order(session, rows.c.name)),
+        )
+        .label("rank"),
+        func.count().over(partition_by=collection).label("workloads"),
+        func.sum(rows.c.eligible).over(partition_by=collection).label("eligible"),
+        func.sum(case((rows.c.on_gpu > 0, 1), else_=0)).over(partition_by=collection).label("measured"),
+    ).subquery()
+    chosen_rows = session.execute(select(ranked).where(ranked.c.rank <= shown)).all()
+    figures = {(row.source_id, row.collection): row for row in chosen_rows}
+    chosen = [row.id for row in chosen_rows]
     shown_workloads = list(session.scalars(select(Workload).where(Workload.id.in_(sorted(chosen)))))
-    items = {item.slug: item for item in workload_items(session, shown_workloads, gpu=gpu)}
+    items = workload_items(session, shown_workloads, gpu=gpu)
+    busiest: dict[tuple[int, str], list[WorkloadItem]] = {}
+    for workload, item in zip(shown_workloads, items, strict=True):
+        busiest.setdefault((workload.source_id, workload.collection), []).append(item)
     groups = []
     for source in sorted(session.scalars(select(Source)), key=lambda s: (s.name.casefold(), s.slug)):
-        collections = by_source.get(source.id)
-        if not collections:
+        names = sorted((name for source_id, name in figures if source_id == source.id), key=collection_order)
+        if not names:
             continue
         groups.append(
             SourceGroup(
@@ -310,19 +308,16 @@ def catalogue_by_source(session: Session, gpu: str | None = None, shown: int = 1
                 website=source.url,
                 licence=source.licence,
                 attribution=source.attribution,
-                workload_count=sum(len(rows) for rows in collections.values()),
-                eligible_runs=sum(eligible_runs.get(row.id, 0) for rows in collections.values() for row in rows),
+                workload_count=sum(figures[source.id, name].workloads for name in names),
+                eligible_runs=sum(int(figures[source.id, name].eligible) for name in names),
                 collections=[
                     CollectionGroup(
                         name=name,
-                        workload_count=len(collections[name]),
-                        measured_on_gpu=None if gpu is None else sum(1 for r in collections[name] if on_gpu.get(r.id)),
-                        busiest=sorted(
-                            (items[row.name] for row in collections[name] if row.id in chosen),
-                            key=lambda item: item.slug,
-                        ),
+                        workload_count=figures[source.id, name].workloads,
+                        measured_on_gpu=None if gpu is None else int(figures[source.id, name].measured),
+                        busiest=sorted(busiest.get((source.id, name), []), key=lambda item: item.slug),
                     )
-                    for name in sorted(collections, key=collection_order)
+                    for name in names
                 ],
             )
         )
@@ -425,13 +420,13 @@ def workload_items(session: Session, workloads: Sequence[Workload], gpu: str | N
     alone, and each item says how many runs it has there (0: not measured on it).
     """
     ids = [w.id for w in workloads]
-    stats = {row.workload_id: row for row in session.execute(select(_eligible_stats_subquery(ids, gpu)))}
+    stats = {row.workload_id: row for row in session.execute(select(eligible_stats(ids, gpu)))}
     leaders = _group_leaders(session, ids, gpu)
     last = {workload_id: max(leader.set_at for leader in found) for workload_id, found in leaders.items()}
     fastest = _headlines(session, leaders)
     on_gpu: dict[int, int] = {}
     if gpu is not None:
-        counted = _runs_on_gpu_subquery(gpu, ids)
+        counted = runs_on_gpu(gpu, ids)
         on_gpu = {row.workload_id: row.runs for row in session.execute(select(counted))}
     source_slugs = dict(session.execute(select(Source.id, Source.slug)).all())
     items = []

@@ -15,7 +15,8 @@ from kernelindex.store.completeness import every_source_completeness
 from kernelindex.store.gpu_filter import GpuFilterError, gpu_named, product_of
 from kernelindex.store.records import catalogue_records
 from kernelindex.store.schemas import SourceCompleteness, WorkloadItem
-from kernelindex.store.workloads import catalogue_by_source, eligible_run_count
+from kernelindex.store.tallies import eligible_run_count
+from kernelindex.store.workloads import catalogue_by_source
 from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest

@@ -1,0 +1,151 @@
+"""Workload tallies (``kernelindex.db.tally_tables``), kept exact by the transactions that write runs.
+
+A transaction that writes runs notes their workloads: run rows it flushes name theirs, and a
+write whose rows are not seen (a multi-row UPDATE, the bulk path) names the workloads its
+transaction confined its writes to (``version.confine_writes``), or else every workload. Just
+before it commits, the transaction recomputes the tallies of those workloads from their runs, so
+the counts become visible exactly with the runs they count.
+
+Two transactions that change the same workload at once on PostgreSQL must not each count
+without the other's runs: each first locks the workload rows it recounts (in id order, so two
+never wait on each other in a circle) and counts after the lock, when, at READ COMMITTED, the
+other's committed runs are seen. The lock (``FOR NO KEY UPDATE``) does not conflict with the
+key-share locks that inserting a run takes on its workload. SQLite runs one writer at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import chain
+from typing import Any
+
+from sqlalchemy import ColumnElement, case, delete, event, func, insert, inspect, literal, select, union_all
+from sqlalchemy.orm import Session, UOWTransaction
+
+from kernelindex.db.tables import Environment, Run, Workload
+from kernelindex.db.tally_tables import EVERY_GPU, WorkloadTally
+from kernelindex.store.reads import eligible
+from kernelindex.store.version import confined_workloads, hidden_writes
+
+_DIRTY = "kernelindex.tallies_dirty"  # workload ids to recount, or None for every workload
+_EVERY_WORKLOAD = None
+# Tables whose rows the tallies count: runs, and the environments that give a run its GPU.
+_COUNTED_TABLES = frozenset({"run", "environment"})
+# Ids per statement: well inside every backend's limit on bound parameters.
+_CHUNK = 1000
+
+
+def tally(gpu: str | None = None) -> Any:
+    """The tallies on ``gpu`` (on every GPU together without one), a row per workload with runs there."""
+    return select(WorkloadTally).where(WorkloadTally.gpu_slug == (gpu or EVERY_GPU)).subquery()
+
+
+def eligible_stats(ids: Sequence[int] | None = None, gpu: str | None = None) -> Any:
+    """Per workload with eligible runs (on ``gpu``, given one): ``runs``, their count, and ``best_sol``."""
+    conditions = [WorkloadTally.gpu_slug == (gpu or EVERY_GPU), WorkloadTally.eligible_runs > 0]
+    if ids is not None:
+        conditions.append(WorkloadTally.workload_id.in_(ids))
+    return (
+        select(
+            WorkloadTally.workload_id,
+            WorkloadTally.eligible_runs.label("runs"),
+            WorkloadTally.best_sol.label("best_sol"),
+        )
+        .where(*conditions)
+        .subquery()
+    )
+
+
+def runs_on_gpu(gpu: str, ids: Sequence[int] | None = None) -> Any:
+    """Per workload measured on ``gpu``: ``runs``, its runs there, eligible or not."""
+    conditions = [WorkloadTally.gpu_slug == gpu]
+    if ids is not None:
+        conditions.append(WorkloadTally.workload_id.in_(ids))
+    return select(WorkloadTally.workload_id, WorkloadTally.runs.label("runs")).where(*conditions).subquery()
+
+
+def eligible_run_count(session: Session) -> int:
+    """The runs that may be ranked in the whole catalogue, on every GPU."""
+    total = select(func.sum(WorkloadTally.eligible_runs)).where(WorkloadTally.gpu_slug == EVERY_GPU)
+    return int(session.scalar(total) or 0)
+
+
+def workloads_per_gpu(session: Session) -> dict[str, int]:
+    """Each GPU with runs and how many workloads have a run on it."""
+    rows = session.execute(
+        select(WorkloadTally.gpu_slug, func.count())
+        .where(WorkloadTally.gpu_slug != EVERY_GPU)
+        .group_by(WorkloadTally.gpu_slug)
+    )
+    return {slug: int(count) for slug, count in rows}
+
+
+def recount(session: Session, workload_ids: Iterable[int] | None = None) -> None:
+    """Recompute the tallies of ``workload_ids`` (of every workload without) in the session's transaction."""
+    if workload_ids is None:
+        _recount(session, None)
+        return
+    ids = sorted(set(workload_ids))
+    for start in range(0, len(ids), _CHUNK):
+        _recount(session, ids[start : start + _CHUNK])
+
+
+def _recount(session: Session, ids: list[int] | None) -> None:
+    of_ids: list[ColumnElement[bool]] = [] if ids is None else [Run.workload_id.in_(ids)]
+    if session.get_bind().dialect.name == "postgresql":
+        locked = select(Workload.id).order_by(Workload.id).with_for_update(key_share=True)
+        session.execute(locked if ids is None else locked.where(Workload.id.in_(ids))).all()
+    session.execute(delete(WorkloadTally).where(*([] if ids is None else [WorkloadTally.workload_id.in_(ids)])))
+    counted = (
+        func.count().label("runs"),
+        func.sum(case((eligible(), 1), else_=0)).label("eligible_runs"),
+        func.max(case((eligible(), Run.sol_score))).label("best_sol"),
+    )
+    per_gpu = (
+        select(Run.workload_id, Environment.gpu_slug, *counted)
+        .join(Environment, Environment.id == Run.environment_id)
+        .where(*of_ids)
+        .group_by(Run.workload_id, Environment.gpu_slug)
+    )
+    every_gpu = select(Run.workload_id, literal(EVERY_GPU), *counted).where(*of_ids).group_by(Run.workload_id)
+    columns = ["workload_id", "gpu_slug", "runs", "eligible_runs", "best_sol"]
+    session.execute(insert(WorkloadTally).from_select(columns, union_all(per_gpu, every_gpu)))
+
+
+def _note(session: Session, workload_ids: Iterable[int] | None) -> None:
+    if workload_ids is None:
+        session.info[_DIRTY] = _EVERY_WORKLOAD
+        return
+    dirty = session.info.setdefault(_DIRTY, set())
+    if dirty is not _EVERY_WORKLOAD:
+        dirty.update(workload_ids)
+
+
+@event.listens_for(Session, "after_flush")
+def _after_flush(session: Session, _context: UOWTransaction) -> None:
+    new = set(map(id, session.new))
+    for row in chain(session.new, session.dirty, session.deleted):
+        table = getattr(row, "__tablename__", None)
+        if table == "run":
+            moved = inspect(row).attrs.workload_id.history
+            _note(session, [row.workload_id, *(moved.deleted or ())])
+        elif table == "environment" and id(row) not in new and inspect(row).attrs.gpu_slug.history.has_changes():
+            _note(session, None)  # runs moved between GPUs
+
+
+# Inserted first: the tallies are written before ``version`` numbers the transaction, so every
+# writer takes the workload locks before the sequence row's lock, never the other way round.
+@event.listens_for(Session, "before_commit", insert=True)
+def _before_commit(session: Session) -> None:
+    session.flush()
+    if _COUNTED_TABLES & hidden_writes(session):
+        _note(session, confined_workloads(session))
+    if _DIRTY not in session.info:
+        return
+    dirty = session.info.pop(_DIRTY)
+    recount(session, dirty)
+
+
+@event.listens_for(Session, "after_rollback")
+def _after_rollback(session: Session) -> None:
+    session.info.pop(_DIRTY, None)
