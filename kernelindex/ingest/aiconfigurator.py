@@ -39,6 +39,7 @@ from kernelindex.ingest.aiconfigurator_manifests import (
     workload_manifest,
 )
 from kernelindex.ingest.aiconfigurator_rows import (
+    PendingWorkload,
     System,
     TableError,
     WorkloadRows,
@@ -126,7 +127,7 @@ class AIConfigurator:
         self._family: dict[str, str] = {}
         self._collections: dict[Path, Collection] = {}
         self._loaded_table: str | None = None
-        self._loaded: dict[str, WorkloadRows] = {}
+        self._loaded: dict[str, PendingWorkload] = {}
         self._table_skipped: dict[str, Counter[str]] = {}
 
     def discover(self) -> Discovery:
@@ -190,14 +191,18 @@ class AIConfigurator:
             units[key.external_id] = file.table
         return data.num_rows
 
+    def unit_group(self, unit: str) -> str:
+        """The table ``unit`` is read from: a mapping process reads a table once for all its units."""
+        return self._unit_table[unit]
+
     def fetch(self, unit: str) -> WorkloadRows:
         table = self._unit_table[unit]
         if table != self._loaded_table:
             self._load(table)
-        rows = self._loaded.pop(unit, None)
-        if rows is None:
+        pending = self._loaded.pop(unit, None)
+        if pending is None:
             raise WorkloadError(f"{unit}: its rows could not be read again from {table}")
-        return rows
+        return pending.rows()
 
     def _load(self, table: str) -> None:
         """Read every file of ``table`` and group its rows (the previous table's are let go)."""

@@ -293,7 +293,7 @@ def run_manifest(
     case_results: list[dict[str, Any]] = []
     for point, measured in sorted(rows.points.items(), key=lambda item: positions[item[0]]):
         result: dict[str, Any] = {"caseIndex": positions[point], "latencyNs": {"mean": ms_to_ns(measured.latency_ms)}}
-        extra = {name: value for name, value in measured.measured.items() if value is not None}
+        extra = dict(measured.measured)
         if point in rows.repeats:
             extra["repeated_latency_ns"] = ms_to_ns(rows.repeats[point])
         if extra:

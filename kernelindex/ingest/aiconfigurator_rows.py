@@ -62,10 +62,14 @@ class RunKey:
     kernel: str
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Point:
+    """One swept value's row: its latency and the row's other measured columns that hold a value.
+
+    Slotted, with the measured values as pairs (usually none): a large table holds millions."""
+
     latency_ms: float
-    measured: dict[str, NativeScalar]
+    measured: tuple[tuple[str, NativeScalar], ...] = ()
 
 
 @dataclass
@@ -156,45 +160,91 @@ def workload_keys(file: TableFile, checked: Checked) -> list[WorkloadKey]:
     return [config_key(file.table, schema, row) for row in distinct.to_pylist()]
 
 
-def group(file: TableFile, checked: Checked, workloads: dict[str, WorkloadRows]) -> None:
-    """Add the checked rows of ``file`` to ``workloads`` (by external id): one run per
-    configuration and kernel, its points in the order of the file. Grouped by Arrow, so Python
-    sees a run at a time, not a row."""
-    schema = checked.schema
-    assert schema.latency is not None
-    table = _exact_integers(checked.table, schema)
-    recorded = recorded_stacks(file, table)
-    values = [*schema.swept, schema.latency, *schema.measured]
-    runs = table.group_by([*schema.config, "kernel_source"], use_threads=False).aggregate(
-        [(name, "list") for name in values]
-    )
-    columns = {name: runs.column(name).to_pylist() for name in [*schema.config, "kernel_source"]}
-    lists = {name: runs.column(f"{name}_list").to_pylist() for name in values}
-    keys: dict[tuple[Any, ...], WorkloadRows] = {}
-    for index in range(runs.num_rows):
-        config = tuple(columns[name][index] for name in schema.config)
-        rows = keys.get(config)
-        if rows is None:
-            key = WorkloadKey(file.table, tuple(zip(schema.config, map(_scalar, config), strict=True)))
-            rows = workloads.get(key.external_id)
-            if rows is None:
-                rows = workloads[key.external_id] = WorkloadRows(key, schema.swept)
-            keys[config] = rows
+@dataclass
+class GroupedFile:
+    """One file's checked rows grouped by Arrow: a row per configuration and kernel (a run), its
+    swept values, latencies and other measured values as lists. Kept columnar until a workload
+    is fetched: a table's rows as Python objects would take gigabytes."""
+
+    file: TableFile
+    schema: Schema
+    recorded: set[tuple[str, str]]
+    kernels: list[str]
+    runs: pa.Table
+
+    def add_run(self, index: int, rows: WorkloadRows) -> None:
+        """Add the run at ``index`` to its workload's ``rows``: its points in the order of the file."""
+        schema = self.schema
+        assert schema.latency is not None
         # The folder names the framework and version; the rows' own columns are kept as recorded.
-        run_key = RunKey(file.system, file.framework, file.version, str(columns["kernel_source"][index]))
-        run = rows.runs.setdefault(run_key, RunRows())
+        file = self.file
+        run = rows.runs.setdefault(RunKey(file.system, file.framework, file.version, self.kernels[index]), RunRows())
         run.files.add(file.relative)
-        run.recorded |= recorded
-        points = list(zip(*(lists[name][index] for name in schema.swept), strict=True))
-        latencies = lists[schema.latency][index]
-        measured = [lists[name][index] for name in schema.measured]
+        run.recorded |= self.recorded
+        points = list(zip(*(self._list(name, index) for name in schema.swept), strict=True))
+        latencies = self._list(schema.latency, index)
+        measured = [self._list(name, index) for name in schema.measured]
         for position, point in enumerate(points):
             if point in run.points:
                 run.duplicates += 1
                 run.repeats.setdefault(point, float(latencies[position]))
                 continue
-            extra = {name: column[position] for name, column in zip(schema.measured, measured, strict=True)}
+            extra = tuple(
+                (name, column[position])
+                for name, column in zip(schema.measured, measured, strict=True)
+                if column[position] is not None
+            )
             run.points[point] = Point(float(latencies[position]), extra)
+
+    def _list(self, name: str, index: int) -> list[Any]:
+        values: list[Any] = self.runs.column(f"{name}_list")[index].as_py()
+        return values
+
+
+@dataclass
+class PendingWorkload:
+    """A workload's runs in the grouped files, not yet read out (``rows`` does)."""
+
+    key: WorkloadKey
+    swept: tuple[str, ...]
+    runs: list[tuple[GroupedFile, int]] = field(default_factory=list)
+
+    def rows(self) -> WorkloadRows:
+        rows = WorkloadRows(self.key, self.swept)
+        for grouped, index in self.runs:
+            grouped.add_run(index, rows)
+        return rows
+
+
+def group(file: TableFile, checked: Checked, workloads: dict[str, PendingWorkload]) -> None:
+    """Add the checked rows of ``file`` to ``workloads`` (by external id): a run per configuration
+    and kernel, grouped by Arrow and read out only when its workload is (``PendingWorkload.rows``)."""
+    schema = checked.schema
+    assert schema.latency is not None
+    table = _exact_integers(checked.table, schema)
+    values = [*schema.swept, schema.latency, *schema.measured]
+    runs = table.group_by([*schema.config, "kernel_source"], use_threads=False).aggregate(
+        [(name, "list") for name in values]
+    )
+    grouped = GroupedFile(
+        file,
+        schema,
+        recorded_stacks(file, table),
+        [str(kernel) for kernel in runs.column("kernel_source").to_pylist()],
+        runs.select([f"{name}_list" for name in values]),
+    )
+    configs = zip(*(runs.column(name).to_pylist() for name in schema.config), strict=True) if schema.config else None
+    keys: dict[tuple[Any, ...], PendingWorkload] = {}
+    for index in range(runs.num_rows):
+        config = next(configs) if configs is not None else ()
+        pending = keys.get(config)
+        if pending is None:
+            key = WorkloadKey(file.table, tuple(zip(schema.config, map(_scalar, config), strict=True)))
+            pending = workloads.get(key.external_id)
+            if pending is None:
+                pending = workloads[key.external_id] = PendingWorkload(key, schema.swept)
+            keys[config] = pending
+        pending.runs.append((grouped, index))
 
 
 def _exact_integers(table: pa.Table, schema: Schema) -> pa.Table:
