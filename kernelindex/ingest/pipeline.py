@@ -1,12 +1,17 @@
-"""Fetching and mapping units in a second process while the first one writes.
+"""Fetching and mapping units in other processes while the first one writes.
 
-An ingest of a large source spends about half its time mapping (validating manifests, computing
-their digests and stored text) and half writing them; on a machine with two cores the halves can
-overlap. An adapter opts in with ``maps_in_parallel = True``. It promises that ``fetch`` and
-``map`` touch neither the store nor anything the writer needs back, apart from ``drift``: the
-mapping process is a fork, holding a copy of the adapter as ``discover`` left it, and only the
-mapped batches, one error line per failed unit and, at the end, the adapter's ``drift`` come back.
-Units arrive in the order they were listed, so an ingest writes what it would have written alone.
+An ingest of a large source spends most of its time mapping (validating manifests, computing
+their digests and stored text) and the rest writing them; the two overlap in separate processes.
+An adapter opts in with ``maps_in_parallel = True``. It promises that ``fetch`` and ``map`` touch
+neither the store nor anything the writer needs back, apart from ``drift``: each mapping process
+is a fork, holding a copy of the adapter as ``discover`` left it, and only the mapped batches,
+one error line per failed unit and, at the end, the adapter's ``drift`` come back.
+
+``MAPPERS`` processes share the units by the adapter's ``unit_group`` (AIConfigurator's: the
+table a unit is read from), whole groups each, taking turns; units of one group share what
+``fetch`` loaded, so a group is never split. The writer takes each unit from its process in the
+order the units were listed, so an ingest writes what it would have written alone. (The writer
+is busy about half the time: on two cores, two mapping processes and the writer keep both busy.)
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ from kernelindex.store.batch import Batch, UnitFailure
 
 # Below this many units the fork and the copying cost more than the overlap gains.
 PARALLEL_FROM = 2_000
-# Batches mapped ahead of the writer: enough to keep both busy, few enough to bound memory.
+# Mapping processes: see the module's note.
+MAPPERS = 2
+# Batches each maps ahead of the writer: enough to keep all busy, few enough to bound memory.
 AHEAD = 64
 # How often the writer, waiting for a batch, checks that the mapping process is still alive.
 POLL_SECONDS = 5.0
@@ -43,29 +50,52 @@ def map_unit(adapter: Any, unit: str) -> Batch | str:
 
 
 def mapped_units(adapter: Any, units: Sequence[str]) -> Iterator[tuple[str, Batch | str]]:
-    """Each unit with its batch or error line, in order; mapped in a forked process when the
+    """Each unit with its batch or error line, in order; mapped in forked processes when the
     adapter allows it and the units are many enough."""
     if not getattr(adapter, "maps_in_parallel", False) or len(units) < PARALLEL_FROM:
         for unit in units:
             yield unit, map_unit(adapter, unit)
         return
+    shares = _shares(adapter, units, MAPPERS)
+    mapper_of = {unit: number for number, share in enumerate(shares) for unit in share}
     context = multiprocessing.get_context("fork")
-    results: Queue[tuple[str, Any]] = context.Queue(maxsize=AHEAD)
-    process = context.Process(target=_map_all, args=(adapter, units, results), daemon=True)
-    process.start()
+    queues: list[Queue[tuple[str, Any]]] = [context.Queue(maxsize=AHEAD) for _ in shares]
+    processes = [
+        context.Process(target=_map_all, args=(adapter, share, results), daemon=True)
+        for share, results in zip(shares, queues, strict=True)
+    ]
+    for process in processes:
+        process.start()
     try:
         for unit in units:
-            kind, value = _next(results, process)
+            number = mapper_of[unit]
+            kind, value = _next(queues[number], processes[number])
             if kind == "crashed":
                 raise RuntimeError(f"mapping {unit} failed in the mapping process:\n{value}")
             yield unit, pickle.loads(value) if isinstance(value, bytes) else value
-        kind, value = _next(results, process)
-        if kind == "drift":
-            adapter.drift |= value
+        for results, process in zip(queues, processes, strict=True):
+            kind, value = _next(results, process)
+            if kind == "drift":
+                adapter.drift |= value
     finally:
-        process.kill()
-        process.join()
-        results.close()
+        for process in processes:
+            process.kill()
+            process.join()
+        for results in queues:
+            results.close()
+
+
+def _shares(adapter: Any, units: Sequence[str], mappers: int) -> list[list[str]]:
+    """The units of each mapping process (in the order given): whole groups, dealt in turn."""
+    group_of = getattr(adapter, "unit_group", lambda unit: unit)
+    turn_of: dict[Any, int] = {}
+    shares: list[list[str]] = [[] for _ in range(mappers)]
+    for unit in units:
+        group = group_of(unit)
+        if group not in turn_of:
+            turn_of[group] = len(turn_of) % mappers
+        shares[turn_of[group]].append(unit)
+    return [share for share in shares if share]
 
 
 def _next(results: Queue[tuple[str, Any]], process: multiprocessing.process.BaseProcess) -> tuple[str, Any]:
