@@ -461,6 +461,8 @@ def apply_new_batches(session: Session, source: Source, batches: Sequence[Batch]
             )
         )
     }
+    # From here the group writes only its new workloads' rows (cases, runs, search entries).
+    confine_writes(session, *map(workload_scope, sorted(ids.values())), LISTS)
     insert_rows(session, WorkloadCase, [row for batch in batches for row in _case_rows(ids[batch.external_id], batch)])
     counts["added.workload"] += len(batches)
 
