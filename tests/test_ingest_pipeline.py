@@ -108,17 +108,8 @@ def test_a_mapping_process_that_dies_is_noticed(in_parallel: None) -> None:
         list(mapped_units(Scripted({"b": "exit"}), ["a", "b", "c"]))
 
 
-def test_each_mapping_process_gets_whole_groups_in_turn() -> None:
+def test_units_come_back_in_order_from_the_processes_that_take_turns(in_parallel: None) -> None:
     adapter = Scripted({})
-    adapter.unit_group = lambda unit: unit[0]  # type: ignore[attr-defined]
-    units = ["a1", "a2", "b1", "c1", "c2", "c3", "d1", "b2"]
-    assert pipeline._shares(adapter, units, 2) == [["a1", "a2", "c1", "c2", "c3"], ["b1", "d1", "b2"]]
-    assert pipeline._shares(adapter, units[:2], 2) == [["a1", "a2"]]
-
-
-def test_units_of_several_groups_come_back_in_order_from_two_processes(in_parallel: None) -> None:
-    adapter = Scripted({})
-    adapter.unit_group = lambda unit: unit[0]  # type: ignore[attr-defined]
     units = ["a1", "b1", "b2", "c1", "a2", "d1", "d2", "d3"]
     assert list(mapped_units(adapter, units)) == [(unit, unit) for unit in units]
     assert adapter.drift == {f"field-of-{unit}" for unit in units}

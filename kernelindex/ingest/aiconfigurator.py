@@ -191,10 +191,6 @@ class AIConfigurator:
             units[key.external_id] = file.table
         return data.num_rows
 
-    def unit_group(self, unit: str) -> str:
-        """The table ``unit`` is read from: a mapping process reads a table once for all its units."""
-        return self._unit_table[unit]
-
     def fetch(self, unit: str) -> WorkloadRows:
         table = self._unit_table[unit]
         if table != self._loaded_table:

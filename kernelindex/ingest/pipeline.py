@@ -7,11 +7,11 @@ neither the store nor anything the writer needs back, apart from ``drift``: each
 is a fork, holding a copy of the adapter as ``discover`` left it, and only the mapped batches,
 one error line per failed unit and, at the end, the adapter's ``drift`` come back.
 
-``MAPPERS`` processes share the units by the adapter's ``unit_group`` (AIConfigurator's: the
-table a unit is read from), whole groups each, taking turns; units of one group share what
-``fetch`` loaded, so a group is never split. The writer takes each unit from its process in the
-order the units were listed, so an ingest writes what it would have written alone. (The writer
-is busy about half the time: on two cores, two mapping processes and the writer keep both busy.)
+``MAPPERS`` processes take the units in turn (each reads every table once for its share: with
+the rows kept columnar until a unit is fetched, that costs little), so that all keep pace with
+the writer, which takes each unit from its process in the order the units were listed: an
+ingest writes what it would have written alone. (The writer is busy about half the time: on two
+cores, two mapping processes and the writer keep both busy.)
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ def mapped_units(adapter: Any, units: Sequence[str]) -> Iterator[tuple[str, Batc
         for unit in units:
             yield unit, map_unit(adapter, unit)
         return
-    shares = _shares(adapter, units, MAPPERS)
-    mapper_of = {unit: number for number, share in enumerate(shares) for unit in share}
+    shares = [units[number::MAPPERS] for number in range(min(MAPPERS, len(units)))]
+    mapper_of = {unit: index % MAPPERS for index, unit in enumerate(units)}
     context = multiprocessing.get_context("fork")
     queues: list[Queue[tuple[str, Any]]] = [context.Queue(maxsize=AHEAD) for _ in shares]
     processes = [
@@ -83,19 +83,6 @@ def mapped_units(adapter: Any, units: Sequence[str]) -> Iterator[tuple[str, Batc
             process.join()
         for results in queues:
             results.close()
-
-
-def _shares(adapter: Any, units: Sequence[str], mappers: int) -> list[list[str]]:
-    """The units of each mapping process (in the order given): whole groups, dealt in turn."""
-    group_of = getattr(adapter, "unit_group", lambda unit: unit)
-    turn_of: dict[Any, int] = {}
-    shares: list[list[str]] = [[] for _ in range(mappers)]
-    for unit in units:
-        group = group_of(unit)
-        if group not in turn_of:
-            turn_of[group] = len(turn_of) % mappers
-        shares[turn_of[group]].append(unit)
-    return [share for share in shares if share]
 
 
 def _next(results: Queue[tuple[str, Any]], process: multiprocessing.process.BaseProcess) -> tuple[str, Any]:
