@@ -52,7 +52,13 @@ class Source(Base):
 
 class Workload(ManifestRecord, Base):
     __tablename__ = "workload"
-    __table_args__ = (UniqueConstraint("source_id", "external_id"),)
+    __table_args__ = (
+        UniqueConstraint("source_id", "external_id"),
+        # Home's collections and their busiest workloads, and each source's upstream counts,
+        # read from the index alone: the rows themselves carry each workload's manifest.
+        Index("ix_workload_source_id_collection_name", "source_id", "collection", "name"),
+        Index("ix_workload_source_id_upstream_total", "source_id", "upstream_total", "upstream_total_observed_at"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     source_id: Mapped[int] = mapped_column(ForeignKey("source.id"))
