@@ -57,7 +57,6 @@ def mapped_units(adapter: Any, units: Sequence[str]) -> Iterator[tuple[str, Batc
             yield unit, map_unit(adapter, unit)
         return
     shares = [units[number::MAPPERS] for number in range(min(MAPPERS, len(units)))]
-    mapper_of = {unit: index % MAPPERS for index, unit in enumerate(units)}
     context = multiprocessing.get_context("fork")
     queues: list[Queue[tuple[str, Any]]] = [context.Queue(maxsize=AHEAD) for _ in shares]
     processes = [
@@ -67,8 +66,8 @@ def mapped_units(adapter: Any, units: Sequence[str]) -> Iterator[tuple[str, Batc
     for process in processes:
         process.start()
     try:
-        for unit in units:
-            number = mapper_of[unit]
+        for index, unit in enumerate(units):
+            number = index % len(shares)  # the share ``units[number::MAPPERS]`` holds it
             kind, value = _next(queues[number], processes[number])
             if kind == "crashed":
                 raise RuntimeError(f"mapping {unit} failed in the mapping process:\n{value}")

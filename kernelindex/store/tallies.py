@@ -35,11 +35,6 @@ _COUNTED_TABLES = frozenset({"run", "environment"})
 _CHUNK = 1000
 
 
-def tally(gpu: str | None = None) -> Any:
-    """The tallies on ``gpu`` (on every GPU together without one), a row per workload with runs there."""
-    return select(WorkloadTally).where(WorkloadTally.gpu_slug == (gpu or EVERY_GPU)).subquery()
-
-
 def eligible_stats(ids: Sequence[int] | None = None, gpu: str | None = None) -> Any:
     """Per workload with eligible runs (on ``gpu``, given one): ``runs``, their count, and ``best_sol``."""
     conditions = [WorkloadTally.gpu_slug == (gpu or EVERY_GPU), WorkloadTally.eligible_runs > 0]

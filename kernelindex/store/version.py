@@ -69,8 +69,11 @@ _HIDDEN = "kernelindex.hidden_writes"
 _COMMITTED = "kernelindex.pages_committed"
 
 
+_WORKLOAD = "workload:"
+
+
 def workload_scope(workload_id: int) -> str:
-    return f"workload:{workload_id}"
+    return f"{_WORKLOAD}{workload_id}"
 
 
 def run_scope(run_id: int) -> str:
@@ -105,8 +108,7 @@ def confined_workloads(session: Session) -> set[int] | None:
     confined = session.info.get(_CONFINED)
     if not confined:
         return None
-    prefix = workload_scope(0).removesuffix("0")
-    return {int(scope.removeprefix(prefix)) for scope in confined if scope.startswith(prefix)}
+    return {int(scope.removeprefix(_WORKLOAD)) for scope in confined if scope.startswith(_WORKLOAD)}
 
 
 def confine_writes(session: Session, *scopes: str) -> None:
