@@ -16,6 +16,7 @@ cores, two mapping processes and the writer keep both busy.)
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import multiprocessing
 import pickle
@@ -23,11 +24,12 @@ import queue
 import traceback
 from collections.abc import Iterator, Sequence
 from multiprocessing.queues import Queue
-from typing import Any
+from typing import Any, cast
 
 from kernelindex.ingest.http import UpstreamError
+from kernelindex.manifests import BenchmarkRun
 from kernelindex.manifests.kinds import Manifest
-from kernelindex.store.batch import Batch, UnitFailure
+from kernelindex.store.batch import Batch, RunRecord, StoredRun, UnitFailure
 
 # Below this many units the fork and the copying cost more than the overlap gains.
 PARALLEL_FROM = 2_000
@@ -107,10 +109,14 @@ def _map_all(adapter: Any, units: Sequence[str], results: Queue[tuple[str, Any]]
 
 class _ManifestPickler(pickle.Pickler):
     """Sends each manifest as its stored text and digest, computed here where the work overlaps
-    the writes. Validating that text again costs the writer a fraction of unpickling the model
-    (a sweep's run holds dozens of case results, each a model of its own)."""
+    the writes, and each run as what the store writes of it: the writer validates the text of the
+    other manifests again (a fraction of unpickling their models), but a batch's runs, the bulk
+    of it (a sweep's run holds dozens of case results, each a model of its own), not at all."""
 
     def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, RunRecord):
+            fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.name != "manifest"}
+            return _unpack_run, (obj.stored, fields)
         if isinstance(obj, Manifest):
             return _unpack_manifest, (type(obj), obj.text, obj.digest)
         return NotImplemented
@@ -127,3 +133,21 @@ def _unpack_manifest(kind: type[Manifest], text: str, digest: str) -> Manifest:
     # The cached properties, as computed by the mapping process from the same manifest.
     manifest.__dict__.update(text=text, digest=digest)
     return manifest
+
+
+class _ReceivedRun(RunRecord):
+    """A run record as the writer receives it: ``stored`` as the mapping process computed it, the
+    manifest validated from that text only if something reads it."""
+
+    @property
+    def manifest(self) -> BenchmarkRun:
+        if (manifest := self.__dict__.get("_manifest")) is None:
+            manifest = _unpack_manifest(BenchmarkRun, self.stored.text, self.stored.digest)
+            self.__dict__["_manifest"] = manifest
+        return cast(BenchmarkRun, manifest)
+
+
+def _unpack_run(stored: StoredRun, fields: dict[str, Any]) -> RunRecord:
+    record = object.__new__(_ReceivedRun)  # not __init__: the manifest is not set, but derived
+    record.__dict__.update(fields, stored=stored)
+    return record

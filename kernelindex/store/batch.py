@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
 from kernelindex.manifests import (
     BenchmarkProtocol,
@@ -17,6 +18,7 @@ from kernelindex.manifests import (
     Implementation,
     WorkloadSuite,
 )
+from kernelindex.manifests.types import RunStatus
 
 
 class UnitFailure(Exception):
@@ -57,6 +59,33 @@ class ReadFrom:
 LIVE = ReadFrom("live")
 
 
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """What the store writes of a run manifest: its name, digest and stored text, and the columns
+    read from it."""
+
+    name: str
+    digest: str
+    text: str
+    status: RunStatus
+    primary_statistic: str
+    latency_ns: int
+    observed_at: datetime
+
+    @classmethod
+    def of(cls, manifest: BenchmarkRun) -> StoredRun:
+        timing = manifest.spec.timing
+        return cls(
+            name=manifest.metadata.name,
+            digest=manifest.digest,
+            text=manifest.text,
+            status=manifest.spec.status,
+            primary_statistic=timing.primary_statistic,
+            latency_ns=timing.latency_ns[timing.primary_statistic],
+            observed_at=manifest.spec.observed_at,
+        )
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """A run manifest with the names of the manifests it refers to and its review flags."""
@@ -70,6 +99,11 @@ class RunRecord:
     upstream_withdrawn_reason: str | None = None
     upstream_withdrawn: bool = False
     held_for_review: bool = False
+
+    @cached_property
+    def stored(self) -> StoredRun:
+        """What the store writes of the manifest (the writer reads nothing else of it)."""
+        return StoredRun.of(self.manifest)
 
 
 @dataclass

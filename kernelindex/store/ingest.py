@@ -22,13 +22,13 @@ from kernelindex.db.tables import (
     WorkloadCase,
 )
 from kernelindex.gpus import gpu_slug
-from kernelindex.manifests import BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment
+from kernelindex.manifests import BenchmarkProtocol, ExecutionEnvironment
 from kernelindex.manifests import Implementation as ImplementationManifest
 from kernelindex.manifests.digest import comparison_key
 from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.ranking import geometric_mean
 from kernelindex.slugs import slugify
-from kernelindex.store.batch import LIVE, Batch, ReadFrom, RunRecord, SourceInfo
+from kernelindex.store.batch import LIVE, Batch, ReadFrom, RunRecord, SourceInfo, StoredRun
 from kernelindex.store.bulk import insert_rows, version_rows
 from kernelindex.store.manifests import Outcome, existing_by_name, insert_new, manifest_text, put
 from kernelindex.store.search import index_batch, index_new_workloads
@@ -80,7 +80,7 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
 
     implementations = _put_implementations(session, batch.implementations, now, counts)
 
-    listed = [record.manifest.metadata.name for record in batch.runs]
+    listed = [record.stored.name for record in batch.runs]
     # Names and digests only: most runs of a re-ingest are unchanged, and a full row carries
     # its manifest's text. The rows of changed runs are loaded below, few at a time.
     stored = {
@@ -93,21 +93,20 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
         session,
         Run,
         [
-            record.manifest.metadata.name
+            record.stored.name
             for record in batch.runs
-            if record.manifest.metadata.name in stored
-            and stored[record.manifest.metadata.name][0] != record.manifest.digest
+            if record.stored.name in stored and stored[record.stored.name][0] != record.stored.digest
         ],
     )
-    new_runs: list[tuple[BenchmarkRun, dict[str, Any]]] = []
+    new_runs: list[tuple[StoredRun, dict[str, Any]]] = []
     for record in batch.runs:
-        name = record.manifest.metadata.name
+        name = record.stored.name
         held = record.held_for_review
         if name not in stored:
             outcome = Outcome.ADDED
             new_runs.append(
                 (
-                    record.manifest,
+                    record.stored,
                     _run_columns(
                         record, source, (workload.id, workload.digest), implementations, protocols, environments
                     ),
@@ -123,7 +122,7 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
                 # A maintainer has decided on this run: a new upstream value does not hold it again.
                 held = changed[name].held_for_review
                 del columns["held_for_review"]
-            _, outcome = put(session, Run, record.manifest, columns, changed[name], now)
+            _, outcome = put(session, Run, record.stored, columns, changed[name], now)
         counts[f"{outcome}.run"] += 1
         if outcome is not Outcome.UNCHANGED:
             counts["flag.held_for_review"] += held
@@ -203,7 +202,7 @@ def _run_columns(
     protocols: Mapping[str, Protocol],
     environments: Mapping[str, Environment],
 ) -> dict[str, Any]:
-    spec = record.manifest.spec
+    run = record.stored
     protocol, environment = protocols[record.protocol], environments[record.environment]
     workload_id, workload_digest = workload
     return {
@@ -214,12 +213,12 @@ def _run_columns(
         "protocol_id": protocol.id,
         "environment_id": environment.id,
         "comparison_key": comparison_key(workload_digest, protocol.digest, environment.digest),
-        "status": spec.status,
+        "status": run.status,
         "evidence": EvidenceLevel.REPORTED,
-        "primary_statistic": spec.timing.primary_statistic,
-        "latency_ns": spec.timing.latency_ns[spec.timing.primary_statistic],
+        "primary_statistic": run.primary_statistic,
+        "latency_ns": run.latency_ns,
         "sol_score": record.sol_score,
-        "observed_at": spec.observed_at,
+        "observed_at": run.observed_at,
         "upstream_withdrawn": record.upstream_withdrawn,
         "upstream_withdrawn_reason": record.upstream_withdrawn_reason,
         "held_for_review": record.held_for_review,
@@ -472,9 +471,9 @@ def apply_new_batches(session: Session, source: Source, batches: Sequence[Batch]
         for record in batch.runs:
             run_rows.append(
                 {
-                    "name": record.manifest.metadata.name,
-                    "digest": record.manifest.digest,
-                    "manifest_json": manifest_text(record.manifest),
+                    "name": record.stored.name,
+                    "digest": record.stored.digest,
+                    "manifest_json": record.stored.text,
                     "created_at": now,
                     "updated_at": now,
                     **_run_columns(record, source, stored, implementations, protocols, environments),

@@ -36,6 +36,7 @@ from kernelindex.manifests import (
     WorkloadSuite,
     parse_manifest,
 )
+from kernelindex.store.batch import StoredRun
 
 Row = TypeVar("Row", bound=ManifestRecord)
 Kind = TypeVar("Kind", bound=Manifest)
@@ -176,6 +177,13 @@ def manifest_text(manifest: Manifest) -> str:
     return manifest.text
 
 
+def _written(record: Manifest | StoredRun) -> tuple[str, str, str, str]:
+    """The kind, name, digest and stored text of what is written."""
+    if isinstance(record, StoredRun):
+        return BenchmarkRun.KIND, record.name, record.digest, record.text
+    return record.KIND, record.metadata.name, record.digest, manifest_text(record)
+
+
 def existing_by_name(session: Session, table: type[Row], names: Iterable[str]) -> dict[str, Row]:
     wanted = set(names)
     if not wanted:
@@ -187,32 +195,30 @@ def existing_by_name(session: Session, table: type[Row], names: Iterable[str]) -
 def put(
     session: Session,
     table: type[Row],
-    manifest: Manifest,
+    manifest: Manifest | StoredRun,
     columns: dict[str, Any],
     current: Row | None,
     now: datetime,
 ) -> tuple[Row, Outcome]:
     """Insert or update one record from its manifest; write nothing if its digest is unchanged."""
-    digest = manifest.digest
-    name = manifest.metadata.name
+    kind, name, digest, text = _written(manifest)
     if current is not None and current.digest == digest:
         return current, Outcome.UNCHANGED
-    text = manifest_text(manifest)
     if current is None:
         row = table(name=name, digest=digest, manifest_json=text, created_at=now, updated_at=now, **columns)
         session.add(row)
-        session.add(ManifestVersion(kind=manifest.KIND, name=name, digest=digest, manifest_json=text, recorded_at=now))
+        session.add(ManifestVersion(kind=kind, name=name, digest=digest, manifest_json=text, recorded_at=now))
         return row, Outcome.ADDED
     session.execute(
         update(ManifestVersion)
         .where(
-            ManifestVersion.kind == manifest.KIND,
+            ManifestVersion.kind == kind,
             ManifestVersion.name == name,
             ManifestVersion.digest == current.digest,
         )
         .values(superseded_at=now)
     )
-    _record_version(session, manifest.KIND, name, digest, text, now)
+    _record_version(session, kind, name, digest, text, now)
     current.digest = digest
     current.manifest_json = text
     current.updated_at = now
@@ -222,7 +228,10 @@ def put(
 
 
 def insert_new(
-    session: Session, table: type[Row], records: Iterable[tuple[Manifest, dict[str, Any]]], now: datetime
+    session: Session,
+    table: type[Row],
+    records: Iterable[tuple[Manifest | StoredRun, dict[str, Any]]],
+    now: datetime,
 ) -> int:
     """Insert records known to be new (no row has their names), with their first versions.
 
@@ -231,14 +240,11 @@ def insert_new(
     """
     rows, versions = [], []
     for manifest, columns in records:
-        text = manifest_text(manifest)
-        name, digest = manifest.metadata.name, manifest.digest
+        kind, name, digest, text = _written(manifest)
         rows.append(
             {"name": name, "digest": digest, "manifest_json": text, "created_at": now, "updated_at": now, **columns}
         )
-        versions.append(
-            {"kind": manifest.KIND, "name": name, "digest": digest, "manifest_json": text, "recorded_at": now}
-        )
+        versions.append({"kind": kind, "name": name, "digest": digest, "manifest_json": text, "recorded_at": now})
     if rows:
         session.execute(insert(table), rows)
         session.execute(insert(ManifestVersion), versions)
