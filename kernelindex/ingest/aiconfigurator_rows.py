@@ -15,6 +15,7 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -45,7 +46,7 @@ class WorkloadKey:
     table: str
     config: tuple[tuple[str, NativeScalar], ...]
 
-    @property
+    @cached_property
     def external_id(self) -> str:
         identity = json.dumps([self.table, list(self.config)], separators=(",", ":"), default=str)
         return f"{self.table.removesuffix('_perf')[:40]}-{hashlib.sha256(identity.encode()).hexdigest()[:16]}"

