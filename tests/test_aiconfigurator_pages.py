@@ -29,6 +29,7 @@ from kernelindex.db.tables import Run, Workload
 from kernelindex.ingest.sources import ingest
 from kernelindex.settings import Settings
 from kernelindex.store.regressions import refresh_regressions, refresh_source_regressions
+from kernelindex.web import case_window
 from tests.multi_gpu_catalogue import NEW_WORKLOAD, SWEEP_WORKLOAD, write_catalogue
 from tests.pages import page, text
 
@@ -220,6 +221,84 @@ def test_the_json_twin_holds_the_same_ranking(site, catalogue, moe):
     ]
 
 
+# --- Long sweeps, a window of cases at a time ----------------------------------------------
+
+
+@pytest.fixture
+def two_cases_a_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(case_window, "CASES_PER_PAGE", 2)
+
+
+def shown_cases(soup: BeautifulSoup) -> dict[str, list[str]]:
+    return {
+        "sweep": [text(tr.select_one("td")) for tr in soup.select("#sweep table.sweep-table tbody tr")],
+        "cases": [text(tr.select_one("td")) for tr in soup.select("table.cases tbody tr")],
+        "select": [option["value"] for option in soup.select('#case-ranking select[name="case"] option')],
+        "markers": [len(group.select("circle.marker")) for group in soup.select("#sweep svg g")],
+    }
+
+
+def test_a_short_sweep_shows_every_case_without_a_pager(site, moe):
+    soup = page(site, f"/workloads/{moe}")
+    assert shown_cases(soup)["cases"] == ["1", "2", "3"] and shown_cases(soup)["sweep"] == ["1", "2", "3"]
+    assert soup.select("nav.case-pager") == []
+    assert site.get(f"/workloads/{moe}.json").json()["casePager"] is None
+
+
+def test_a_long_sweep_shows_one_window_of_cases_with_links_to_the_next(site, moe, two_cases_a_page):
+    soup = page(site, f"/workloads/{moe}")
+    shown = shown_cases(soup)
+    assert shown["sweep"] == ["1", "2"] and shown["cases"] == ["1", "2"] and shown["select"] == ["0", "1"]
+    # TensorRT-LLM and the vLLM runs measured both cases; SGLang's line too (it lacks only the third).
+    assert shown["markers"] == [2, 2, 2, 2]
+    pagers = soup.select("nav.case-pager")
+    assert [text(nav) for nav in pagers] == ["Cases 1–2 of 3 (page 1 of 2) Next cases →"] * 2
+    assert [nav.select_one("a[rel=next]")["href"] for nav in pagers] == [
+        f"/workloads/{moe}?cases=2#sweep",
+        f"/workloads/{moe}?cases=2#cases",
+    ]
+
+    later = shown_cases(page(site, f"/workloads/{moe}?cases=2"))
+    # The chosen case (the default, num_tokens=1) stays selectable beside the window's.
+    assert later["sweep"] == ["3"] and later["cases"] == ["3"] and later["select"] == ["0", "2"]
+    # SGLang did not measure num_tokens=256: its line has no point in this window.
+    assert sorted(later["markers"]) == [0, 1, 1, 1]
+
+
+def test_a_chosen_case_opens_the_window_that_holds_it(site, moe, two_cases_a_page):
+    soup = page(site, f"/workloads/{moe}?case=2&framework=vLLM")
+    assert shown_cases(soup)["cases"] == ["3"]
+    previous = soup.select_one("nav.case-pager a[rel=prev]")
+    assert previous is not None and previous["href"] == f"/workloads/{moe}?case=2&framework=vLLM&cases=1#sweep"
+    assert text(soup.select_one("#h-case-ranking")).startswith("Per case: num_tokens=256")
+
+
+def test_the_json_twin_shows_the_same_window(site, moe, two_cases_a_page):
+    body = site.get(f"/workloads/{moe}.json?cases=2").json()
+    assert body["casePager"] | {"sweepNextUrl": None} == {
+        "first": 3,
+        "last": 3,
+        "total": 3,
+        "page": 2,
+        "pageCount": 2,
+        "sweepPreviousUrl": f"/workloads/{moe}?cases=1#sweep",
+        "sweepNextUrl": None,
+        "tablePreviousUrl": f"/workloads/{moe}?cases=1#cases",
+        "tableNextUrl": None,
+    }
+    assert [case["index"] for case in body["cases"]] == [3]
+    assert [row["index"] for row in body["sweep"]["rows"]] == [3] and body["sweep"]["caseCount"] == 3
+
+
+@pytest.mark.parametrize("value", ["3", "0", "-1", "x", "%C2%B2", "9" * 30])
+def test_a_window_past_the_last_is_a_clear_400(site, moe, two_cases_a_page, value):
+    for suffix in ("", ".json"):
+        response = site.get(f"/workloads/{moe}{suffix}?cases={value}")
+        assert response.status_code == 400, response.text
+        body = response.json()["detail"] if suffix else response.text.replace("&#39;", "'")
+        assert "cases must be a page of this workload's cases, 1 to 2 (2 cases a page)" in body
+
+
 # --- Framework and version filters ---------------------------------------------------------
 
 
@@ -259,6 +338,7 @@ def test_the_filter_links_keep_the_chosen_case(site, moe):
         ("framework=pytorch", "framework 'pytorch' has no run in this comparison group; frameworks here: SGLang"),
         ("framework=vLLM&version=0.5.10", "version '0.5.10' is not one vLLM has in this comparison group"),
         ("version=9.9", "version '9.9' is not one the runs have"),
+        ("cases=2", "cases must be a page of this workload's cases, 1 (200 cases a page); got '2'"),
     ],
 )
 def test_bad_parameters_are_a_clear_400(site, moe, query, message):

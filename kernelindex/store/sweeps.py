@@ -154,7 +154,7 @@ def _swept_axis(cases: Sequence[WorkloadCase]) -> tuple[str, list[NativeValue]]:
     """The axis whose value changes from case to case, with each case's value; when several
     change together, "case" with a label per case naming them all."""
     names = list(dict.fromkeys(name for case in cases for name in case.axes))
-    varying = [name for name in names if len({json.dumps(case.axes.get(name)) for case in cases}) > 1]
+    varying = [name for name in names if len({_value_key(case.axes.get(name)) for case in cases}) > 1]
     if len(varying) == 1:
         axis = varying[0]
         return axis, [case.axes.get(axis, "–") for case in cases]
@@ -163,6 +163,14 @@ def _swept_axis(cases: Sequence[WorkloadCase]) -> tuple[str, list[NativeValue]]:
         ", ".join(f"{name}={case.axes.get(name, '–')}" for name in shown) or str(position + 1)
         for position, case in enumerate(cases)
     ]
+
+
+def _value_key(value: object) -> object:
+    """A value as a set member that tells 1, 1.0 and true apart, as their JSON does: a scalar by
+    its type and value (a sweep of thousands of cases compares them all), anything else by its JSON."""
+    if value is None or isinstance(value, str | int | float):
+        return (type(value), value)
+    return json.dumps(value, sort_keys=True)
 
 
 def _is_number(value: object) -> bool:

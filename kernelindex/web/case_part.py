@@ -11,6 +11,7 @@ from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
 from kernelindex.store.case_ranking import CaseEntry, CaseRanking, RegressionFlag
+from kernelindex.web.case_window import CaseWindow
 from kernelindex.web.format import latency, one_unit, ratio
 
 # Builds this page's address with the case, framework and version given (the group kept).
@@ -120,10 +121,11 @@ def _row(entry: CaseEntry) -> CaseRankRow:
 
 
 def case_ranking_part(
-    ranking: CaseRanking, case_url: CaseUrl, asked_case: int | None, gpu_slug: str
+    ranking: CaseRanking, case_url: CaseUrl, asked_case: int | None, gpu_slug: str, window: CaseWindow
 ) -> CaseRankingPart:
     """The context of the per-case section; ``case_url(case, framework, version)`` builds its links,
-    which keep an asked-for case (``asked_case``) but not a default one."""
+    which keep an asked-for case (``asked_case``) but not a default one. The case selector offers
+    the cases of ``window`` and the chosen one."""
     selection = ranking.selection
     framework_links = [
         FilterLink(label="All frameworks", url=case_url(asked_case, None, None), current=not selection.chosen)
@@ -160,6 +162,7 @@ def case_ranking_part(
                 selected=label.index == ranking.case.index,
             )
             for label in ranking.cases
+            if window.holds(label.index) or label.index == ranking.case.index
         ],
         framework=selection.framework,
         version=selection.version,

@@ -31,6 +31,7 @@ from kernelindex.store.sweeps import group_sweep
 from kernelindex.web import params
 from kernelindex.web.bar_chart import Bar, BarChart, bar_chart, latency_tick, ratio_tick
 from kernelindex.web.case_part import CaseRankingPart, case_ranking_part
+from kernelindex.web.case_window import CasePager, CaseWindow, case_pager, case_window
 from kernelindex.web.chart import HistoryChart, RecordPoint, history_chart
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.format import (
@@ -258,7 +259,8 @@ class LeaderboardPage(PageContext):
     determinism: str
     variable_axes: list[str]
     input_dtype: str
-    cases: list[CaseRow]
+    cases: list[CaseRow]  # those of ``case_pager``'s window, or all of them
+    case_pager: CasePager | None  # the cases are many: the page shows one window of them
     rerun_bound_gpu: str | None = None
     sources: list[SourceRow]
     cross_gpu: CrossGpuView | None
@@ -466,16 +468,23 @@ def _axis_rows(definition: Definition) -> list[AxisRow]:
 
 
 def _case_rows(
-    cases: list[WorkloadCase], variable_axes: list[str], dtypes: list[str], bounds: RerunBounds | None
+    every_case: list[WorkloadCase],
+    variable_axes: list[str],
+    dtypes: list[str],
+    bounds: RerunBounds | None,
+    window: CaseWindow,
 ) -> list[CaseRow]:
+    """The cases of ``window``, numbered from 1 as in the whole workload."""
+    cases = every_case[window.start : window.stop]
+    positions = range(window.start, window.stop)
     baselines = _ms_column([case.baseline_latency_ms for case in cases])
     sols = _ms_column([case.sol_latency_ms for case in cases])
-    sol_bounds = [_bound(bounds.by_position if bounds else None, index) for index in range(len(cases))]
-    achievable = [_bound(bounds.achievable_by_position if bounds else None, index) for index in range(len(cases))]
+    sol_bounds = [_bound(bounds.by_position if bounds else None, position) for position in positions]
+    achievable = [_bound(bounds.achievable_by_position if bounds else None, position) for position in positions]
     sol_texts, achievable_texts = latency_column(sol_bounds), latency_column(achievable)
     return [
         CaseRow(
-            index=index + 1,
+            index=window.start + index + 1,
             values=[str(case.axes.get(name, "–")) for name in variable_axes],
             dtype=", ".join(dtypes),
             baseline_latency=baselines[index],
@@ -709,6 +718,7 @@ def build_leaderboard(
     case: str | None = None,
     framework: str | None = None,
     version: str | None = None,
+    cases: str | None = None,
 ) -> LeaderboardPage:
     """The context of ``/workloads/{slug}``; raises ``BadRequest`` for unusable parameters.
 
@@ -750,6 +760,7 @@ def build_leaderboard(
             case=case_index,
             framework=framework,
             version=version,
+            cases=cases or None,
         )
 
     def case_url(case: int | None, framework: str | None, version: str | None) -> str:
@@ -765,6 +776,11 @@ def build_leaderboard(
         raise BadRequest(str(exc)) from None
     if selected_key is None and (case_index is not None or framework or version):
         raise BadRequest("this workload has no runs yet: there is no case, framework or version to choose.")
+    window = case_window(workload.case_count, cases, ranking.case.index if ranking else case_index)
+
+    def window_url(page: int, section: str) -> str:
+        query = {"group": group_param, "case": case_index, "framework": framework, "version": version}
+        return urls.workload(slug, **query, cases=page) + section
 
     ineligible_rows = one_unit(
         [_row(v, None, workload.case_count) for v in (detail.ineligible if detail else [])], "latency_ns", "latency"
@@ -837,7 +853,8 @@ def build_leaderboard(
         determinism=definition.determinism or "unspecified",
         variable_axes=variable_axes,
         input_dtype=", ".join(dtypes),
-        cases=_case_rows(spec.cases, variable_axes, dtypes, rerun_bounds),
+        cases=_case_rows(spec.cases, variable_axes, dtypes, rerun_bounds, window),
+        case_pager=case_pager(window, window_url) if not window.whole else None,
         rerun_bound_gpu=rerun_bounds.gpu if rerun_bounds else None,
         sources=sources,
         cross_gpu=cross_gpu,
@@ -845,9 +862,11 @@ def build_leaderboard(
         cross_gpu_fastest=latency_column([gpu.best.latency_ns for gpu in cross_gpu.gpus]) if cross_gpu else [],
         cross_gpu_chart=_cross_gpu_chart(cross_gpu) if cross_gpu else None,
         case_ranking=(
-            case_ranking_part(ranking, case_url, case_index, selected.sample.gpu_slug) if ranking and selected else None
+            case_ranking_part(ranking, case_url, case_index, selected.sample.gpu_slug, window)
+            if ranking and selected
+            else None
         ),
-        sweep=sweep_part(sweep) if sweep else None,
+        sweep=sweep_part(sweep, window) if sweep else None,
         reference=_reference(definition, own_source),
         revision_of=problem_of(workload.external_id),
         revisions=workload_revisions(session, workload),

@@ -3,6 +3,8 @@ table of the same numbers (cases × implementations), with peak memory beside la
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
@@ -10,6 +12,9 @@ from kernelindex import urls
 from kernelindex.store.sweeps import Sweep, SweepPoint, SweepSeries
 from kernelindex.web.format import latency_in, latency_unit
 from kernelindex.web.sweep_chart import SweepChart, SweepLine, sweep_chart
+
+if TYPE_CHECKING:  # case_window builds its pager on this module's base model
+    from kernelindex.web.case_window import CaseWindow
 
 
 class _Part(BaseModel):
@@ -112,17 +117,19 @@ def _column(series: SweepSeries, case_count: int, style: str) -> SweepColumn:
     )
 
 
-def sweep_part(sweep: Sweep) -> SweepPart:
+def sweep_part(sweep: Sweep, window: CaseWindow) -> SweepPart:
+    """The sweep over the cases of ``window`` (its runs' columns describe their whole sweep)."""
+    shown = range(window.start, min(window.stop, len(sweep.values)))
     chart = sweep_chart(
         sweep.axis,
-        sweep.values,
+        [sweep.values[position] for position in shown],
         sweep.numeric,
         [
             SweepLine(
                 title=series.implementation_title,
                 points=[
-                    (point.latency_ns, point.low_ns, point.high_ns) if point is not None else None
-                    for point in series.points
+                    (point.latency_ns, point.low_ns, point.high_ns) if (point := series.points[position]) else None
+                    for position in shown
                 ],
             )
             for series in sweep.series
@@ -131,7 +138,10 @@ def sweep_part(sweep: Sweep) -> SweepPart:
     columns = [
         _column(series, sweep.case_count, chart.series[position].style) for position, series in enumerate(sweep.series)
     ]
-    units = [latency_unit(point.latency_ns for point in series.points if point is not None) for series in sweep.series]
+    units = [
+        latency_unit(point.latency_ns for position in shown if (point := series.points[position]) is not None)
+        for series in sweep.series
+    ]
     return SweepPart(
         axis=sweep.axis,
         axis_description=sweep.axis_description,
@@ -140,11 +150,11 @@ def sweep_part(sweep: Sweep) -> SweepPart:
         columns=columns,
         rows=[
             SweepRow(
-                index=index + 1,
-                value=str(value),
-                cells=[_cell(series.points[index], unit) for series, unit in zip(sweep.series, units, strict=True)],
+                index=position + 1,
+                value=str(sweep.values[position]),
+                cells=[_cell(series.points[position], unit) for series, unit in zip(sweep.series, units, strict=True)],
             )
-            for index, value in enumerate(sweep.values)
+            for position in shown
         ],
         chart=chart,
         has_memory=any(column.has_memory for column in columns),

@@ -48,13 +48,16 @@ def leaderboard(
     case: str | None = None,
     framework: str | None = None,
     version: str | None = None,
+    cases: str | None = None,
 ) -> Response:
     workload = workload_by_slug(session, slug)
     if workload is None:
         raise NotFound(f"No workload has the slug {slug!r}. Slugs look like l1-040-conv2d-residual-block.")
     board = leaderboard_of(session, workload)
     depends_on(request, leaderboard_scopes(session, board))
-    context = build_leaderboard(session, board, group, sort, implementation, page, runs, case, framework, version)
+    context = build_leaderboard(
+        session, board, group, sort, implementation, page, runs, case, framework, version, cases
+    )
     return render_page(request, context)
 
 
