@@ -177,11 +177,15 @@ def manifest_text(manifest: Manifest) -> str:
     return manifest.text
 
 
-def _written(record: Manifest | StoredRun) -> tuple[str, str, str, str]:
-    """The kind, name, digest and stored text of what is written."""
+def _identity(record: Manifest | StoredRun) -> tuple[str, str, str]:
+    """The kind, name and digest of what is written (its text is built only when it is written)."""
     if isinstance(record, StoredRun):
-        return BenchmarkRun.KIND, record.name, record.digest, record.text
-    return record.KIND, record.metadata.name, record.digest, manifest_text(record)
+        return BenchmarkRun.KIND, record.name, record.digest
+    return record.KIND, record.metadata.name, record.digest
+
+
+def _stored_text(record: Manifest | StoredRun) -> str:
+    return record.text if isinstance(record, StoredRun) else manifest_text(record)
 
 
 def existing_by_name(session: Session, table: type[Row], names: Iterable[str]) -> dict[str, Row]:
@@ -201,9 +205,10 @@ def put(
     now: datetime,
 ) -> tuple[Row, Outcome]:
     """Insert or update one record from its manifest; write nothing if its digest is unchanged."""
-    kind, name, digest, text = _written(manifest)
+    kind, name, digest = _identity(manifest)
     if current is not None and current.digest == digest:
         return current, Outcome.UNCHANGED
+    text = _stored_text(manifest)
     if current is None:
         row = table(name=name, digest=digest, manifest_json=text, created_at=now, updated_at=now, **columns)
         session.add(row)
@@ -240,7 +245,8 @@ def insert_new(
     """
     rows, versions = [], []
     for manifest, columns in records:
-        kind, name, digest, text = _written(manifest)
+        kind, name, digest = _identity(manifest)
+        text = _stored_text(manifest)
         rows.append(
             {"name": name, "digest": digest, "manifest_json": text, "created_at": now, "updated_at": now, **columns}
         )
