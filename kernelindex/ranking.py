@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
 
 from kernelindex.manifests.types import EvidenceLevel, RunStatus
 
@@ -251,6 +252,7 @@ _RELEASED = 4
 VersionKey = tuple[tuple[int, ...], int, int, int]
 
 
+@lru_cache(maxsize=1024)
 def version_key(version: str) -> VersionKey | None:
     """A key that orders framework versions oldest first: release numbers compared as numbers
     ("0.5.6.post2" < "0.5.10" < "0.5.16"), pre-releases before their release ("1.3.0rc10" <

@@ -14,6 +14,7 @@ percentile of |ratio − 1| is 3 %.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from kernelindex.db.regression_tables import RegressionNoise, VersionRegression
 from kernelindex.db.tables import Run, Workload
 from kernelindex.ingest.sources import ingest
 from kernelindex.settings import Settings
+from kernelindex.store import regressions
 from kernelindex.store.regressions import refresh_regressions, refresh_source_regressions
 from kernelindex.web import case_window
 from tests.multi_gpu_catalogue import NEW_WORKLOAD, SWEEP_WORKLOAD, write_catalogue
@@ -431,3 +433,48 @@ def test_a_refresh_writes_the_same_rows_again_and_may_cover_some_workloads(catal
         partial = refresh_regressions(session, source_id, [workload_id])
         assert partial.workloads == 1 and rows() == before
         assert session.scalar(select(func.count()).select_from(RegressionNoise)) == 1
+
+
+def _regression_rows(session: Any) -> list[tuple[Any, ...]]:
+    found = session.execute(
+        select(
+            VersionRegression.workload_id,
+            VersionRegression.case_index,
+            VersionRegression.newer_run_id,
+            VersionRegression.older_run_id,
+            VersionRegression.slowdown,
+        )
+    )
+    return sorted(tuple(row) for row in found)
+
+
+@pytest.mark.parametrize("workers_die", [False, True], ids=["workers", "workers-die"])
+def test_a_refresh_in_worker_processes_finds_what_one_process_finds(catalogue, monkeypatch, workers_die):
+    with catalogue.sessions() as session:
+        source_id = session.scalar(select(Workload.source_id).where(Workload.name.like("aic-%")).limit(1))
+        alone = refresh_regressions(session, source_id)
+        before = _regression_rows(session)
+        assert before, "the catalogue holds regressions to compare"
+
+        monkeypatch.setattr(regressions, "PARALLEL_FROM", 1)
+        monkeypatch.setattr(regressions, "WORKLOADS_PER_TASK", 1)
+        monkeypatch.setattr(regressions.os, "cpu_count", lambda: 2)
+        if workers_die:
+            # The second task's worker dies: what it had not returned is compared here.
+            submitted = regressions.ProcessPoolExecutor.submit
+            calls = iter(range(10**6))
+
+            def submit(pool, *args):
+                future = submitted(pool, *args)
+                if next(calls) == 1:
+                    future.result = _raise_broken_pool
+                return future
+
+            monkeypatch.setattr(regressions.ProcessPoolExecutor, "submit", submit)
+        spread = refresh_regressions(session, source_id)
+        assert _regression_rows(session) == before
+        assert (spread.workloads, spread.regressions, spread.noise) == (alone.workloads, alone.regressions, alone.noise)
+
+
+def _raise_broken_pool(timeout: float | None = None) -> None:
+    raise BrokenProcessPool("a worker died")

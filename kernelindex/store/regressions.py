@@ -8,18 +8,28 @@ agree: two frameworks whose runs name the same ``kernel_source`` (one library fu
 as ``torch.nn.functional.linear``) on the same GPU, workload and case
 (``kernelindex.ranking.noise_estimate``); it is stored in ``regression_noise`` with how it
 was found, for the pages to say.
+
+Reading the runs is the store's work; comparing them is pure CPU work (parsing each manifest,
+ordering versions), so above ``PARALLEL_FROM`` runs it is spread over worker processes while
+this one reads on: on the whole AIConfigurator package the refresh would otherwise keep one
+core busy for a minute after the last batch is written.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+import multiprocessing
+import os
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
 from itertools import combinations
+from typing import TypeVar
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from kernelindex.db.regression_tables import RegressionNoise, VersionRegression
@@ -40,6 +50,15 @@ from kernelindex.store.reads import eligible
 
 STREAM_BATCH = 500
 IN_CLAUSE = 500  # workload ids per IN (…): well under every backend's parameter limit
+# From this many eligible runs on, they are compared in worker processes (below it, starting the
+# workers costs more than they save), by at most MAX_WORKERS, WORKLOADS_PER_TASK workloads a task.
+PARALLEL_FROM = 20_000
+MAX_WORKERS = 4
+WORKLOADS_PER_TASK = 64
+
+# A run as read for the refresh: id, workload id, comparison key, manifest JSON, GPU slug.
+RawRun = tuple[int, int, str, str, str]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -51,6 +70,16 @@ class CaseRun:
     comparison_key: str
     gpu_slug: str
     cases: RunCases
+
+
+@dataclass(frozen=True)
+class WorkloadFigures:
+    """What the first pass finds in one workload, none of it depending on the noise bound."""
+
+    workload_id: int
+    repeats: list[float]  # |ratio − 1| of the cases the source measured twice
+    across: list[float]  # |ratio − 1| between frameworks naming one kernel
+    worst: Fraction | None  # the worst slowdown of a version against the best older one
 
 
 @dataclass(frozen=True)
@@ -102,13 +131,12 @@ def refresh_regressions(session: Session, source_id: int, workload_ids: Sequence
         # only the workloads whose worst exceeds the bound found here (on the whole AIConfigurator
         # package, 3,209 of 17,042), not every run again.
         worst: dict[int, Fraction] = {}
-        for runs in _runs_by_workload(session, source_id, workload_ids):
+        for figures in _compared(session, source_id, workload_ids, _first_pass):
             read += 1
-            repeats += _repeat_deviations(runs)
-            across += _deviations(runs)
-            slowdowns = [s for *_, points in _version_lines(runs) if (s := worst_version_slowdown(points)) is not None]
-            if slowdowns:
-                worst[runs[0].workload_id] = max(slowdowns)
+            repeats += figures.repeats
+            across += figures.across
+            if figures.worst is not None:
+                worst[figures.workload_id] = figures.worst
         basis = "repeats" if len(repeats) >= MIN_NOISE_PAIRS else "frameworks"
         noise = noise_estimate(repeats if basis == "repeats" else across)
         fields = {
@@ -135,12 +163,11 @@ def refresh_regressions(session: Session, source_id: int, workload_ids: Sequence
         for chunk in _chunks(workload_ids):
             session.execute(scope.where(VersionRegression.workload_id.in_(chunk)))
     found = 0
-    for runs in _runs_by_workload(session, source_id, to_compare):
+    for rows in _compared(session, source_id, to_compare, _second_pass, noise.bound):
         if to_compare is workload_ids:  # no first pass read them
             read += 1
-        rows = [row | {"source_id": source_id} for row in _regression_rows(runs, noise.bound)]
         if rows:
-            session.execute(insert(VersionRegression), rows)
+            session.execute(insert(VersionRegression), [row | {"source_id": source_id} for row in rows])
             found += len(rows)
     session.flush()
     return RefreshSummary(workloads=read, regressions=found, noise=noise)
@@ -163,8 +190,97 @@ def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
         yield ids[start : start + IN_CLAUSE]
 
 
-def _runs_by_workload(session: Session, source_id: int, workload_ids: Sequence[int] | None) -> Iterator[list[CaseRun]]:
-    """The source's eligible runs that carry per-case results, one workload's at a time."""
+def _first_pass(raw: list[RawRun]) -> WorkloadFigures:
+    runs = _case_runs(raw)
+    slowdowns = [s for *_, points in _version_lines(runs) if (s := worst_version_slowdown(points)) is not None]
+    return WorkloadFigures(
+        workload_id=raw[0][1],
+        repeats=list(_repeat_deviations(runs)),
+        across=list(_deviations(runs)),
+        worst=max(slowdowns, default=None),
+    )
+
+
+def _second_pass(raw: list[RawRun], noise: float) -> list[dict[str, object]]:
+    return list(_regression_rows(_case_runs(raw), noise))
+
+
+def _compared(
+    session: Session,
+    source_id: int,
+    workload_ids: Sequence[int] | None,
+    compare: Callable[..., T],
+    *args: object,
+) -> Iterator[T]:
+    """``compare(runs, *args)`` of each workload's eligible runs, in workload order: here, or in
+    worker processes when the runs are many (``compare`` and ``args`` must then be picklable)."""
+    groups = _raw_by_workload(session, source_id, workload_ids)
+    workers = min(os.cpu_count() or 1, MAX_WORKERS)
+    if workers < 2 or _eligible_count(session, source_id, workload_ids) < PARALLEL_FROM:
+        for raw in groups:
+            yield compare(raw, *args)
+        return
+    tasks = _batched(groups, WORKLOADS_PER_TASK)
+    pending: deque[tuple[list[list[RawRun]], Future[list[T]]]] = deque()
+    try:
+        # spawn: nothing of this process (its open store, its threads) is copied into the workers.
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for task in tasks:
+                pending.append((task, pool.submit(_each, compare, task, args)))
+                # Two tasks a worker in flight: all stay busy, and memory stays bounded.
+                while len(pending) > 2 * workers or (pending and pending[0][1].done()):
+                    yield from _first_done(pending)
+            while pending:
+                yield from _first_done(pending)
+    except (BrokenProcessPool, OSError):
+        # Workers that cannot start or died: what they had not returned is compared here.
+        for task, _ in pending:
+            yield from _each(compare, task, args)
+        for task in tasks:
+            yield from _each(compare, task, args)
+
+
+def _first_done(pending: deque[tuple[list[list[RawRun]], Future[list[T]]]]) -> list[T]:
+    """The oldest task's results, taken off ``pending`` only once they are in (a task whose worker
+    died stays there, to be compared again)."""
+    results = pending[0][1].result()
+    pending.popleft()
+    return results
+
+
+def _each(compare: Callable[..., T], task: list[list[RawRun]], args: tuple[object, ...]) -> list[T]:
+    return [compare(raw, *args) for raw in task]
+
+
+def _batched(items: Iterator[list[RawRun]], size: int) -> Iterator[list[list[RawRun]]]:
+    batch: list[list[RawRun]] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _eligible_count(session: Session, source_id: int, workload_ids: Sequence[int] | None) -> int:
+    if workload_ids is None:
+        query = select(func.count()).select_from(Run).where(Run.source_id == source_id, eligible())
+        return session.scalar(query) or 0
+    # A partial refresh is of the workloads one ingest changed: few enough to count here.
+    return sum(
+        session.scalar(
+            select(func.count())
+            .select_from(Run)
+            .where(Run.source_id == source_id, eligible(), Run.workload_id.in_(chunk))
+        )
+        or 0
+        for chunk in _chunks(sorted(set(workload_ids)))
+    )
+
+
+def _raw_by_workload(session: Session, source_id: int, workload_ids: Sequence[int] | None) -> Iterator[list[RawRun]]:
+    """The source's eligible runs, one workload's at a time, as read (parsed by ``_case_runs``)."""
     chunks: Iterable[Sequence[int] | None] = [None] if workload_ids is None else _chunks(sorted(set(workload_ids)))
     for chunk in chunks:
         query = (
@@ -176,16 +292,24 @@ def _runs_by_workload(session: Session, source_id: int, workload_ids: Sequence[i
         )
         if chunk is not None:
             query = query.where(Run.workload_id.in_(chunk))
-        current: list[CaseRun] = []
+        current: list[RawRun] = []
         for row in session.execute(query):
-            if current and current[0].workload_id != row.workload_id:
+            if current and current[0][1] != row.workload_id:
                 yield current
                 current = []
-            cases = run_cases(row.manifest_json)
-            if cases.latencies:
-                current.append(CaseRun(row.id, row.workload_id, row.comparison_key, row.gpu_slug, cases))
+            current.append((row.id, row.workload_id, row.comparison_key, row.manifest_json, row.gpu_slug))
         if current:
             yield current
+
+
+def _case_runs(raw: list[RawRun]) -> list[CaseRun]:
+    """The runs that carry per-case results, with them."""
+    runs = []
+    for run_id, workload_id, comparison_key, manifest_json, gpu_slug in raw:
+        cases = run_cases(manifest_json)
+        if cases.latencies:
+            runs.append(CaseRun(run_id, workload_id, comparison_key, gpu_slug, cases))
+    return runs
 
 
 def _repeat_deviations(runs: list[CaseRun]) -> Iterator[float]:
