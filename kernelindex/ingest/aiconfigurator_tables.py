@@ -165,12 +165,18 @@ class Collection:
     table_status: dict[str, str] = field(default_factory=dict)
 
 
+def _safe_yaml(text: str) -> Any:
+    # libyaml's loader where PyYAML was built with it: a full package has a few hundred
+    # collection_meta.yaml files, and the pure-Python loader spends a second on them.
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def read_collection(folder: Path) -> Collection:
     path = folder / "collection_meta.yaml"
     if not path.exists():
         return Collection("not recorded")
     try:
-        meta = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        meta = _safe_yaml(path.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path.name}: not readable YAML ({exc})") from None
     if not isinstance(meta, dict):
@@ -192,7 +198,7 @@ def read_datasheet(data_dir: Path, system: str) -> tuple[dict[str, float | int],
         return None
     try:
         text = path.read_text(encoding="utf-8")
-        sheet = yaml.safe_load(text) or {}
+        sheet = _safe_yaml(text) or {}
     except (yaml.YAMLError, UnicodeDecodeError):
         return None
     found = sheet.get("gpu") if isinstance(sheet, dict) else None
