@@ -33,17 +33,17 @@ def run_cases(manifest_json: str) -> RunCases:
     spec: dict[str, Any] = json.loads(manifest_json).get("spec", {})
     metrics = (spec.get("sourceNative") or {}).get("metrics") or {}
     results: list[dict[str, Any]] = spec.get("caseResults") or []
-    statistic = case_statistic([result.get("latencyNs") or {} for result in results])
-    latencies = {
-        int(result["caseIndex"]): int(result["latencyNs"][statistic])
-        for result in results
-        if statistic in (result.get("latencyNs") or {})
-    }
-    repeats = {
-        int(result["caseIndex"]): repeated
-        for result in results
-        if isinstance(repeated := (result.get("metrics") or {}).get(REPEATED), int) and repeated > 0
-    }
+    centres = [result.get("latencyNs") or {} for result in results]
+    statistic = case_statistic(centres)
+    # One pass over the cases: a page's ranking and the regression refresh read every run's.
+    latencies: dict[int, int] = {}
+    repeats: dict[int, int] = {}
+    for result, centre in zip(results, centres, strict=True):
+        if statistic in centre:
+            latencies[int(result["caseIndex"])] = int(centre[statistic])
+        repeated = (result.get("metrics") or {}).get(REPEATED)
+        if isinstance(repeated, int) and repeated > 0:
+            repeats[int(result["caseIndex"])] = repeated
     return RunCases(
         repeats=repeats,
         framework=_text(metrics.get("framework")),
