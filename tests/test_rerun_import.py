@@ -355,6 +355,24 @@ def test_a_v2_bundle_must_pass_the_noise_gate_and_carry_its_seeded_interval(key)
     assert read_bundle(signed(make_payload(noisy_case=4), key), approved(key)).payload.protocol["version"] == "1"
 
 
+def test_a_bundle_refused_while_writing_leaves_nothing_and_its_group_is_kept(
+    loaded_db: StoreUnderTest, key, tmp_path: Path
+) -> None:
+    first, second = (signed(make_payload(session_id=f"{n}" * 32), key) for n in range(2))
+    # The same signed payload in another file: it verifies, and is refused while the group is
+    # written, because the bundle the group has just stored has other content.
+    paths = [tmp_path / "first.json", tmp_path / "first-again.json", tmp_path / "second.json"]
+    contents = [first, json.dumps(json.loads(first), indent=1).encode(), second]
+    for path, data in zip(paths, contents, strict=True):
+        path.write_bytes(data)
+    results = import_bundle_files(loaded_db.sessions, paths, ApprovedKeys(approved(key), {}))
+    assert [result.outcome is not None for result in results] == [True, False, True]
+    assert "imported before with different content" in (results[1].error or "")
+    with loaded_db.sessions() as session:
+        rows = _rerun_rows(session)
+        assert rows == {"rerun_bundle": 2, "rerun_result": 2, "rerun_case": 2 * 16, "run": 2}
+
+
 def test_bundles_checked_in_worker_processes_come_back_in_order_with_their_refusals(
     tmp_path: Path, key, monkeypatch: pytest.MonkeyPatch
 ) -> None:

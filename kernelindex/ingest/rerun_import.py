@@ -52,6 +52,9 @@ BUNDLED_KEYS_FILE = "runner-keys.json"
 PARALLEL_FROM = 64
 MAX_VERIFY_WORKERS = 8
 VERIFY_BATCH = 64
+# Verified bundles written per transaction: every commit recounts the tallies of the workloads
+# written and bumps the page versions, so once per group rather than once per bundle.
+WRITE_GROUP = 32
 IMPORTED = ReadFrom("import")
 
 
@@ -193,7 +196,7 @@ def _cases_as_measured(workload: RerunWorkload, program: bool) -> list[Case]:
 def import_bundle_files(
     sessions: sessionmaker[Session], paths: Iterable[Path], approved: ApprovedKeys, origin: str | None = None
 ) -> list[BundleResult]:
-    """Import each file in its own transaction; a refused bundle leaves no row behind. The import
+    """Import the files, a refused bundle leaving no row behind (``_write_group``). The import
     is recorded as an ingestion report of the reruns source (``origin`` says what was read), each
     refused file named in its errors."""
     paths = list(paths)
@@ -225,23 +228,50 @@ def _finish(session: Session, report_id: int, results: list[BundleResult]) -> No
 
 
 def _import_each(sessions: sessionmaker[Session], paths: list[Path], approved: ApprovedKeys) -> list[BundleResult]:
-    results = []
-    for path, verified in _verified(paths, approved.public_keys):
-        if isinstance(verified, str):
-            results.append(BundleResult(str(path), error=verified))
-            continue
-        try:
-            with sessions.begin() as session:
-                operator = approved.operators.get(verified.key_id)
-                outcome = import_bundle(session, verified, datetime.now(UTC), operator, derive=False)
-        except BundleError as exc:
-            results.append(BundleResult(str(path), error=str(exc)))
-        except IntegrityError:
-            # Another import stored the same bundle at the same moment; it is there once.
-            results.append(BundleResult(str(path), error="imported concurrently by another process; run again"))
-        else:
-            results.append(BundleResult(str(path), outcome=outcome))
+    results: list[BundleResult] = []
+    group: list[tuple[Path, VerifiedBundle | str]] = []
+    for checked in _verified(paths, approved.public_keys):
+        group.append(checked)
+        if len(group) == WRITE_GROUP:
+            results += _write_group(sessions, group, approved)
+            group = []
+    if group:
+        results += _write_group(sessions, group, approved)
     return results
+
+
+def _write_group(
+    sessions: sessionmaker[Session], group: list[tuple[Path, VerifiedBundle | str]], approved: ApprovedKeys
+) -> list[BundleResult]:
+    """Write verified bundles in one transaction; if any is refused, the transaction is rolled back
+    and each is written in a transaction of its own, so that a refused bundle leaves no row behind
+    and the others are kept. (Not a savepoint each: a savepoint's release runs the commit hooks,
+    which recount the tallies and bump the page versions, as a commit does.)"""
+    try:
+        with sessions.begin() as session:
+            return [_write(session, path, verified, approved) for path, verified in group]
+    except (BundleError, IntegrityError):
+        return [_write_alone(sessions, path, verified, approved) for path, verified in group]
+
+
+def _write(session: Session, path: Path, verified: VerifiedBundle | str, approved: ApprovedKeys) -> BundleResult:
+    if isinstance(verified, str):
+        return BundleResult(str(path), error=verified)
+    operator = approved.operators.get(verified.key_id)
+    return BundleResult(str(path), outcome=import_bundle(session, verified, datetime.now(UTC), operator, derive=False))
+
+
+def _write_alone(
+    sessions: sessionmaker[Session], path: Path, verified: VerifiedBundle | str, approved: ApprovedKeys
+) -> BundleResult:
+    try:
+        with sessions.begin() as session:
+            return _write(session, path, verified, approved)
+    except BundleError as exc:
+        return BundleResult(str(path), error=str(exc))
+    except IntegrityError:
+        # Another import stored the same bundle at the same moment; it is there once.
+        return BundleResult(str(path), error="imported concurrently by another process; run again")
 
 
 def _verified(paths: list[Path], public_keys: dict[str, str]) -> Iterator[tuple[Path, VerifiedBundle | str]]:
