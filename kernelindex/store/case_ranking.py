@@ -9,6 +9,7 @@ computed at ingest (``kernelindex.store.regressions``).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,8 +34,14 @@ class UnknownCase(ValueError):
 @dataclass(frozen=True)
 class CaseLabel:
     index: int  # 0-based, as ``caseResults`` and ``?case=`` count
-    label: str  # the case's axis values: "num_tokens=4096"
+    case: WorkloadCase
     runs_measured: int  # eligible runs of the group that measured it
+
+    @property
+    def label(self) -> str:
+        """The case's axis values: "num_tokens=4096" (written only for the cases a page shows: a
+        long sweep has thousands)."""
+        return case_label(self.case)
 
 
 @dataclass(frozen=True)
@@ -142,10 +149,9 @@ def case_ranking(
         )
     frameworks = framework_choices([run.cases for run in runs])
     selection = checked_selection(frameworks, framework, version)
-    labels = [
-        CaseLabel(index, case_label(suite_case), sum(index in run.cases.latencies for run in runs))
-        for index, suite_case in enumerate(suite_cases)
-    ]
+    # Counted run by run: a long sweep has thousands of cases and a group a few runs.
+    measured = Counter(index for run in runs for index in run.cases.latencies)
+    labels = [CaseLabel(index, suite_case, measured[index]) for index, suite_case in enumerate(suite_cases)]
     chosen = labels[case] if case is not None else default_case(labels)
     standing = rank_at_case(
         [facts[run.row.name] for run in runs],
