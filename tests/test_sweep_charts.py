@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from kernelindex.manifests.kinds import WorkloadCase
+from kernelindex.store.sweeps import CaseLabels, _swept_axis
 from kernelindex.web.bar_chart import Bar, bar_chart, latency_tick, nice_ticks, ratio_tick
 from kernelindex.web.chart import RecordPoint, history_chart, log_scale, round_latency, time_ticks
 from kernelindex.web.gpu_chart import GpuFigures, gpu_chart
@@ -157,3 +159,12 @@ def test_long_names_are_shortened_in_the_chart_and_whole_in_the_tooltip():
 )
 def test_nice_ticks_cover_the_largest_bar_in_round_steps(high, ticks):
     assert nice_ticks(high) == pytest.approx(ticks)
+
+
+def test_cases_varying_several_axes_are_labelled_by_all_of_them_when_read():
+    cases = [WorkloadCase(axes={"m": m, "n": n, "dtype": "fp16"}) for m, n in [(1, 8), (2, 16), (4, 32)]]
+    axis, values = _swept_axis(cases)
+    assert axis == "case" and isinstance(values, CaseLabels)
+    assert list(values) == ["m=1, n=8", "m=2, n=16", "m=4, n=32"]
+    assert values[-1] == "m=4, n=32" and values[1:] == ["m=2, n=16", "m=4, n=32"]
+    assert list(_swept_axis([WorkloadCase(axes={})] * 2)[1]) == ["1", "2"]  # no axis: numbered

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session, joinedload
@@ -58,7 +59,7 @@ class SweepSeries:
 class Sweep:
     axis: str  # what the cases vary: one axis's name, or "case" when several vary together
     axis_description: str | None
-    values: list[NativeValue]  # the axis value of each case (its label when several axes vary)
+    values: Sequence[NativeValue]  # the axis value of each case (its label when several axes vary)
     numeric: bool  # every value a number: drawn on a numeric axis, else as categories
     case_count: int
     series: list[SweepSeries]
@@ -105,7 +106,7 @@ def group_sweep(
         axis=axis,
         axis_description=description,
         values=values,
-        numeric=all(_is_number(value) for value in values),
+        numeric=not isinstance(values, CaseLabels) and all(_is_number(value) for value in values),
         case_count=len(cases),
         series=sorted(series.values(), key=lambda s: (s.implementation_title.casefold(), s.implementation)),
     )
@@ -150,7 +151,7 @@ def _series(name: str, title: str, run: str, results: Sequence[CaseResult], case
     )
 
 
-def _swept_axis(cases: Sequence[WorkloadCase]) -> tuple[str, list[NativeValue]]:
+def _swept_axis(cases: Sequence[WorkloadCase]) -> tuple[str, Sequence[NativeValue]]:
     """The axis whose value changes from case to case, with each case's value; when several
     change together, "case" with a label per case naming them all."""
     names = list(dict.fromkeys(name for case in cases for name in case.axes))
@@ -158,11 +159,30 @@ def _swept_axis(cases: Sequence[WorkloadCase]) -> tuple[str, list[NativeValue]]:
     if len(varying) == 1:
         axis = varying[0]
         return axis, [case.axes.get(axis, "–") for case in cases]
-    shown = varying or names
-    return "case", [
-        ", ".join(f"{name}={case.axes.get(name, '–')}" for name in shown) or str(position + 1)
-        for position, case in enumerate(cases)
-    ]
+    return "case", CaseLabels(cases, varying or names)
+
+
+class CaseLabels(Sequence[NativeValue]):
+    """Each case's label naming the axes ``shown``, written when read: a page shows a window of a
+    sweep of thousands of cases."""
+
+    def __init__(self, cases: Sequence[WorkloadCase], shown: list[str]):
+        self._cases, self._shown = cases, shown
+
+    def __len__(self) -> int:
+        return len(self._cases)
+
+    @overload
+    def __getitem__(self, position: int) -> NativeValue: ...
+    @overload
+    def __getitem__(self, position: slice) -> Sequence[NativeValue]: ...
+    def __getitem__(self, position: int | slice) -> NativeValue | Sequence[NativeValue]:
+        if isinstance(position, slice):
+            return [self[index] for index in range(len(self))[position]]
+        case = self._cases[position]
+        return ", ".join(f"{name}={case.axes.get(name, '–')}" for name in self._shown) or str(
+            range(len(self))[position] + 1
+        )
 
 
 def _value_key(value: object) -> object:
