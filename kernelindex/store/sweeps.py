@@ -48,11 +48,9 @@ class SweepSeries:
     statistic: str  # the per-case statistic of the line, e.g. "median"
     spread: tuple[str, str] | None  # the pair drawn around it, e.g. ("p20", "p80")
     cases_measured: int
-    points: list[SweepPoint | None]  # one per case of the workload; None where the run has no result
-
-    @property
-    def has_memory(self) -> bool:
-        return any(point is not None and point.peak_memory_mb is not None for point in self.points)
+    has_memory: bool  # some case of the run records its peak memory
+    # One per case of the workload: None where the run has no result, or outside the cases asked for.
+    points: list[SweepPoint | None]
 
 
 @dataclass(frozen=True)
@@ -72,11 +70,17 @@ def may_carry_case_results() -> ColumnElement[bool]:
 
 
 def group_sweep(
-    session: Session, workload: Workload, comparison_key: str, selection: FrameworkSelection | None = None
+    session: Session,
+    workload: Workload,
+    comparison_key: str,
+    selection: FrameworkSelection | None = None,
+    shown: range | None = None,
 ) -> Sweep | None:
     """The sweep of one comparison group of ``workload``, of the runs ``selection`` admits by the
     framework and version they name (all when it is ``None``); ``None`` unless the workload has two
-    or more cases and an eligible run of the group carries per-case results."""
+    or more cases and an eligible run of the group carries per-case results. Points are given for
+    the cases ``shown`` (every case when it is ``None``: a page shows a window of a long sweep); each
+    series' case count and memory flag describe its whole sweep."""
     suite = workload_manifest(workload).spec
     cases = suite.cases
     if len(cases) < 2:
@@ -97,7 +101,7 @@ def group_sweep(
         if selection is not None and selection.chosen and not _admitted(selection, run):
             continue
         title = implementation_manifest(implementation).metadata.title or implementation.project
-        series[implementation.name] = _series(implementation.name, title, run.name, results, len(cases))
+        series[implementation.name] = _series(implementation.name, title, run.name, results, len(cases), shown)
     if not series:
         return None
     axis, values = _swept_axis(cases)
@@ -120,7 +124,9 @@ def _admitted(selection: FrameworkSelection, run: Run) -> bool:
     )
 
 
-def _series(name: str, title: str, run: str, results: Sequence[CaseResult], case_count: int) -> SweepSeries:
+def _series(
+    name: str, title: str, run: str, results: Sequence[CaseResult], case_count: int, shown: range | None
+) -> SweepSeries:
     centre = next(
         (stat for stat in CENTRES if all(stat in result.latency_ns for result in results)),
         next(iter(results[0].latency_ns)),
@@ -130,15 +136,22 @@ def _series(name: str, title: str, run: str, results: Sequence[CaseResult], case
         None,
     )
     points: list[SweepPoint | None] = [None] * case_count
+    measured: set[int] = set()
+    has_memory = False
     for result in results:
         if result.case_index >= case_count or centre not in result.latency_ns:
             continue  # a case the workload does not hold has no place on the axis
+        measured.add(result.case_index)
         memory = (result.metrics or {}).get(PEAK_MEMORY)
+        peak_memory_mb = float(memory) if isinstance(memory, int | float) and not isinstance(memory, bool) else None
+        has_memory |= peak_memory_mb is not None
+        if shown is not None and result.case_index not in shown:
+            continue
         points[result.case_index] = SweepPoint(
             latency_ns=result.latency_ns[centre],
             low_ns=result.latency_ns[spread[0]] if spread else None,
             high_ns=result.latency_ns[spread[1]] if spread else None,
-            peak_memory_mb=float(memory) if isinstance(memory, int | float) and not isinstance(memory, bool) else None,
+            peak_memory_mb=peak_memory_mb,
         )
     return SweepSeries(
         implementation=name,
@@ -146,7 +159,8 @@ def _series(name: str, title: str, run: str, results: Sequence[CaseResult], case
         run=run,
         statistic=centre,
         spread=spread,
-        cases_measured=sum(point is not None for point in points),
+        cases_measured=len(measured),
+        has_memory=has_memory,
         points=points,
     )
 

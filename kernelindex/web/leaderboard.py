@@ -801,7 +801,11 @@ def build_leaderboard(
     own_source = next(row for row, s in zip(sources, board.sources, strict=True) if s.id == workload.source_id)
     cross_gpu = cross_gpu_view(session, workload)
     sweep = (
-        group_sweep(session, workload, selected_key, ranking.selection if ranking else None) if selected_key else None
+        group_sweep(
+            session, workload, selected_key, ranking.selection if ranking else None, range(window.start, window.stop)
+        )
+        if selected_key
+        else None
     )
 
     return LeaderboardPage(
