@@ -18,11 +18,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from functools import lru_cache
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from kernelindex.db.base import Base
 from kernelindex.db.tables import Attestation as AttestationRow
 from kernelindex.db.tables import ManifestRecord, ManifestVersion
 from kernelindex.manifests import (
@@ -37,6 +38,7 @@ from kernelindex.manifests import (
     parse_manifest,
 )
 from kernelindex.store.batch import StoredRun
+from kernelindex.store.bulk import insert_rows, version_rows
 
 Row = TypeVar("Row", bound=ManifestRecord)
 Kind = TypeVar("Kind", bound=Manifest)
@@ -240,20 +242,29 @@ def insert_new(
 ) -> int:
     """Insert records known to be new (no row has their names), with their first versions.
 
-    The same rows ``put`` would add, written as two multi-row INSERTs instead of one ORM object
-    each: a first load writes thousands of runs per workload. Returns how many were inserted.
+    The same rows ``put`` would add, written by the bulk path (``kernelindex.store.bulk``) instead
+    of one ORM object each: a first load writes thousands of runs per workload, and SOL-ExecBench
+    an implementation per run. ``columns`` must name every column without a server default.
+    Returns how many were inserted.
     """
-    rows, versions = [], []
+    rows, kinds = [], set()
     for manifest, columns in records:
         kind, name, digest = _identity(manifest)
-        text = _stored_text(manifest)
+        kinds.add(kind)
         rows.append(
-            {"name": name, "digest": digest, "manifest_json": text, "created_at": now, "updated_at": now, **columns}
+            {
+                "name": name,
+                "digest": digest,
+                "manifest_json": _stored_text(manifest),
+                "created_at": now,
+                "updated_at": now,
+                **columns,
+            }
         )
-        versions.append({"kind": kind, "name": name, "digest": digest, "manifest_json": text, "recorded_at": now})
     if rows:
-        session.execute(insert(table), rows)
-        session.execute(insert(ManifestVersion), versions)
+        (kind,) = kinds  # one table holds one kind of manifest
+        insert_rows(session, cast("type[Base]", table), rows)  # each manifest table is a mapped class
+        insert_rows(session, ManifestVersion, version_rows(kind, rows, now))
     return len(rows)
 
 
