@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -42,6 +43,20 @@ def empty_store(url: str) -> None:
     else:
         migrate.downgrade(url, "base")
     migrate.upgrade(url)
+
+
+async def request_times_ms(client: Any, path: str, runs: int) -> list[float]:
+    """``runs`` timings of GET ``path`` (request to last body byte, in ms) after 10 warm-up
+    requests; every answer must be 200. ``client`` is an ``httpx.AsyncClient`` on the app."""
+    for _ in range(10):
+        await client.get(path)
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        response = await client.get(path)
+        samples.append((time.perf_counter() - start) * 1000)
+        assert response.status_code == 200, (path, response.status_code)
+    return samples
 
 
 def load_average() -> str:

@@ -17,14 +17,13 @@ import argparse
 import asyncio
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import httpx
 from sqlalchemy import func, select
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import load_average
+from common import load_average, request_times_ms
 
 from kernelindex.app import create_app
 from kernelindex.db.engine import make_engine, make_sessionmaker
@@ -70,14 +69,7 @@ async def timed(url: str, paths: dict[str, str], runs: int) -> dict[str, float]:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             for kind, path in paths.items():
-                for _ in range(10):
-                    await client.get(path)
-                samples = []
-                for _ in range(runs):
-                    start = time.perf_counter()
-                    response = await client.get(path)
-                    samples.append((time.perf_counter() - start) * 1000)
-                    assert response.status_code == 200, (path, response.status_code)
+                samples = await request_times_ms(client, path, runs)
                 medians[kind.split(" (")[0]] = statistics.median(samples)
                 print(f"  {kind}: {path}: {medians[kind.split(' (')[0]]:.2f} ms", flush=True)
     return medians

@@ -16,13 +16,12 @@ import asyncio
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import load_average
+from common import load_average, request_times_ms
 
 from kernelindex.app import create_app
 from kernelindex.db import migrate
@@ -47,14 +46,7 @@ async def measure(settings: Settings, paths: list[str], runs: int) -> None:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             for path in paths:
-                for _ in range(10):
-                    await client.get(path)
-                samples = []
-                for _ in range(runs):
-                    start = time.perf_counter()
-                    response = await client.get(path)
-                    samples.append((time.perf_counter() - start) * 1000)
-                    assert response.status_code == 200, (path, response.status_code)
+                samples = await request_times_ms(client, path, runs)
                 median, low, high = statistics.median(samples), min(samples), max(samples)
                 print(f"{path}: median {median:.2f} ms (min {low:.2f}, max {high:.2f}, n={runs})")
 
