@@ -184,9 +184,9 @@ def _put_implementations(
     """Implementations written where new or changed, by name; each is counted once per batch
     (or group) that lists it."""
     rows = existing_by_name(session, Implementation, (m.metadata.name for m in manifests))
-    # New ones in two multi-row INSERTs, then read back: a source whose every submission is its
-    # own implementation (SOL-ExecBench) adds one per run, and one ORM object each took a third
-    # of a 100,000-submission ingest.
+    # New ones through the bulk path (``insert_new``), then read back: a source whose every
+    # submission is its own implementation (SOL-ExecBench) adds one per run, and one ORM object
+    # each took a third of a 100,000-submission ingest.
     new: dict[str, ImplementationManifest] = {}
     again: list[ImplementationManifest] = []
     for manifest in manifests:

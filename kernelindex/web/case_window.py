@@ -29,6 +29,11 @@ class CaseWindow:
     def whole(self) -> bool:
         return self.page_count == 1
 
+    @property
+    def positions(self) -> range:
+        """The 0-based positions of the cases shown."""
+        return range(self.start, self.stop)
+
     def holds(self, position: int) -> bool:
         return self.start <= position < self.stop
 

@@ -476,7 +476,7 @@ def _case_rows(
 ) -> list[CaseRow]:
     """The cases of ``window``, numbered from 1 as in the whole workload."""
     cases = every_case[window.start : window.stop]
-    positions = range(window.start, window.stop)
+    positions = window.positions
     baselines = _ms_column([case.baseline_latency_ms for case in cases])
     sols = _ms_column([case.sol_latency_ms for case in cases])
     sol_bounds = [_bound(bounds.by_position if bounds else None, position) for position in positions]
@@ -801,9 +801,7 @@ def build_leaderboard(
     own_source = next(row for row, s in zip(sources, board.sources, strict=True) if s.id == workload.source_id)
     cross_gpu = cross_gpu_view(session, workload)
     sweep = (
-        group_sweep(
-            session, workload, selected_key, ranking.selection if ranking else None, range(window.start, window.stop)
-        )
+        group_sweep(session, workload, selected_key, ranking.selection if ranking else None, window.positions)
         if selected_key
         else None
     )
