@@ -1,9 +1,11 @@
-"""Workload tallies (``store.tallies``) equal a count of the runs after every kind of write: runs
-added and changed through the session, eligibility changed by statements the session does not
-see (confined to a workload, or not), a maintainer's withdrawal, a GPU renamed, a bulk insert;
-and two PostgreSQL writers adding runs to one workload at once both get counted.
+"""Tallies (``store.tallies``, ``store.collection_tallies``) equal a count of the runs after every
+kind of write: runs added and changed through the session, eligibility changed by statements the
+session does not see (confined to a workload, or not), a maintainer's withdrawal, a workload moved
+to another collection or renamed, a GPU renamed, a bulk insert; and two PostgreSQL writers adding
+runs to one workload at once both get counted.
 
-The expected counts come from ``kernelindex.ranking.is_eligible`` over every run, not from SQL.
+The expected counts come from ``kernelindex.ranking.is_eligible`` over every run, not from SQL,
+and each collection's busiest workloads from a full sort of its workloads.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.tables import Environment, Run, Workload
-from kernelindex.db.tally_tables import EVERY_GPU, WorkloadTally
+from kernelindex.db.tally_tables import EVERY_GPU, CollectionTally, WorkloadSourceTally, WorkloadTally
 from kernelindex.manifests.types import RunStatus
 from kernelindex.ranking import is_eligible
 from kernelindex.store import accounts, moderation
 from kernelindex.store.bulk import insert_rows
+from kernelindex.store.collection_tallies import BUSIEST_KEPT
 from kernelindex.store.runs import run_facts
 from kernelindex.store.tallies import eligible_run_count, workloads_per_gpu
 from kernelindex.store.version import LISTS, confine_writes, workload_scope
@@ -34,12 +37,17 @@ from tests.factories import PASSWORD
 PREFIX = "tally-"
 
 
-def expected_tallies(session: Session) -> dict[tuple[int, str], tuple[int, int, float | None]]:
-    """(workload id, GPU slug or EVERY_GPU) → (runs, eligible runs, best SOL score), counted in Python."""
+Tally = tuple[int, int, float | None, int | None]  # runs, eligible runs, best SOL score, fastest run id
+
+
+def expected_tallies(session: Session) -> dict[tuple[int, str], Tally]:
+    """(workload id, GPU slug or EVERY_GPU) → its tally, counted in Python; the fastest run by
+    ``ranking.fastest_reported``'s rule (equal latencies by name)."""
     gpus = dict(session.execute(select(Environment.id, Environment.gpu_slug)).all())
     runs: Counter[tuple[int, str]] = Counter()
     eligible: Counter[tuple[int, str]] = Counter()
     best: dict[tuple[int, str], float] = {}
+    fastest: dict[tuple[int, str], tuple[int, str, int]] = {}
     for run in session.scalars(select(Run)):
         ranked = is_eligible(run_facts(run))
         for key in ((run.workload_id, gpus[run.environment_id]), (run.workload_id, EVERY_GPU)):
@@ -47,13 +55,56 @@ def expected_tallies(session: Session) -> dict[tuple[int, str], tuple[int, int, 
             eligible[key] += ranked
             if ranked and run.sol_score is not None:
                 best[key] = max(best.get(key, run.sol_score), run.sol_score)
-    return {key: (runs[key], eligible[key], best.get(key)) for key in runs}
+            if ranked:
+                fastest[key] = min(
+                    fastest.get(key, (run.latency_ns, run.name, run.id)), (run.latency_ns, run.name, run.id)
+                )
+    return {key: (runs[key], eligible[key], best.get(key), fastest[key][2] if key in fastest else None) for key in runs}
 
 
-def stored_tallies(session: Session) -> dict[tuple[int, str], tuple[int, int, float | None]]:
+def stored_tallies(session: Session) -> dict[tuple[int, str], Tally]:
     return {
-        (row.workload_id, row.gpu_slug): (row.runs, row.eligible_runs, row.best_sol)
+        (row.workload_id, row.gpu_slug): (row.runs, row.eligible_runs, row.best_sol, row.fastest_run_id)
         for row in session.scalars(select(WorkloadTally))
+    }
+
+
+def expected_collections(session: Session, tallies: dict[tuple[int, str], Tally]) -> dict[tuple[int, str, str], Any]:
+    """(source id, collection, GPU slug or EVERY_GPU) → (workloads, eligible runs, measured
+    workloads, busiest ids, first ids by name), from a full sort of every workload."""
+    members: dict[tuple[int, str], list[tuple[int, str]]] = {}
+    for workload_id, source_id, collection, name in session.execute(
+        select(Workload.id, Workload.source_id, Workload.collection, Workload.name)
+    ):
+        members.setdefault((source_id, collection), []).append((workload_id, name))
+    expected = {}
+    for (source_id, collection), workloads in members.items():
+        ids = {workload_id for workload_id, _ in workloads}
+        gpus = {gpu for workload_id, gpu in tallies if workload_id in ids and gpu != EVERY_GPU}
+        by_name = [workload_id for workload_id, _ in sorted(workloads, key=lambda w: w[1])][:BUSIEST_KEPT]
+        for gpu in [EVERY_GPU, *gpus]:
+            counts = {workload_id: tallies.get((workload_id, gpu), (0, 0, None, None)) for workload_id in ids}
+            busiest = sorted(workloads, key=lambda w, c=counts, g=gpu: (-c[w[0]][1], -(c[w[0]][0] if g else 0), w[1]))
+            expected[source_id, collection, gpu] = (
+                len(workloads),
+                sum(count[1] for count in counts.values()),
+                sum(count[0] > 0 for count in counts.values()),
+                [workload_id for workload_id, _ in busiest][:BUSIEST_KEPT],
+                by_name if gpu == EVERY_GPU else None,
+            )
+    return expected
+
+
+def stored_collections(session: Session) -> dict[tuple[int, str, str], Any]:
+    return {
+        (row.source_id, row.collection, row.gpu_slug): (
+            row.workloads,
+            row.eligible_runs,
+            row.measured,
+            row.busiest,
+            row.first_by_name,
+        )
+        for row in session.scalars(select(CollectionTally))
     }
 
 
@@ -62,9 +113,18 @@ def assert_exact(sessions: sessionmaker[Session]) -> None:
         session.expire_all()
         stored, expected = stored_tallies(session), expected_tallies(session)
         assert stored.keys() == expected.keys()
-        for key, (runs, eligible, best) in expected.items():
+        for key, (runs, eligible, best, fastest) in expected.items():
             assert stored[key][:2] == (runs, eligible), key
             assert stored[key][2] == pytest.approx(best), key
+            assert stored[key][3] == fastest, key
+        by_source = Counter(
+            (workload, source) for workload, source in session.execute(select(Run.workload_id, Run.source_id))
+        )
+        stored_by_source = {
+            (row.workload_id, row.source_id): row.runs for row in session.scalars(select(WorkloadSourceTally))
+        }
+        assert stored_by_source == dict(by_source)
+        assert stored_collections(session) == expected_collections(session, expected)
 
 
 def _template(session: Session) -> dict[str, Any]:
@@ -76,7 +136,7 @@ def test_the_snapshot_ingest_leaves_the_tallies_exact(loaded_db: Any) -> None:
     assert_exact(loaded_db.sessions)
     with loaded_db.sessions() as session:
         assert eligible_run_count(session) == sum(
-            eligible for (_, gpu), (_, eligible, _) in expected_tallies(session).items() if gpu == EVERY_GPU
+            eligible for (_, gpu), (_, eligible, _, _) in expected_tallies(session).items() if gpu == EVERY_GPU
         )
         measured: Counter[str] = Counter(gpu for _, gpu in expected_tallies(session) if gpu != EVERY_GPU)
         assert workloads_per_gpu(session) == dict(measured)
@@ -88,6 +148,7 @@ writes = st.lists(
         st.tuples(st.just("flip"), st.integers(0, 40), st.sampled_from(["held", "upstream", "status", "sol"])),
         st.tuples(st.just("hidden"), st.integers(0, 4), st.booleans()),
         st.tuples(st.just("withdraw"), st.integers(0, 40)),
+        st.tuples(st.just("move"), st.integers(0, 4), st.sampled_from(["collection", "name"])),
     ),
     min_size=1,
     max_size=8,
@@ -144,6 +205,13 @@ def test_every_kind_of_write_keeps_the_tallies_exact(loaded_db: Any, steps: list
                     .values(upstream_withdrawn=~Run.upstream_withdrawn)
                     .execution_options(synchronize_session=False)
                 )
+            elif kind == "move":  # a workload moved to another collection, or renamed (which orders it anew)
+                workload = session.get(Workload, workloads[step[1]])
+                assert workload is not None
+                if step[2] == "collection":
+                    workload.collection = f"{PREFIX}moved-{number % 2}"
+                else:
+                    workload.name = f"{PREFIX}{'a' if number % 2 else 'z'}-{number}-{datetime.now(UTC).timestamp()}"
             else:  # a maintainer's withdrawal
                 run = session.scalars(select(Run).order_by(Run.id).offset(step[1]).limit(1)).one()
                 if run.withdrawn_at is None:

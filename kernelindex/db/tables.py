@@ -308,4 +308,4 @@ from kernelindex.db import rerun_tables  # noqa: E402, F401  (controlled reruns;
 from kernelindex.db.account_tables import ApiKey, AppSecret, AuditEntry, RateLimitCounter  # noqa: E402, F401
 from kernelindex.db.regression_tables import RegressionNoise, VersionRegression  # noqa: E402, F401  (derived)
 from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord  # noqa: E402, F401  (the search index)
-from kernelindex.db.tally_tables import WorkloadTally  # noqa: E402, F401  (derived: run counts per workload)
+from kernelindex.db.tally_tables import CollectionTally, WorkloadSourceTally, WorkloadTally  # noqa: E402, F401  (derived counts)

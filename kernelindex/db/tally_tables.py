@@ -1,11 +1,15 @@
-"""Workload tallies: each workload's run counts, per GPU and over every GPU, kept on write.
+"""Tallies kept on write: each workload's run counts (per GPU, over every GPU, per source of the
+runs) and each collection's counts and busiest workloads.
 
 Derived data: ``kernelindex.store.tallies`` recomputes the rows of every workload a transaction
-changed, in that transaction, so that lists (home, ``/workloads``, GPU pages, search) read a row
-per workload instead of counting the run table on every render.
+changed, and ``kernelindex.store.collection_tallies`` those of their collections, in that
+transaction, so that lists (home, ``/workloads``, GPU pages, search) read a row per workload or
+collection instead of counting the run table on every render.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from sqlalchemy import ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
@@ -28,3 +32,42 @@ class WorkloadTally(Base):
     runs: Mapped[int]  # every run, eligible or not
     eligible_runs: Mapped[int]  # runs that may be ranked (``kernelindex.store.reads.eligible``)
     best_sol: Mapped[float | None]  # the highest SOL score of an eligible run
+    # The fastest eligible run (``ranking.fastest_reported``): the workload's headline there. Not a
+    # foreign key: the tally is recounted in the transaction that changes its runs.
+    fastest_run_id: Mapped[int | None]
+
+
+class WorkloadSourceTally(Base):
+    """How many runs each source holds of each workload: a controlled rerun measures another
+    source's workload, so a source's stored runs are not its workloads' runs."""
+
+    __tablename__ = "workload_source_tally"
+    __table_args__ = (
+        # A source's stored runs summed without reading the workloads of others.
+        Index("ix_workload_source_tally_source_id_runs", "source_id", "runs"),
+    )
+
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workload.id"), primary_key=True)
+    source_id: Mapped[int] = mapped_column(ForeignKey("source.id"), primary_key=True)  # the runs' source
+    runs: Mapped[int]
+
+
+class CollectionTally(Base):
+    """A collection's counts and its busiest workloads, over every GPU and on each GPU it has runs on.
+
+    Derived from ``workload_tally`` and the workloads by ``kernelindex.store.collection_tallies``,
+    in the transaction that changes either, so home reads a row per collection.
+    """
+
+    __tablename__ = "collection_tally"
+
+    source_id: Mapped[int] = mapped_column(ForeignKey("source.id"), primary_key=True)
+    collection: Mapped[str] = mapped_column(String(64), primary_key=True)
+    gpu_slug: Mapped[str] = mapped_column(String(200), primary_key=True)  # EVERY_GPU: all of them
+    workloads: Mapped[int]  # in the collection, measured or not
+    eligible_runs: Mapped[int]  # on the GPU
+    measured: Mapped[int]  # workloads with a run on the GPU
+    busiest: Mapped[list[Any]]  # workload ids, most measured first (``ranking.most_measured_first``)
+    # The EVERY_GPU row only: the first workload ids by name, which fill a GPU's list in a
+    # collection where it measured fewer workloads than are shown.
+    first_by_name: Mapped[list[Any] | None]

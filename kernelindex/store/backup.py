@@ -49,9 +49,10 @@ from kernelindex.db.account_tables import AuditEntry
 from kernelindex.db.base import Base, UtcDateTime
 from kernelindex.db.rerun_tables import RerunResult
 from kernelindex.db.tables import Attestation, Environment, Protocol, Run, User, Workload
-from kernelindex.db.tally_tables import WorkloadTally
+from kernelindex.db.tally_tables import CollectionTally, WorkloadSourceTally, WorkloadTally
 from kernelindex.manifests import BenchmarkRun, parse_manifest
 from kernelindex.manifests.digest import comparison_key, manifest_digest
+from kernelindex.store.collection_tallies import recount as recount_collections
 from kernelindex.store.reruns import derive_rerun_evidence
 from kernelindex.store.tallies import recount
 from kernelindex.store.version import bump_everything
@@ -62,8 +63,10 @@ VERSION = 2
 MIN_KEY_BYTES = 16
 # Short-lived counters, the session secret, and the cache versions (bookkeeping of each store's
 # own workers: a restore bumps them instead, so no worker keeps serving what it replaced); and
-# the workload tallies, which a restore counts again from the runs it loaded.
-LEFT_OUT = frozenset({"rate_limit_counter", "app_secret", "page_version", "workload_tally"})
+# the tallies, which a restore counts again from the runs it loaded.
+LEFT_OUT = frozenset(
+    {"rate_limit_counter", "app_secret", "page_version", "workload_tally", "workload_source_tally", "collection_tally"}
+)
 # Tables whose rows carry a manifest and the digest it must have.
 MANIFEST_TABLES = frozenset(
     {"workload", "implementation", "protocol", "environment", "run", "attestation", "manifest_version", "rerun_case"}
@@ -312,7 +315,9 @@ def restore_backup(engine: Engine, path: Path, schema: str, key: bytes, replace:
     with engine.begin() as connection:
         if not replace and (rows := store_row_count(connection)):
             raise BackupError(f"the store is not empty ({rows} rows); import into an empty one, or pass --replace")
-        connection.execute(delete(WorkloadTally))  # it refers to workloads; counted again below
+        # The tallies refer to workloads and sources; they are counted again below.
+        for tally in (WorkloadTally, WorkloadSourceTally, CollectionTally):
+            connection.execute(delete(tally))
         for table in reversed(backed_up_tables()):
             connection.execute(delete(table))
         pending: list[dict[str, Any]] = []
@@ -334,6 +339,7 @@ def restore_backup(engine: Engine, path: Path, schema: str, key: bytes, replace:
             _advance_sequences(connection)
         with Session(bind=connection) as session:
             recount(session)
+            recount_collections(session)
         bump_everything(connection)
     return summary
 

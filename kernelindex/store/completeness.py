@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import IngestionReport, Run, Source, Workload
+from kernelindex.db.tally_tables import WorkloadSourceTally
 from kernelindex.store.schemas import Completeness, ReadFromKind, SnapshotItem, SourceCompleteness
 
 # Ingests that stored what they read; a failed or unfinished one says nothing of what is held.
@@ -70,7 +71,9 @@ def source_completeness(session: Session, sources: Sequence[Source]) -> dict[int
     ids = [source.id for source in sources]
     stored = dict(
         session.execute(
-            select(Run.source_id, func.count(Run.id)).where(Run.source_id.in_(ids)).group_by(Run.source_id)
+            select(WorkloadSourceTally.source_id, func.sum(WorkloadSourceTally.runs))
+            .where(WorkloadSourceTally.source_id.in_(ids))
+            .group_by(WorkloadSourceTally.source_id)
         ).all()
     )
     defined = {
@@ -107,7 +110,7 @@ def source_completeness(session: Session, sources: Sequence[Source]) -> dict[int
         row = defined.get(source.id)
         workloads, counted = (row.workloads, row.counted) if row else (0, 0)
         total = int(row.total) if row and row.total is not None else None
-        runs, runs_counted = stored.get(source.id, 0), int(in_counted.get(source.id) or 0)
+        runs, runs_counted = int(stored.get(source.id) or 0), int(in_counted.get(source.id) or 0)
         reading = readings.get(source.id)
         summary = _summary(runs, source.run_noun, reading, None, workloads=(counted, workloads, runs_counted, total))
         answers[source.id] = SourceCompleteness(

@@ -1,4 +1,5 @@
-"""Workload tallies (``kernelindex.db.tally_tables``), kept exact by the transactions that write runs.
+"""Workload tallies (``kernelindex.db.tally_tables``: runs per GPU and per source of the runs), kept
+exact by the transactions that write runs.
 
 A transaction that writes runs notes their workloads: run rows it flushes name theirs, and a
 write whose rows are not seen (a multi-row UPDATE, the bulk path) names the workloads its
@@ -19,11 +20,12 @@ from collections.abc import Iterable, Sequence
 from itertools import chain
 from typing import Any
 
-from sqlalchemy import ColumnElement, case, delete, event, func, insert, inspect, literal, select, union_all
+from sqlalchemy import ColumnElement, and_, case, delete, event, func, insert, inspect, literal, select, union_all
 from sqlalchemy.orm import Session, UOWTransaction
 
 from kernelindex.db.tables import Environment, Run, Workload
-from kernelindex.db.tally_tables import EVERY_GPU, WorkloadTally
+from kernelindex.db.tally_tables import EVERY_GPU, CollectionTally, WorkloadSourceTally, WorkloadTally
+from kernelindex.store import collection_tallies
 from kernelindex.store.reads import eligible
 from kernelindex.store.version import confined_workloads, hidden_writes
 
@@ -36,7 +38,8 @@ _CHUNK = 1000
 
 
 def eligible_stats(ids: Sequence[int] | None = None, gpu: str | None = None) -> Any:
-    """Per workload with eligible runs (on ``gpu``, given one): ``runs``, their count, and ``best_sol``."""
+    """Per workload with eligible runs (on ``gpu``, given one): ``runs``, their count, ``best_sol``
+    and ``fastest_run_id``, its headline there (``ranking.fastest_reported``)."""
     conditions = [WorkloadTally.gpu_slug == (gpu or EVERY_GPU), WorkloadTally.eligible_runs > 0]
     if ids is not None:
         conditions.append(WorkloadTally.workload_id.in_(ids))
@@ -45,6 +48,7 @@ def eligible_stats(ids: Sequence[int] | None = None, gpu: str | None = None) -> 
             WorkloadTally.workload_id,
             WorkloadTally.eligible_runs.label("runs"),
             WorkloadTally.best_sol.label("best_sol"),
+            WorkloadTally.fastest_run_id,
         )
         .where(*conditions)
         .subquery()
@@ -66,11 +70,11 @@ def eligible_run_count(session: Session) -> int:
 
 
 def workloads_per_gpu(session: Session) -> dict[str, int]:
-    """Each GPU with runs and how many workloads have a run on it."""
+    """Each GPU with runs and how many workloads have a run on it (summed over the collections)."""
     rows = session.execute(
-        select(WorkloadTally.gpu_slug, func.count())
-        .where(WorkloadTally.gpu_slug != EVERY_GPU)
-        .group_by(WorkloadTally.gpu_slug)
+        select(CollectionTally.gpu_slug, func.sum(CollectionTally.measured))
+        .where(CollectionTally.gpu_slug != EVERY_GPU)
+        .group_by(CollectionTally.gpu_slug)
     )
     return {slug: int(count) for slug, count in rows}
 
@@ -91,6 +95,9 @@ def _recount(session: Session, ids: list[int] | None) -> None:
         locked = select(Workload.id).order_by(Workload.id).with_for_update(key_share=True)
         session.execute(locked if ids is None else locked.where(Workload.id.in_(ids))).all()
     session.execute(delete(WorkloadTally).where(*([] if ids is None else [WorkloadTally.workload_id.in_(ids)])))
+    session.execute(
+        delete(WorkloadSourceTally).where(*([] if ids is None else [WorkloadSourceTally.workload_id.in_(ids)]))
+    )
     counted = (
         func.count().label("runs"),
         func.sum(case((eligible(), 1), else_=0)).label("eligible_runs"),
@@ -103,8 +110,41 @@ def _recount(session: Session, ids: list[int] | None) -> None:
         .group_by(Run.workload_id, Environment.gpu_slug)
     )
     every_gpu = select(Run.workload_id, literal(EVERY_GPU), *counted).where(*of_ids).group_by(Run.workload_id)
-    columns = ["workload_id", "gpu_slug", "runs", "eligible_runs", "best_sol"]
-    session.execute(insert(WorkloadTally).from_select(columns, union_all(per_gpu, every_gpu)))
+    counts = union_all(per_gpu, every_gpu).subquery()
+    fastest = _fastest(of_ids)
+    with_fastest = select(*counts.c, fastest.c.run_id).outerjoin(
+        fastest, and_(fastest.c.workload_id == counts.c.workload_id, fastest.c.gpu_slug == counts.c.gpu_slug)
+    )
+    columns = ["workload_id", "gpu_slug", "runs", "eligible_runs", "best_sol", "fastest_run_id"]
+    session.execute(insert(WorkloadTally).from_select(columns, with_fastest))
+    per_source = (
+        select(Run.workload_id, Run.source_id, func.count()).where(*of_ids).group_by(Run.workload_id, Run.source_id)
+    )
+    session.execute(insert(WorkloadSourceTally).from_select(["workload_id", "source_id", "runs"], per_source))
+
+
+def _fastest(of_ids: list[ColumnElement[bool]]) -> Any:
+    """Per workload and GPU (and EVERY_GPU), its fastest eligible run: ``run_id``. The rule of
+    ``ranking.fastest_reported``: equal latencies go by name."""
+    order = (Run.latency_ns, Run.name)
+    per_gpu = (
+        select(
+            Run.workload_id,
+            Environment.gpu_slug,
+            Run.id.label("run_id"),
+            func.row_number().over(partition_by=(Run.workload_id, Environment.gpu_slug), order_by=order).label("rank"),
+        )
+        .join(Environment, Environment.id == Run.environment_id)
+        .where(eligible(), *of_ids)
+    )
+    every_gpu = select(
+        Run.workload_id,
+        literal(EVERY_GPU).label("gpu_slug"),
+        Run.id.label("run_id"),
+        func.row_number().over(partition_by=Run.workload_id, order_by=order).label("rank"),
+    ).where(eligible(), *of_ids)
+    ranked = union_all(per_gpu, every_gpu).subquery()
+    return select(ranked.c.workload_id, ranked.c.gpu_slug, ranked.c.run_id).where(ranked.c.rank == 1).subquery()
 
 
 def _note(session: Session, workload_ids: Iterable[int] | None) -> None:
@@ -135,10 +175,10 @@ def _before_commit(session: Session) -> None:
     session.flush()
     if _COUNTED_TABLES & hidden_writes(session):
         _note(session, confined_workloads(session))
-    if _DIRTY not in session.info:
-        return
-    dirty = session.info.pop(_DIRTY)
+    dirty = session.info.pop(_DIRTY, set())
     recount(session, dirty)
+    # After the workload tallies, which the collections' are derived from.
+    collection_tallies.recount_noted(session, dirty)
 
 
 @event.listens_for(Session, "after_rollback")

@@ -62,7 +62,7 @@ _SHARED_TABLES = frozenset({"implementation", "protocol", "environment"})
 # Facts of one source shown on its workloads' and runs' pages (completeness, observed dates).
 _SOURCE_FACT_TABLES = frozenset({"ingestion_report", "source_file", "gpu_datasheet", "regression_noise"})
 # Derived rows kept by the transaction that wrote what they derive from, whose scopes say what changed.
-_DERIVED_TABLES = frozenset({"workload_tally"})
+_DERIVED_TABLES = frozenset({"workload_tally", "workload_source_tally", "collection_tally"})
 _CHANGED = "kernelindex.pages_changed"
 _CONFINED = "kernelindex.writes_confined"
 _HIDDEN = "kernelindex.hidden_writes"

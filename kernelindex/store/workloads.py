@@ -23,18 +23,19 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, Text, and_, case, cast, func, literal, or_, select
-from sqlalchemy.orm import Session, aliased, joinedload
+from sqlalchemy import ColumnElement, Select, Text, and_, case, cast, func, or_, select
+from sqlalchemy.orm import Session, aliased, defer, joinedload
 
 from kernelindex import urls
-from kernelindex.db.tables import Environment, Run, Source, Workload
+from kernelindex.db.tables import Environment, Implementation, Run, Source, Workload
+from kernelindex.db.tally_tables import EVERY_GPU, CollectionTally
 from kernelindex.slugs import slugify
 from kernelindex.store.catalog import origin_model_spellings
-from kernelindex.store.common import contains, in_code_point_order, name_by_ref
+from kernelindex.store.common import contains, name_by_ref
 from kernelindex.store.gpu_filter import MeasuredWithoutGpu, gpu_named
 from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page, numbered_page
 from kernelindex.store.reads import eligible
-from kernelindex.store.runs import environment_label, evaluation_stack, with_references
+from kernelindex.store.runs import environment_label, evaluation_stack
 from kernelindex.store.schemas import FastestRun, WorkloadItem
 from kernelindex.store.source_filter import source_named
 from kernelindex.store.tallies import eligible_stats, runs_on_gpu
@@ -246,59 +247,43 @@ class SourceGroup:
     collections: list[CollectionGroup]
 
 
-def catalogue_by_source(session: Session, gpu: str | None = None, shown: int = 12) -> list[SourceGroup]:
+def catalogue_by_source(session: Session, gpu: str | None = None) -> list[SourceGroup]:
     """The whole catalogue counted (on ``gpu``, given one: ``UnknownGpu`` if there is no such
     GPU), by source (by name) then collection (``collection_order``), with the figures of each
-    collection's ``shown`` most measured workloads: most eligible runs (on the GPU), then most
-    runs on the GPU, then by slug.
+    collection's ``BUSIEST_KEPT`` most measured workloads (``ranking.most_measured_first``).
 
-    Only the workloads shown are read with their figures; the others are counted. Sources with
-    no workloads of their own (controlled reruns measure other sources' workloads) have no group.
+    Read from the collection tallies (a row per collection, and per GPU it has runs on); only
+    the workloads shown are read with their figures. Sources with no workloads of their own
+    (controlled reruns measure other sources' workloads) have no group.
     """
     gpu = gpu_named(session, gpu) if gpu else None
-    stats = eligible_stats(None, gpu)
-    listing = select(
-        Workload.id,
-        Workload.source_id,
-        Workload.collection,
-        Workload.name,
-        func.coalesce(stats.c.runs, 0).label("eligible"),
-    ).outerjoin(stats, stats.c.workload_id == Workload.id)
-    if gpu is None:
-        listing = listing.add_columns(literal(0).label("on_gpu"))
-    else:
-        counted = runs_on_gpu(gpu)
-        listing = listing.outerjoin(counted, counted.c.workload_id == Workload.id)
-        listing = listing.add_columns(func.coalesce(counted.c.runs, 0).label("on_gpu"))
-    rows = listing.subquery()
-    # One pass in the database: each collection's busiest ranked (only they are read with their
-    # figures), each row carrying its collection's counts.
-    collection = (rows.c.source_id, rows.c.collection)
-    ranked = select(
-        rows.c.id,
-        rows.c.source_id,
-        rows.c.collection,
-        func.row_number()
-        .over(
-            partition_by=collection,
-            order_by=(rows.c.eligible.desc(), rows.c.on_gpu.desc(), in_code_point_order(session, rows.c.name)),
-        )
-        .label("rank"),
-        func.count().over(partition_by=collection).label("workloads"),
-        func.sum(rows.c.eligible).over(partition_by=collection).label("eligible"),
-        func.sum(case((rows.c.on_gpu > 0, 1), else_=0)).over(partition_by=collection).label("measured"),
-    ).subquery()
-    chosen_rows = session.execute(select(ranked).where(ranked.c.rank <= shown)).all()
-    figures = {(row.source_id, row.collection): row for row in chosen_rows}
-    chosen = [row.id for row in chosen_rows]
-    shown_workloads = list(session.scalars(select(Workload).where(Workload.id.in_(sorted(chosen)))))
-    items = workload_items(session, shown_workloads, gpu=gpu)
+    chosen_gpus = [EVERY_GPU] if gpu is None else [EVERY_GPU, gpu]
+    tallies: dict[str, dict[tuple[int, str], CollectionTally]] = {slug: {} for slug in chosen_gpus}
+    for row in session.scalars(select(CollectionTally).where(CollectionTally.gpu_slug.in_(chosen_gpus))):
+        tallies[row.gpu_slug][row.source_id, row.collection] = row
+    every = tallies[EVERY_GPU]
+    on_gpu = tallies[gpu] if gpu is not None else every
+
+    def busiest_ids(key: tuple[int, str]) -> list[int]:
+        # A collection with no run on the GPU has no row for it: its workloads rank by name.
+        row = on_gpu.get(key)
+        return list(row.busiest) if row is not None else list(every[key].first_by_name or ())
+
+    chosen = sorted({workload_id for key in every for workload_id in busiest_ids(key)})
+    shown_workloads = list(session.scalars(select(Workload).where(Workload.id.in_(chosen))))
+    items = workload_items(session, shown_workloads, gpu=gpu, last_records=False)  # home shows none
     busiest: dict[tuple[int, str], list[WorkloadItem]] = {}
     for workload, item in zip(shown_workloads, items, strict=True):
         busiest.setdefault((workload.source_id, workload.collection), []).append(item)
+
+    def on_gpu_counts(key: tuple[int, str]) -> tuple[int, int]:
+        """(eligible runs, measured workloads) of a collection on the chosen GPU (on every GPU without)."""
+        row = on_gpu.get(key)
+        return (row.eligible_runs, row.measured) if row is not None else (0, 0)
+
     groups = []
     for source in sorted(session.scalars(select(Source)), key=lambda s: (s.name.casefold(), s.slug)):
-        names = sorted((name for source_id, name in figures if source_id == source.id), key=collection_order)
+        names = sorted((name for source_id, name in every if source_id == source.id), key=collection_order)
         if not names:
             continue
         groups.append(
@@ -308,13 +293,13 @@ def catalogue_by_source(session: Session, gpu: str | None = None, shown: int = 1
                 website=source.url,
                 licence=source.licence,
                 attribution=source.attribution,
-                workload_count=sum(figures[source.id, name].workloads for name in names),
-                eligible_runs=sum(int(figures[source.id, name].eligible) for name in names),
+                workload_count=sum(every[source.id, name].workloads for name in names),
+                eligible_runs=sum(on_gpu_counts((source.id, name))[0] for name in names),
                 collections=[
                     CollectionGroup(
                         name=name,
-                        workload_count=figures[source.id, name].workloads,
-                        measured_on_gpu=None if gpu is None else int(figures[source.id, name].measured),
+                        workload_count=every[source.id, name].workloads,
+                        measured_on_gpu=None if gpu is None else on_gpu_counts((source.id, name))[1],
                         busiest=sorted(busiest.get((source.id, name), []), key=lambda item: item.slug),
                     )
                     for name in names
@@ -324,21 +309,10 @@ def catalogue_by_source(session: Session, gpu: str | None = None, shown: int = 1
     return groups
 
 
-@dataclass(frozen=True)
-class _GroupLeader:
-    """A comparison group's record holder (its fastest eligible run, equal latencies by name) and
-    when its record was set: the earliest observed of its eligible runs that equal the holder
-    (the rule of ``ranking.record_history``)."""
-
-    workload_id: int
-    run_id: int
-    latency_ns: int
-    name: str
-    set_at: datetime
-
-
-def _group_leaders(session: Session, ids: Sequence[int], gpu: str | None) -> dict[int, list[_GroupLeader]]:
-    """The leader of every comparison group (on ``gpu``, given one) of these workloads, by workload.
+def _last_records(session: Session, ids: Sequence[int], gpu: str | None) -> dict[int, datetime]:
+    """When each of these workloads last had a record set (on ``gpu``, given one): the latest of
+    the moments its comparison groups' current leaders set theirs (``ranking.record_history``),
+    each the earliest observed of the group's eligible runs as fast as the leader.
 
     Each group's leader is found through the leaderboard index, walked fastest first and stopped
     at the first eligible run, so the cost follows the groups, not their runs."""
@@ -375,22 +349,21 @@ def _group_leaders(session: Session, ids: Sequence[int], gpu: str | None) -> dic
         .scalar_subquery()
     )
     rows = session.execute(
-        select(Run.workload_id, Run.id, Run.latency_ns, Run.name, set_at.label("set_at")).join(
-            holders, Run.id == holders.c.run_id
-        )
+        select(Run.workload_id, func.max(set_at)).join(holders, Run.id == holders.c.run_id).group_by(Run.workload_id)
     )
-    leaders: dict[int, list[_GroupLeader]] = {}
-    for row in rows:
-        leader = _GroupLeader(row.workload_id, row.id, row.latency_ns, row.name, row.set_at)
-        leaders.setdefault(row.workload_id, []).append(leader)
-    return leaders
+    return {workload_id: latest for workload_id, latest in rows}
 
 
-def _headlines(session: Session, leaders: dict[int, list[_GroupLeader]]) -> dict[int, Run]:
-    """Each workload's fastest eligible run, its headline (``ranking.fastest_reported``): the
-    fastest of its groups' leaders, equal latencies by name; loaded with its references."""
-    fastest = [min(found, key=lambda leader: (leader.latency_ns, leader.name)).run_id for found in leaders.values()]
-    runs = session.scalars(with_references(select(Run)).where(Run.id.in_(fastest))).unique()
+def _headlines(session: Session, run_ids: Sequence[int]) -> dict[int, Run]:
+    """These workloads' headline runs (the tallies' ``fastest_run_id``), by workload."""
+    # What ``fastest_run`` reads: not the manifests of the run or its implementation (the
+    # largest parts of a row), which a list of a hundred workloads would otherwise carry.
+    headline = select(Run).options(
+        defer(Run.manifest_json),
+        joinedload(Run.implementation).defer(Implementation.manifest_json),
+        joinedload(Run.environment),
+    )
+    runs = session.scalars(headline.where(Run.id.in_(sorted(run_ids)))).unique()
     return {run.workload_id: run for run in runs}
 
 
@@ -413,17 +386,20 @@ def fastest_run(run: Run) -> FastestRun:
     )
 
 
-def workload_items(session: Session, workloads: Sequence[Workload], gpu: str | None = None) -> list[WorkloadItem]:
+def workload_items(
+    session: Session, workloads: Sequence[Workload], gpu: str | None = None, last_records: bool = True
+) -> list[WorkloadItem]:
     """``workloads`` with their figures, in the order given.
 
     Given a GPU slug (one ``gpu_named`` accepted), the figures are of the runs on that GPU
-    alone, and each item says how many runs it has there (0: not measured on it).
+    alone, and each item says how many runs it has there (0: not measured on it). Without
+    ``last_records`` each item's ``last_record_at`` is left out (None), for a list that does
+    not show it: finding it walks every comparison group of the workloads.
     """
     ids = [w.id for w in workloads]
     stats = {row.workload_id: row for row in session.execute(select(eligible_stats(ids, gpu)))}
-    leaders = _group_leaders(session, ids, gpu)
-    last = {workload_id: max(leader.set_at for leader in found) for workload_id, found in leaders.items()}
-    fastest = _headlines(session, leaders)
+    last = _last_records(session, ids, gpu) if last_records else {}
+    fastest = _headlines(session, [row.fastest_run_id for row in stats.values() if row.fastest_run_id is not None])
     on_gpu: dict[int, int] = {}
     if gpu is not None:
         counted = runs_on_gpu(gpu, ids)

@@ -25,7 +25,6 @@ from kernelindex.web.pages import PageContext, page_route, render_page
 from kernelindex.web.workloads import GpuOption, gpu_options
 
 router = APIRouter()
-SHOWN_PER_COLLECTION = 12
 NEWEST_RECORDS = 8
 
 
@@ -143,7 +142,7 @@ def home(request: Request, session: SessionDep, gpu: str | None = None) -> Respo
         slug = gpu_named(session, chosen) if chosen else None
     except GpuFilterError as exc:
         raise BadRequest(str(exc)) from None
-    groups = catalogue_by_source(session, slug, shown=SHOWN_PER_COLLECTION)
+    groups = catalogue_by_source(session, slug)
     catalogue = [
         SourceSection(
             slug=group.slug,
