@@ -70,13 +70,13 @@ def stored_tallies(session: Session) -> dict[tuple[int, str], Tally]:
 
 
 def expected_collections(session: Session, tallies: dict[tuple[int, str], Tally]) -> dict[tuple[int, str, str], Any]:
-    """(source id, collection, GPU slug or EVERY_GPU) → (workloads, eligible runs, measured
-    workloads, busiest ids, first ids by name), from a full sort of every workload."""
+    """(source id, collection, GPU slug or EVERY_GPU) → (workloads, runs, eligible runs, measured
+    workloads, busiest ids, first ids by name, tags), from a full sort of every workload."""
     members: dict[tuple[int, str], list[tuple[int, str]]] = {}
-    for workload_id, source_id, collection, name in session.execute(
-        select(Workload.id, Workload.source_id, Workload.collection, Workload.name)
-    ):
-        members.setdefault((source_id, collection), []).append((workload_id, name))
+    tags: dict[tuple[int, str], set[str]] = {}
+    for workload in session.scalars(select(Workload)):
+        members.setdefault((workload.source_id, workload.collection), []).append((workload.id, workload.name))
+        tags.setdefault((workload.source_id, workload.collection), set()).update(workload.tags)
     expected = {}
     for (source_id, collection), workloads in members.items():
         ids = {workload_id for workload_id, _ in workloads}
@@ -87,10 +87,12 @@ def expected_collections(session: Session, tallies: dict[tuple[int, str], Tally]
             busiest = sorted(workloads, key=lambda w, c=counts, g=gpu: (-c[w[0]][1], -(c[w[0]][0] if g else 0), w[1]))
             expected[source_id, collection, gpu] = (
                 len(workloads),
+                sum(count[0] for count in counts.values()),
                 sum(count[1] for count in counts.values()),
                 sum(count[0] > 0 for count in counts.values()),
                 [workload_id for workload_id, _ in busiest][:BUSIEST_KEPT],
                 by_name if gpu == EVERY_GPU else None,
+                sorted(tags[source_id, collection]) if gpu == EVERY_GPU else None,
             )
     return expected
 
@@ -99,10 +101,12 @@ def stored_collections(session: Session) -> dict[tuple[int, str, str], Any]:
     return {
         (row.source_id, row.collection, row.gpu_slug): (
             row.workloads,
+            row.runs,
             row.eligible_runs,
             row.measured,
             row.busiest,
             row.first_by_name,
+            row.tags,
         )
         for row in session.scalars(select(CollectionTally))
     }
@@ -148,7 +152,7 @@ writes = st.lists(
         st.tuples(st.just("flip"), st.integers(0, 40), st.sampled_from(["held", "upstream", "status", "sol"])),
         st.tuples(st.just("hidden"), st.integers(0, 4), st.booleans()),
         st.tuples(st.just("withdraw"), st.integers(0, 40)),
-        st.tuples(st.just("move"), st.integers(0, 4), st.sampled_from(["collection", "name"])),
+        st.tuples(st.just("move"), st.integers(0, 4), st.sampled_from(["collection", "name", "tags"])),
     ),
     min_size=1,
     max_size=8,
@@ -205,11 +209,13 @@ def test_every_kind_of_write_keeps_the_tallies_exact(loaded_db: Any, steps: list
                     .values(upstream_withdrawn=~Run.upstream_withdrawn)
                     .execution_options(synchronize_session=False)
                 )
-            elif kind == "move":  # a workload moved to another collection, or renamed (which orders it anew)
+            elif kind == "move":  # a workload moved to another collection, renamed (which orders it anew) or retagged
                 workload = session.get(Workload, workloads[step[1]])
                 assert workload is not None
                 if step[2] == "collection":
                     workload.collection = f"{PREFIX}moved-{number % 2}"
+                elif step[2] == "tags":
+                    workload.tags = [*workload.tags, f"{PREFIX}tag-{number}"]
                 else:
                     workload.name = f"{PREFIX}{'a' if number % 2 else 'z'}-{number}-{datetime.now(UTC).timestamp()}"
             else:  # a maintainer's withdrawal

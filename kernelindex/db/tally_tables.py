@@ -65,9 +65,11 @@ class CollectionTally(Base):
     collection: Mapped[str] = mapped_column(String(64), primary_key=True)
     gpu_slug: Mapped[str] = mapped_column(String(200), primary_key=True)  # EVERY_GPU: all of them
     workloads: Mapped[int]  # in the collection, measured or not
+    runs: Mapped[int]  # on the GPU, eligible or not
     eligible_runs: Mapped[int]  # on the GPU
     measured: Mapped[int]  # workloads with a run on the GPU
     busiest: Mapped[list[Any]]  # workload ids, most measured first (``ranking.most_measured_first``)
-    # The EVERY_GPU row only: the first workload ids by name, which fill a GPU's list in a
-    # collection where it measured fewer workloads than are shown.
+    # The EVERY_GPU row only (None on the others): the first workload ids by name, which are the
+    # busiest on a GPU with no run in the collection; and the tags of its workloads, sorted.
     first_by_name: Mapped[list[Any] | None]
+    tags: Mapped[list[Any] | None]

@@ -6,8 +6,9 @@ Home shows every collection with its workload count, its eligible runs and its b
 of milliseconds at 17,000 workloads, so each writing transaction recomputes the rows of the
 collections it touched, just before it commits and after the workload tallies it reads
 (``kernelindex.store.tallies`` calls ``recount_noted``): the collections of the workloads whose
-tallies it recounted, of workloads it added, moved, renamed or deleted, or every collection when
-it cannot tell.
+tallies it recounted, of workloads it added, moved, renamed, retagged or deleted, or every
+collection when it cannot tell. The GPU pages read their per-source coverage from the same rows,
+and the workload lists the tags they can be filtered by.
 
 On PostgreSQL two transactions changing one source's collections at once must not each rank a
 collection without the other's workloads: each takes a transaction-scoped advisory lock per
@@ -88,25 +89,32 @@ def _in_collections(table: Any, keys: Iterable[CollectionKey]) -> Any:
 
 
 def _write(session: Session, keys: list[CollectionKey] | None) -> None:
-    members = select(Workload.id, Workload.source_id, Workload.collection, Workload.name)
+    members = select(Workload.id, Workload.source_id, Workload.collection, Workload.name, Workload.tags)
     counts = select(WorkloadTally.workload_id, WorkloadTally.gpu_slug, WorkloadTally.runs, WorkloadTally.eligible_runs)
     if keys is not None:
         members = members.where(_in_collections(Workload, keys))
         counts = counts.join(Workload, Workload.id == WorkloadTally.workload_id).where(_in_collections(Workload, keys))
     collections: dict[CollectionKey, list[tuple[int, str]]] = defaultdict(list)
-    for workload_id, source, collection, name in session.execute(members):
+    tags: dict[CollectionKey, set[str]] = defaultdict(set)
+    for workload_id, source, collection, name, workload_tags in session.execute(members):
         collections[source, collection].append((workload_id, name))
+        tags[source, collection].update(map(str, workload_tags))
     # Workload id → GPU slug (EVERY_GPU: all of them) → (runs, eligible runs).
     tallies: dict[int, dict[str, tuple[int, int]]] = defaultdict(dict)
     for workload_id, gpu, runs, eligible in session.execute(counts):
         tallies[workload_id][gpu] = (runs, eligible)
-    rows = list(chain.from_iterable(_rows(key, workloads, tallies) for key, workloads in collections.items()))
+    rows = list(
+        chain.from_iterable(_rows(key, workloads, tallies, tags[key]) for key, workloads in collections.items())
+    )
     if rows:
         session.execute(insert(CollectionTally), rows)
 
 
 def _rows(
-    key: CollectionKey, workloads: list[tuple[int, str]], tallies: dict[int, dict[str, tuple[int, int]]]
+    key: CollectionKey,
+    workloads: list[tuple[int, str]],
+    tallies: dict[int, dict[str, tuple[int, int]]],
+    tags: set[str],
 ) -> Iterable[dict[str, Any]]:
     source, collection = key
     gpus = sorted({gpu for workload_id, _ in workloads for gpu in tallies.get(workload_id, ())} - {EVERY_GPU})
@@ -123,12 +131,14 @@ def _rows(
             "collection": collection,
             "gpu_slug": gpu,
             "workloads": len(workloads),
+            "runs": sum(runs for runs, _ in on_gpu.values()),
             "eligible_runs": sum(eligible for _, eligible in on_gpu.values()),
             "measured": sum(runs > 0 for runs, _ in on_gpu.values()),
             "busiest": [workload_id for workload_id, _ in heapq.nsmallest(BUSIEST_KEPT, workloads, key=order)],
             "first_by_name": [workload_id for workload_id, _ in heapq.nsmallest(BUSIEST_KEPT, workloads, key=_name)]
             if gpu == EVERY_GPU
             else None,
+            "tags": sorted(tags) if gpu == EVERY_GPU else None,
         }
 
 
@@ -147,7 +157,7 @@ def _after_flush(session: Session, _context: UOWTransaction) -> None:
         if getattr(row, "__tablename__", None) != "workload":
             continue
         attrs = inspect(row).attrs
-        moved = [attrs[name].history for name in ("source_id", "collection", "name")]
+        moved = [attrs[name].history for name in ("source_id", "collection", "name", "tags")]
         if id(row) not in changed and not any(history.has_changes() for history in moved):
             continue
         sources = [*(moved[0].deleted or ()), row.source_id]

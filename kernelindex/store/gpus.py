@@ -15,14 +15,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, load_only
 
 from kernelindex import urls
 from kernelindex.db.tables import Environment, GpuDatasheet, Run, Source, Workload
-from kernelindex.db.tally_tables import EVERY_GPU, WorkloadTally
+from kernelindex.db.tally_tables import EVERY_GPU, CollectionTally, WorkloadTally
 from kernelindex.gpus import TRACKED_GPUS
-from kernelindex.store.common import best_per_gpu, group_sizes, name_by_ref
+from kernelindex.store.common import group_sizes, name_by_ref
 from kernelindex.store.keyset import SLUG_ORDER, Expr, Position, keyset_page, numbered_page, page_of
 from kernelindex.store.manifests import environment_manifest
 from kernelindex.store.runs import availability_text, stack_text
@@ -36,7 +36,7 @@ from kernelindex.store.schemas import (
     GpuWorkload,
 )
 from kernelindex.store.tallies import runs_on_gpu
-from kernelindex.store.workloads import WorkloadFilters, fastest_run, workload_conditions
+from kernelindex.store.workloads import WorkloadFilters, fastest_run, headline_runs, workload_conditions
 
 
 @dataclass(frozen=True)
@@ -49,24 +49,31 @@ def _coverage(session: Session, slug: str | None) -> tuple[dict[str, list[GpuSou
     """GPU slug → its runs and workloads measured per source of workloads, by source name
     (every source that has workloads, measured there or not); and the same for a GPU
     nobody measured on."""
+    # From the collection tallies: a row per collection and GPU, where the workload tallies have one per workload.
     measured = (
         select(
-            WorkloadTally.gpu_slug,
-            Workload.source_id,
-            func.sum(WorkloadTally.runs).label("runs"),
-            func.count().label("workloads"),
+            CollectionTally.gpu_slug,
+            CollectionTally.source_id,
+            func.sum(CollectionTally.runs).label("runs"),
+            func.sum(CollectionTally.measured).label("workloads"),
         )
-        .join(Workload, WorkloadTally.workload_id == Workload.id)
-        .where(WorkloadTally.gpu_slug == slug if slug else WorkloadTally.gpu_slug != EVERY_GPU)
-        .group_by(WorkloadTally.gpu_slug, Workload.source_id)
+        .where(CollectionTally.gpu_slug == slug if slug else CollectionTally.gpu_slug != EVERY_GPU)
+        .group_by(CollectionTally.gpu_slug, CollectionTally.source_id)
     )
-    totals = dict(session.execute(select(Workload.source_id, func.count()).group_by(Workload.source_id)).all())
+    totals = {
+        source_id: int(count)
+        for source_id, count in session.execute(
+            select(CollectionTally.source_id, func.sum(CollectionTally.workloads))
+            .where(CollectionTally.gpu_slug == EVERY_GPU)
+            .group_by(CollectionTally.source_id)
+        )
+    }
     sources = sorted(
         session.scalars(select(Source).where(Source.id.in_(list(totals)))), key=lambda s: (s.name.casefold(), s.slug)
     )
     figures: dict[str, dict[int, tuple[int, int]]] = defaultdict(dict)
     for row in session.execute(measured):
-        figures[row.gpu_slug][row.source_id] = (row.runs, row.workloads)
+        figures[row.gpu_slug][row.source_id] = (int(row.runs), int(row.workloads))
 
     def per_source(on_gpu: dict[int, tuple[int, int]]) -> list[GpuSourceCoverage]:
         entries = []
@@ -145,11 +152,21 @@ def list_gpus(session: Session, after: Position | None, limit: int) -> tuple[lis
     return page_of([(gpu.slug, gpu) for gpu in gpu_catalogue(session).gpus], after, limit)
 
 
-def best_on_gpus(session: Session, *conditions: ColumnElement[bool]) -> dict[tuple[int, str], BestOnGpu]:
-    """(workload id, GPU slug) → the fastest eligible run of that workload on that GPU,
-    across stacks and protocols (``common.best_per_gpu``), with the size of the
-    comparison group it leads."""
-    best = best_per_gpu(session, *conditions)
+def best_on_gpus(
+    session: Session, workload_ids: Sequence[int], gpu: str | None = None
+) -> dict[tuple[int, str], BestOnGpu]:
+    """(workload id, GPU slug) → the fastest eligible run of that workload on that GPU (on
+    ``gpu`` alone, given one), across stacks and protocols (the workload tallies'
+    ``fastest_run_id``), with the size of the comparison group it leads."""
+    on_gpu = WorkloadTally.gpu_slug == gpu if gpu else WorkloadTally.gpu_slug != EVERY_GPU
+    run_ids = session.scalars(
+        select(WorkloadTally.fastest_run_id).where(
+            WorkloadTally.workload_id.in_(sorted(workload_ids)), on_gpu, WorkloadTally.fastest_run_id.is_not(None)
+        )
+    ).all()
+    best = {
+        (run.workload_id, run.environment.gpu_slug): run for run in headline_runs(session, [*filter(None, run_ids)])
+    }
     sizes = group_sizes(session, {(run.workload_id, run.comparison_key) for run in best.values()})
     return {
         key: BestOnGpu(
@@ -253,7 +270,7 @@ def _gpu_workloads(session: Session, gpu_slug: str, workloads: Sequence[Workload
     counted = runs_on_gpu(gpu_slug, ids)
     runs: dict[int, int] = dict(session.execute(select(counted.c.workload_id, counted.c.runs)).all())
     measured = [workload_id for workload_id in ids if workload_id in runs]
-    best = best_on_gpus(session, Environment.gpu_slug == gpu_slug, Run.workload_id.in_(measured)) if measured else {}
+    best = best_on_gpus(session, measured, gpu_slug)
     source_slugs = dict(session.execute(select(Source.id, Source.slug)).all())
     return [
         GpuWorkload(

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from kernelindex import urls
-from kernelindex.db.tables import Run, Workload
+from kernelindex.db.tables import Workload
 from kernelindex.slugs import slugify
 from kernelindex.store.catalog import origin_model_spellings
 from kernelindex.store.gpus import best_on_gpus
@@ -52,7 +52,7 @@ def model_detail(session: Session, slug: str) -> ModelDetail | None:
         return None
     names = origin_model_spellings(session, slug)
     workloads = session.scalars(select(Workload).where(Workload.origin_model.in_(names)).order_by(Workload.name)).all()
-    best = best_on_gpus(session, Run.workload_id.in_([w.id for w in workloads]))
+    best = best_on_gpus(session, [w.id for w in workloads])
     entries = [
         ModelWorkload(
             slug=workload.name,

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session, aliased, defer, joinedload
 
 from kernelindex import urls
 from kernelindex.db.tables import Environment, Implementation, Run, Source, Workload
-from kernelindex.db.tally_tables import EVERY_GPU, CollectionTally
+from kernelindex.db.tally_tables import EVERY_GPU, CollectionTally, WorkloadTally
 from kernelindex.slugs import slugify
 from kernelindex.store.catalog import origin_model_spellings
 from kernelindex.store.common import contains, name_by_ref
@@ -126,6 +126,17 @@ def _last_record_subquery(ids: Sequence[int] | None = None, gpu: str | None = No
     return select(holder.c.workload_id, func.max(holder.c.at).label("at")).group_by(holder.c.workload_id).subquery()
 
 
+def _measured_on(gpu: str) -> ColumnElement[bool]:
+    """Whether a workload has a run on ``gpu``. EXISTS, not IN: SQLite then walks a workload
+    index and probes the tallies, where IN looked up every measured workload's (large) row."""
+    # A key column, not "*": SQLite then reads the tallies' key index alone.
+    return (
+        select(WorkloadTally.workload_id)
+        .where(WorkloadTally.workload_id == Workload.id, WorkloadTally.gpu_slug == gpu)
+        .exists()
+    )
+
+
 def workload_conditions(session: Session, filters: WorkloadFilters) -> list[ColumnElement[bool]]:
     """The WHERE conditions on ``Workload`` of ``filters`` (``UnknownSource``, ``UnknownGpu``)."""
     conditions: list[ColumnElement[bool]] = []
@@ -139,8 +150,7 @@ def workload_conditions(session: Session, filters: WorkloadFilters) -> list[Colu
     if filters.model:
         conditions.append(Workload.origin_model.in_(origin_model_spellings(session, slugify(filters.model))))
     if filters.gpu and filters.measured is not None:
-        on_gpu = runs_on_gpu(gpu_named(session, filters.gpu))
-        measured = Workload.id.in_(select(on_gpu.c.workload_id))
+        measured = _measured_on(gpu_named(session, filters.gpu))
         conditions.append(measured if filters.measured else ~measured)
     if filters.q:
         conditions.append(
@@ -216,8 +226,8 @@ def gpu_coverage(session: Session, filters: WorkloadFilters) -> GpuCoverage:
     if not filters.gpu:
         raise MeasuredWithoutGpu()
     gpu = gpu_named(session, filters.gpu)
-    on_gpu = runs_on_gpu(gpu)
-    measured = case((Workload.id.in_(select(on_gpu.c.workload_id)), 1), else_=0)
+    # IN, not EXISTS: summed over every workload, one list of the GPU's beats a probe per workload.
+    measured = case((Workload.id.in_(select(runs_on_gpu(gpu).c.workload_id)), 1), else_=0)
     conditions = workload_conditions(session, replace(filters, measured=None))
     total, count = session.execute(
         select(func.count(), func.coalesce(func.sum(measured), 0)).select_from(Workload).where(*conditions)
@@ -354,8 +364,8 @@ def _last_records(session: Session, ids: Sequence[int], gpu: str | None) -> dict
     return {workload_id: latest for workload_id, latest in rows}
 
 
-def _headlines(session: Session, run_ids: Sequence[int]) -> dict[int, Run]:
-    """These workloads' headline runs (the tallies' ``fastest_run_id``), by workload."""
+def headline_runs(session: Session, run_ids: Sequence[int]) -> list[Run]:
+    """These runs (headlines: the tallies' ``fastest_run_id``), loaded for ``fastest_run``."""
     # What ``fastest_run`` reads: not the manifests of the run or its implementation (the
     # largest parts of a row), which a list of a hundred workloads would otherwise carry.
     headline = select(Run).options(
@@ -363,8 +373,7 @@ def _headlines(session: Session, run_ids: Sequence[int]) -> dict[int, Run]:
         joinedload(Run.implementation).defer(Implementation.manifest_json),
         joinedload(Run.environment),
     )
-    runs = session.scalars(headline.where(Run.id.in_(sorted(run_ids)))).unique()
-    return {run.workload_id: run for run in runs}
+    return list(session.scalars(headline.where(Run.id.in_(sorted(run_ids)))).unique())
 
 
 def fastest_run(run: Run) -> FastestRun:
@@ -399,7 +408,8 @@ def workload_items(
     ids = [w.id for w in workloads]
     stats = {row.workload_id: row for row in session.execute(select(eligible_stats(ids, gpu)))}
     last = _last_records(session, ids, gpu) if last_records else {}
-    fastest = _headlines(session, [row.fastest_run_id for row in stats.values() if row.fastest_run_id is not None])
+    headlines = [row.fastest_run_id for row in stats.values() if row.fastest_run_id is not None]
+    fastest = {run.workload_id: run for run in headline_runs(session, headlines)}
     on_gpu: dict[int, int] = {}
     if gpu is not None:
         counted = runs_on_gpu(gpu, ids)
@@ -476,10 +486,10 @@ def source_facets(session: Session, source_id: int | None = None) -> list[Source
 def facet_values(session: Session) -> dict[str, list[str]]:
     """The values the tag and origin model filters can take, for the filter form (GPUs: ``gpu_choices``)."""
     models = sorted({m for m in session.scalars(select(Workload.origin_model).distinct()) if m}, key=str.casefold)
-    # Each distinct list once: workloads of one table or suite share theirs, and decoding every
-    # workload's list took most of a GPU page's time at 17,000 workloads.
-    lists = session.scalars(select(cast(Workload.tags, Text)).distinct())
-    tags = sorted({tag for text in lists for tag in json.loads(text)})
+    # Each collection's tags, kept on write: reading every workload's list took most of a GPU
+    # page's time at 17,000 workloads.
+    lists = session.scalars(select(CollectionTally.tags).where(CollectionTally.gpu_slug == EVERY_GPU))
+    tags = sorted({str(tag) for found in lists for tag in found or ()})
     return {"model": models, "tag": tags}
 
 

@@ -43,10 +43,12 @@ def upgrade() -> None:
         sa.Column("collection", sa.String(64), nullable=False),
         sa.Column("gpu_slug", sa.String(200), nullable=False),
         sa.Column("workloads", sa.Integer(), nullable=False),
+        sa.Column("runs", sa.Integer(), nullable=False),
         sa.Column("eligible_runs", sa.Integer(), nullable=False),
         sa.Column("measured", sa.Integer(), nullable=False),
         sa.Column("busiest", sa.JSON(), nullable=False),
         sa.Column("first_by_name", sa.JSON(), nullable=True),
+        sa.Column("tags", sa.JSON(), nullable=True),
         sa.ForeignKeyConstraint(["source_id"], ["source.id"], name="fk_collection_tally_source_id_source"),
         sa.PrimaryKeyConstraint("source_id", "collection", "gpu_slug", name="pk_collection_tally"),
     )
