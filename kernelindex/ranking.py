@@ -128,10 +128,10 @@ def fastest_reported(runs: Iterable[RunFacts]) -> RunFacts | None:
     return min((run for run in runs if is_eligible(run)), key=lambda run: (run.latency_ns, run.name), default=None)
 
 
-def most_measured_first(eligible_runs: int, runs_on_gpu: int, name: str) -> tuple[int, int, str]:
+def most_measured_first(eligible_runs: int, runs: int, name: str) -> tuple[int, int, str]:
     """Sort key of a collection's busiest workloads (home): the most eligible runs, then the most
-    runs on the chosen GPU (0 without one), then by name in code-point order."""
-    return (-eligible_runs, -runs_on_gpu, name)
+    runs (on the chosen GPU, or on every GPU), then by name in code-point order."""
+    return (-eligible_runs, -runs, name)
 
 
 def default_group(runs: Sequence[RunFacts]) -> str | None:

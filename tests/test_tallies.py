@@ -25,7 +25,7 @@ from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.tables import Environment, Run, Workload
 from kernelindex.db.tally_tables import EVERY_GPU, CollectionTally, WorkloadSourceTally, WorkloadTally
 from kernelindex.manifests.types import RunStatus
-from kernelindex.ranking import is_eligible
+from kernelindex.ranking import is_eligible, most_measured_first
 from kernelindex.store import accounts, moderation
 from kernelindex.store.bulk import insert_rows
 from kernelindex.store.collection_tallies import BUSIEST_KEPT
@@ -71,12 +71,11 @@ def stored_tallies(session: Session) -> dict[tuple[int, str], Tally]:
 
 def expected_collections(session: Session, tallies: dict[tuple[int, str], Tally]) -> dict[tuple[int, str, str], Any]:
     """(source id, collection, GPU slug or EVERY_GPU) → (workloads, runs, eligible runs, measured
-    workloads, busiest ids, first ids by name, tags), from a full sort of every workload."""
+    workloads, busiest ids, first ids by name), from a full sort of every workload by
+    ``ranking.most_measured_first``."""
     members: dict[tuple[int, str], list[tuple[int, str]]] = {}
-    tags: dict[tuple[int, str], set[str]] = {}
     for workload in session.scalars(select(Workload)):
         members.setdefault((workload.source_id, workload.collection), []).append((workload.id, workload.name))
-        tags.setdefault((workload.source_id, workload.collection), set()).update(workload.tags)
     expected = {}
     for (source_id, collection), workloads in members.items():
         ids = {workload_id for workload_id, _ in workloads}
@@ -84,7 +83,7 @@ def expected_collections(session: Session, tallies: dict[tuple[int, str], Tally]
         by_name = [workload_id for workload_id, _ in sorted(workloads, key=lambda w: w[1])][:BUSIEST_KEPT]
         for gpu in [EVERY_GPU, *gpus]:
             counts = {workload_id: tallies.get((workload_id, gpu), (0, 0, None, None)) for workload_id in ids}
-            busiest = sorted(workloads, key=lambda w, c=counts, g=gpu: (-c[w[0]][1], -(c[w[0]][0] if g else 0), w[1]))
+            busiest = sorted(workloads, key=lambda w, c=counts: most_measured_first(c[w[0]][1], c[w[0]][0], w[1]))
             expected[source_id, collection, gpu] = (
                 len(workloads),
                 sum(count[0] for count in counts.values()),
@@ -92,7 +91,6 @@ def expected_collections(session: Session, tallies: dict[tuple[int, str], Tally]
                 sum(count[0] > 0 for count in counts.values()),
                 [workload_id for workload_id, _ in busiest][:BUSIEST_KEPT],
                 by_name if gpu == EVERY_GPU else None,
-                sorted(tags[source_id, collection]) if gpu == EVERY_GPU else None,
             )
     return expected
 
@@ -106,7 +104,6 @@ def stored_collections(session: Session) -> dict[tuple[int, str, str], Any]:
             row.measured,
             row.busiest,
             row.first_by_name,
-            row.tags,
         )
         for row in session.scalars(select(CollectionTally))
     }
@@ -117,6 +114,9 @@ def assert_exact(sessions: sessionmaker[Session]) -> None:
         session.expire_all()
         stored, expected = stored_tallies(session), expected_tallies(session)
         assert stored.keys() == expected.keys()
+        workloads = {w.id: (w.source_id, w.collection, w.name) for w in session.scalars(select(Workload))}
+        for row in session.scalars(select(WorkloadTally)):  # each copies its workload's
+            assert (row.source_id, row.collection, row.name) == workloads[row.workload_id]
         for key, (runs, eligible, best, fastest) in expected.items():
             assert stored[key][:2] == (runs, eligible), key
             assert stored[key][2] == pytest.approx(best), key
@@ -152,7 +152,7 @@ writes = st.lists(
         st.tuples(st.just("flip"), st.integers(0, 40), st.sampled_from(["held", "upstream", "status", "sol"])),
         st.tuples(st.just("hidden"), st.integers(0, 4), st.booleans()),
         st.tuples(st.just("withdraw"), st.integers(0, 40)),
-        st.tuples(st.just("move"), st.integers(0, 4), st.sampled_from(["collection", "name", "tags"])),
+        st.tuples(st.just("move"), st.integers(0, 4), st.sampled_from(["collection", "name"])),
     ),
     min_size=1,
     max_size=8,
@@ -209,13 +209,11 @@ def test_every_kind_of_write_keeps_the_tallies_exact(loaded_db: Any, steps: list
                     .values(upstream_withdrawn=~Run.upstream_withdrawn)
                     .execution_options(synchronize_session=False)
                 )
-            elif kind == "move":  # a workload moved to another collection, renamed (which orders it anew) or retagged
+            elif kind == "move":  # a workload moved to another collection, or renamed (which orders it anew)
                 workload = session.get(Workload, workloads[step[1]])
                 assert workload is not None
                 if step[2] == "collection":
                     workload.collection = f"{PREFIX}moved-{number % 2}"
-                elif step[2] == "tags":
-                    workload.tags = [*workload.tags, f"{PREFIX}tag-{number}"]
                 else:
                     workload.name = f"{PREFIX}{'a' if number % 2 else 'z'}-{number}-{datetime.now(UTC).timestamp()}"
             else:  # a maintainer's withdrawal

@@ -50,6 +50,12 @@ class Source(Base):
     last_observed_at: Mapped[datetime | None]
 
 
+# Indexes that migrations add on SQLite only: ``ix_workload_tags`` (the tag filter's choices read
+# from the index; PostgreSQL has no btree for ``json`` and keeps the manifest out of the row
+# anyway). ``migrations/env.py`` keeps autogenerate from proposing to drop them.
+SQLITE_ONLY_INDEXES = frozenset({"ix_workload_tags"})
+
+
 class Workload(ManifestRecord, Base):
     __tablename__ = "workload"
     __table_args__ = (

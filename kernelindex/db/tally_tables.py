@@ -20,6 +20,12 @@ from kernelindex.db.base import Base
 EVERY_GPU = ""
 
 
+# A workload's name as the tallies copy it: in code-point order on PostgreSQL too (its "C"
+# collation; SQLite compares bytes), so an index walk yields a collection's busiest in the order
+# ``ranking.most_measured_first`` gives them.
+CODE_POINT_NAME = String(200, collation="C").with_variant(String(200), "sqlite")
+
+
 class WorkloadTally(Base):
     __tablename__ = "workload_tally"
     __table_args__ = (
@@ -35,6 +41,23 @@ class WorkloadTally(Base):
     # The fastest eligible run (``ranking.fastest_reported``): the workload's headline there. Not a
     # foreign key: the tally is recounted in the transaction that changes its runs.
     fastest_run_id: Mapped[int | None]
+    # The workload's source, collection and name, copied (and recounted when they change) so that
+    # a collection's busiest workloads are an index walk (``ix_workload_tally_busiest``).
+    source_id: Mapped[int]
+    collection: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(CODE_POINT_NAME)
+
+
+# A collection's workloads on a GPU, most measured first (``ranking.most_measured_first``).
+Index(
+    "ix_workload_tally_busiest",
+    WorkloadTally.source_id,
+    WorkloadTally.collection,
+    WorkloadTally.gpu_slug,
+    WorkloadTally.eligible_runs.desc(),
+    WorkloadTally.runs.desc(),
+    WorkloadTally.name,
+)
 
 
 class WorkloadSourceTally(Base):
@@ -70,6 +93,5 @@ class CollectionTally(Base):
     measured: Mapped[int]  # workloads with a run on the GPU
     busiest: Mapped[list[Any]]  # workload ids, most measured first (``ranking.most_measured_first``)
     # The EVERY_GPU row only (None on the others): the first workload ids by name, which are the
-    # busiest on a GPU with no run in the collection; and the tags of its workloads, sorted.
+    # busiest on a GPU with no run in the collection.
     first_by_name: Mapped[list[Any] | None]
-    tags: Mapped[list[Any] | None]

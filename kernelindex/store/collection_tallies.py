@@ -6,9 +6,12 @@ Home shows every collection with its workload count, its eligible runs and its b
 of milliseconds at 17,000 workloads, so each writing transaction recomputes the rows of the
 collections it touched, just before it commits and after the workload tallies it reads
 (``kernelindex.store.tallies`` calls ``recount_noted``): the collections of the workloads whose
-tallies it recounted, of workloads it added, moved, renamed, retagged or deleted, or every
-collection when it cannot tell. The GPU pages read their per-source coverage from the same rows,
-and the workload lists the tags they can be filtered by.
+tallies it recounted, of workloads it added, moved, renamed or deleted, or every collection
+when it cannot tell. The GPU pages read their per-source coverage from the same rows.
+
+Each collection's rows come from a few index walks (``ix_workload_tally_busiest``, which copies
+each workload's collection and name into its tallies), not from reading its workloads: an
+ingest that adds workloads to a collection of 17,000 recounts it on every commit.
 
 On PostgreSQL two transactions changing one source's collections at once must not each rank a
 collection without the other's workloads: each takes a transaction-scoped advisory lock per
@@ -18,18 +21,17 @@ reads after it, when, at READ COMMITTED, the other's committed rows are seen.
 
 from __future__ import annotations
 
-import heapq
 from collections import defaultdict
 from collections.abc import Collection, Iterable
 from itertools import chain
 from typing import Any
 
-from sqlalchemy import and_, delete, event, insert, inspect, or_, select, text
+from sqlalchemy import and_, delete, event, func, insert, inspect, or_, select, text
 from sqlalchemy.orm import Session, UOWTransaction
 
 from kernelindex.db.tables import Workload
 from kernelindex.db.tally_tables import EVERY_GPU, CollectionTally, WorkloadTally
-from kernelindex.ranking import most_measured_first
+from kernelindex.store.common import in_code_point_order
 from kernelindex.store.version import confined_workloads, hidden_writes
 
 # The busiest workloads kept per collection and GPU: as many as home shows.
@@ -48,8 +50,9 @@ def recount(session: Session, keys: Collection[CollectionKey] | None = None) -> 
     """Recompute the rows of the collections ``keys`` (of every collection without) in the
     session's transaction, from the workloads and their tallies."""
     if session.get_bind().dialect.name == "postgresql":
-        sources = {source for source, _ in keys} if keys is not None else session.scalars(select(Workload.source_id))
-        for source in sorted(set(sources)):
+        every_source = select(Workload.source_id).distinct()
+        sources = {source for source, _ in keys} if keys is not None else set(session.scalars(every_source))
+        for source in sorted(sources):
             session.execute(_LOCK, {"class": _LOCK_CLASS, "source": source})
     if keys is None:
         session.execute(delete(CollectionTally))
@@ -89,61 +92,72 @@ def _in_collections(table: Any, keys: Iterable[CollectionKey]) -> Any:
 
 
 def _write(session: Session, keys: list[CollectionKey] | None) -> None:
-    members = select(Workload.id, Workload.source_id, Workload.collection, Workload.name, Workload.tags)
-    counts = select(WorkloadTally.workload_id, WorkloadTally.gpu_slug, WorkloadTally.runs, WorkloadTally.eligible_runs)
-    if keys is not None:
-        members = members.where(_in_collections(Workload, keys))
-        counts = counts.join(Workload, Workload.id == WorkloadTally.workload_id).where(_in_collections(Workload, keys))
-    collections: dict[CollectionKey, list[tuple[int, str]]] = defaultdict(list)
-    tags: dict[CollectionKey, set[str]] = defaultdict(set)
-    for workload_id, source, collection, name, workload_tags in session.execute(members):
-        collections[source, collection].append((workload_id, name))
-        tags[source, collection].update(map(str, workload_tags))
-    # Workload id → GPU slug (EVERY_GPU: all of them) → (runs, eligible runs).
-    tallies: dict[int, dict[str, tuple[int, int]]] = defaultdict(dict)
-    for workload_id, gpu, runs, eligible in session.execute(counts):
-        tallies[workload_id][gpu] = (runs, eligible)
-    rows = list(
-        chain.from_iterable(_rows(key, workloads, tallies, tags[key]) for key, workloads in collections.items())
-    )
+    if keys is None:
+        keys = sorted((source, name) for source, name in session.execute(_every_collection))
+    rows = [row for key in keys for row in _rows(session, key)]
     if rows:
         session.execute(insert(CollectionTally), rows)
 
 
-def _rows(
-    key: CollectionKey,
-    workloads: list[tuple[int, str]],
-    tallies: dict[int, dict[str, tuple[int, int]]],
-    tags: set[str],
-) -> Iterable[dict[str, Any]]:
+_every_collection = select(Workload.source_id, Workload.collection).distinct()
+
+
+def _rows(session: Session, key: CollectionKey) -> list[dict[str, Any]]:
+    """The rows of one collection: a few index walks, whatever its size (the AIConfigurator
+    collection holds 17,000 workloads, and an ingest recounts it on every commit)."""
     source, collection = key
-    gpus = sorted({gpu for workload_id, _ in workloads for gpu in tallies.get(workload_id, ())} - {EVERY_GPU})
-    for gpu in (EVERY_GPU, *gpus):
-        on_gpu = {workload_id: tallies.get(workload_id, {}).get(gpu, (0, 0)) for workload_id, _ in workloads}
-
-        def order(workload: tuple[int, str], on_gpu: dict[int, tuple[int, int]] = on_gpu, gpu: str = gpu) -> Any:
-            runs, eligible = on_gpu[workload[0]]
-            # Over every GPU, no GPU is chosen: the runs on it do not order the workloads.
-            return most_measured_first(eligible, runs if gpu else 0, workload[1])
-
-        yield {
-            "source_id": source,
-            "collection": collection,
-            "gpu_slug": gpu,
-            "workloads": len(workloads),
-            "runs": sum(runs for runs, _ in on_gpu.values()),
-            "eligible_runs": sum(eligible for _, eligible in on_gpu.values()),
-            "measured": sum(runs > 0 for runs, _ in on_gpu.values()),
-            "busiest": [workload_id for workload_id, _ in heapq.nsmallest(BUSIEST_KEPT, workloads, key=order)],
-            "first_by_name": [workload_id for workload_id, _ in heapq.nsmallest(BUSIEST_KEPT, workloads, key=_name)]
-            if gpu == EVERY_GPU
-            else None,
-            "tags": sorted(tags) if gpu == EVERY_GPU else None,
-        }
-
-
-def _name(workload: tuple[int, str]) -> str:
-    return workload[1]
+    in_collection = (Workload.source_id == source, Workload.collection == collection)
+    workloads = session.scalar(select(func.count()).select_from(Workload).where(*in_collection)) or 0
+    if not workloads:
+        return []
+    first_by_name = list(
+        session.scalars(
+            select(Workload.id)
+            .where(*in_collection)
+            .order_by(in_code_point_order(session, Workload.name))
+            .limit(BUSIEST_KEPT)
+        )
+    )
+    tallied = (WorkloadTally.source_id == source, WorkloadTally.collection == collection)
+    counts = session.execute(
+        select(
+            WorkloadTally.gpu_slug,
+            func.count(),
+            func.sum(WorkloadTally.runs),
+            func.sum(WorkloadTally.eligible_runs),
+        )
+        .where(*tallied)
+        .group_by(WorkloadTally.gpu_slug)
+    ).all()
+    per_gpu = {gpu: (int(measured), int(runs), int(eligible)) for gpu, measured, runs, eligible in counts}
+    rows = []
+    for gpu in sorted({EVERY_GPU, *per_gpu}):
+        measured, runs, eligible = per_gpu.get(gpu, (0, 0, 0))
+        # The order of ``ranking.most_measured_first``, along ``ix_workload_tally_busiest``.
+        ranked = list(
+            session.scalars(
+                select(WorkloadTally.workload_id)
+                .where(*tallied, WorkloadTally.gpu_slug == gpu)
+                .order_by(WorkloadTally.eligible_runs.desc(), WorkloadTally.runs.desc(), WorkloadTally.name)
+                .limit(BUSIEST_KEPT)
+            )
+        )
+        # Fewer measured than are kept: every measured one is ranked, and the others follow by name.
+        unmeasured = [workload_id for workload_id in first_by_name if workload_id not in ranked]
+        rows.append(
+            {
+                "source_id": source,
+                "collection": collection,
+                "gpu_slug": gpu,
+                "workloads": workloads,
+                "runs": runs,
+                "eligible_runs": eligible,
+                "measured": measured,
+                "busiest": (ranked + unmeasured)[:BUSIEST_KEPT],
+                "first_by_name": first_by_name if gpu == EVERY_GPU else None,
+            }
+        )
+    return rows
 
 
 def _note(session: Session, keys: Iterable[CollectionKey]) -> None:
@@ -157,7 +171,7 @@ def _after_flush(session: Session, _context: UOWTransaction) -> None:
         if getattr(row, "__tablename__", None) != "workload":
             continue
         attrs = inspect(row).attrs
-        moved = [attrs[name].history for name in ("source_id", "collection", "name", "tags")]
+        moved = [attrs[name].history for name in ("source_id", "collection", "name")]
         if id(row) not in changed and not any(history.has_changes() for history in moved):
             continue
         sources = [*(moved[0].deleted or ()), row.source_id]

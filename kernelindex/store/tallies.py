@@ -1,11 +1,12 @@
 """Workload tallies (``kernelindex.db.tally_tables``: runs per GPU and per source of the runs), kept
 exact by the transactions that write runs.
 
-A transaction that writes runs notes their workloads: run rows it flushes name theirs, and a
-write whose rows are not seen (a multi-row UPDATE, the bulk path) names the workloads its
-transaction confined its writes to (``version.confine_writes``), or else every workload. Just
-before it commits, the transaction recomputes the tallies of those workloads from their runs, so
-the counts become visible exactly with the runs they count.
+A transaction that writes runs notes their workloads: run rows it flushes name theirs (and a
+workload it moves or renames, its own: a tally copies them), and a write whose rows are not
+seen (a multi-row UPDATE, the bulk path) names the workloads its transaction confined its writes
+to (``version.confine_writes``), or else every workload. Just before it commits, the
+transaction recomputes the tallies of those workloads from their runs, so the counts become
+visible exactly with the runs they count.
 
 Two transactions that change the same workload at once on PostgreSQL must not each count
 without the other's runs: each first locks the workload rows it recounts (in id order, so two
@@ -31,8 +32,11 @@ from kernelindex.store.version import confined_workloads, hidden_writes
 
 _DIRTY = "kernelindex.tallies_dirty"  # workload ids to recount, or None for every workload
 _EVERY_WORKLOAD = None
-# Tables whose rows the tallies count: runs, and the environments that give a run its GPU.
-_COUNTED_TABLES = frozenset({"run", "environment"})
+# Tables whose rows the tallies count or copy: runs, the environments that give a run its GPU, and
+# the workloads whose source, collection and name they copy.
+_COUNTED_TABLES = frozenset({"run", "environment", "workload"})
+# The workload columns a tally copies.
+_COPIED = ("source_id", "collection", "name")
 # Ids per statement: well inside every backend's limit on bound parameters.
 _CHUNK = 1000
 
@@ -112,11 +116,18 @@ def _recount(session: Session, ids: list[int] | None) -> None:
     every_gpu = select(Run.workload_id, literal(EVERY_GPU), *counted).where(*of_ids).group_by(Run.workload_id)
     counts = union_all(per_gpu, every_gpu).subquery()
     fastest = _fastest(of_ids)
-    with_fastest = select(*counts.c, fastest.c.run_id).outerjoin(
-        fastest, and_(fastest.c.workload_id == counts.c.workload_id, fastest.c.gpu_slug == counts.c.gpu_slug)
+    rows = (
+        select(*counts.c, fastest.c.run_id, Workload.source_id, Workload.collection, Workload.name)
+        .join(Workload, Workload.id == counts.c.workload_id)
+        .outerjoin(
+            fastest, and_(fastest.c.workload_id == counts.c.workload_id, fastest.c.gpu_slug == counts.c.gpu_slug)
+        )
     )
-    columns = ["workload_id", "gpu_slug", "runs", "eligible_runs", "best_sol", "fastest_run_id"]
-    session.execute(insert(WorkloadTally).from_select(columns, with_fastest))
+    columns = [
+        *("workload_id", "gpu_slug", "runs", "eligible_runs", "best_sol", "fastest_run_id"),
+        *("source_id", "collection", "name"),  # the workload's, copied
+    ]
+    session.execute(insert(WorkloadTally).from_select(columns, rows))
     per_source = (
         select(Run.workload_id, Run.source_id, func.count()).where(*of_ids).group_by(Run.workload_id, Run.source_id)
     )
@@ -166,6 +177,10 @@ def _after_flush(session: Session, _context: UOWTransaction) -> None:
             _note(session, [row.workload_id, *(moved.deleted or ())])
         elif table == "environment" and id(row) not in new and inspect(row).attrs.gpu_slug.history.has_changes():
             _note(session, None)  # runs moved between GPUs
+        elif table == "workload" and id(row) not in new:
+            attrs = inspect(row).attrs
+            if any(attrs[name].history.has_changes() for name in _COPIED):
+                _note(session, [row.id])
 
 
 # Inserted first: the tallies are written before ``version`` numbers the transaction, so every
