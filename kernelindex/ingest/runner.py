@@ -36,7 +36,7 @@ from kernelindex.store.ingest import (
     stored_units,
     workload_ids,
 )
-from kernelindex.store.planner import gather_statistics_after_bulk_write
+from kernelindex.store.planner import vacuum_after_bulk_write
 from kernelindex.store.regressions import refresh_regressions
 from kernelindex.store.source_files import record_datasheets, record_files, stored_files
 
@@ -261,11 +261,12 @@ def run_ingest(
             ).regressions
             finished = clock()  # the report's time includes the refresh
         record_datasheets(session, source_id, discovery.datasheets, finished)
-        gather_statistics_after_bulk_write(session, counts["added.run"])
         nested = _nested(counts)
         nested.setdefault("flag", {})
         nested["flags"] = nested.pop("flag")
         finish_report(session, report_id, status, finished, nested, errors, sorted(drift))
+        engine = session.get_bind().engine
+    vacuum_after_bulk_write(engine, counts["added.run"])
     return IngestSummary(
         report_id=report_id,
         status=status,
