@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import IngestionReport, Run, Source, Workload
-from kernelindex.db.tally_tables import WorkloadSourceTally
+from kernelindex.db.tally_tables import EVERY_GPU, CollectionTally, WorkloadSourceTally
 from kernelindex.store.schemas import Completeness, ReadFromKind, SnapshotItem, SourceCompleteness
 
 # Ingests that stored what they read; a failed or unfinished one says nothing of what is held.
@@ -76,17 +76,25 @@ def source_completeness(session: Session, sources: Sequence[Source]) -> dict[int
             .group_by(WorkloadSourceTally.source_id)
         ).all()
     )
+    # Workloads from the collection tallies; the upstream counts from the few workloads that
+    # carry one, along ``ix_workload_source_id_upstream_total``.
+    workloads_of: dict[int, Any] = dict(
+        session.execute(
+            select(CollectionTally.source_id, func.sum(CollectionTally.workloads))
+            .where(CollectionTally.source_id.in_(ids), CollectionTally.gpu_slug == EVERY_GPU)
+            .group_by(CollectionTally.source_id)
+        ).all()
+    )
     defined = {
         row.source_id: row
         for row in session.execute(
             select(
                 Workload.source_id,
-                func.count(Workload.id).label("workloads"),
-                func.count(Workload.upstream_total).label("counted"),
+                func.count().label("counted"),
                 func.sum(Workload.upstream_total).label("total"),
                 func.max(Workload.upstream_total_observed_at).label("counted_at"),
             )
-            .where(Workload.source_id.in_(ids))
+            .where(Workload.source_id.in_(ids), Workload.upstream_total.is_not(None))
             .group_by(Workload.source_id)
         )
     }
@@ -108,7 +116,7 @@ def source_completeness(session: Session, sources: Sequence[Source]) -> dict[int
     answers = {}
     for source in sources:
         row = defined.get(source.id)
-        workloads, counted = (row.workloads, row.counted) if row else (0, 0)
+        workloads, counted = int(workloads_of.get(source.id) or 0), row.counted if row else 0
         total = int(row.total) if row and row.total is not None else None
         runs, runs_counted = int(stored.get(source.id) or 0), int(in_counted.get(source.id) or 0)
         reading = readings.get(source.id)

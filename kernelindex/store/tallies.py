@@ -68,8 +68,8 @@ def runs_on_gpu(gpu: str, ids: Sequence[int] | None = None) -> Any:
 
 
 def eligible_run_count(session: Session) -> int:
-    """The runs that may be ranked in the whole catalogue, on every GPU."""
-    total = select(func.sum(WorkloadTally.eligible_runs)).where(WorkloadTally.gpu_slug == EVERY_GPU)
+    """The runs that may be ranked in the whole catalogue, on every GPU (summed over the collections)."""
+    total = select(func.sum(CollectionTally.eligible_runs)).where(CollectionTally.gpu_slug == EVERY_GPU)
     return int(session.scalar(total) or 0)
 
 

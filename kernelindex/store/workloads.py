@@ -280,7 +280,9 @@ def catalogue_by_source(session: Session, gpu: str | None = None) -> list[Source
         return list(row.busiest) if row is not None else list(every[key].first_by_name or ())
 
     chosen = sorted({workload_id for key in every for workload_id in busiest_ids(key)})
-    shown_workloads = list(session.scalars(select(Workload).where(Workload.id.in_(chosen))))
+    # Their columns, not their manifests (a sweep's lists every case), which home does not show.
+    shown = select(Workload).options(defer(Workload.manifest_json)).where(Workload.id.in_(chosen))
+    shown_workloads = list(session.scalars(shown))
     items = workload_items(session, shown_workloads, gpu=gpu, last_records=False)  # home shows none
     busiest: dict[tuple[int, str], list[WorkloadItem]] = {}
     for workload, item in zip(shown_workloads, items, strict=True):
