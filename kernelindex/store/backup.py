@@ -53,6 +53,7 @@ from kernelindex.db.tally_tables import CollectionTally, WorkloadSourceTally, Wo
 from kernelindex.manifests import BenchmarkRun, parse_manifest
 from kernelindex.manifests.digest import comparison_key, manifest_digest
 from kernelindex.store.collection_tallies import recount as recount_collections
+from kernelindex.store.planner import vacuum_after_bulk_write
 from kernelindex.store.reruns import derive_rerun_evidence
 from kernelindex.store.tallies import recount
 from kernelindex.store.version import bump_everything
@@ -341,6 +342,7 @@ def restore_backup(engine: Engine, path: Path, schema: str, key: bytes, replace:
             recount(session)
             recount_collections(session)
         bump_everything(connection)
+    vacuum_after_bulk_write(engine, summary.tables.get("run", 0))
     return summary
 
 

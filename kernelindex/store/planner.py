@@ -10,7 +10,8 @@ and 0.5 s.
 An index-only scan reads the table too for every page the visibility map does not yet mark
 all-visible, which only ``VACUUM`` marks: on the same catalogue, freshly ingested and analysed,
 ``/gpus/h200`` counted its runs per environment in 90 ms, and in 10 ms after ``VACUUM``. So a
-bulk ingest ends with ``VACUUM (ANALYZE)``, outside its transaction (VACUUM cannot run in one).
+bulk ingest, and a restore, ends with ``VACUUM (ANALYZE)``, outside its transaction (VACUUM cannot
+run in one).
 
 SQLite is left as it is: on the same catalogue its planner chose a slower plan for
 ``/gpus/{slug}`` with statistics (0.9 s) than without (0.4 s).
