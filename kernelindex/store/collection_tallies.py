@@ -44,6 +44,9 @@ _LOCK = text("SELECT pg_advisory_xact_lock(:class, :source)")
 _CHUNK = 400
 
 CollectionKey = tuple[int, str]  # (source id, collection name)
+# What places a workload in a collection and in its order: the workload tallies copy these, and a
+# change to one recounts both.
+PLACING_COLUMNS = ("source_id", "collection", "name")
 
 
 def recount(session: Session, keys: Collection[CollectionKey] | None = None) -> None:
@@ -171,7 +174,7 @@ def _after_flush(session: Session, _context: UOWTransaction) -> None:
         if getattr(row, "__tablename__", None) != "workload":
             continue
         attrs = inspect(row).attrs
-        moved = [attrs[name].history for name in ("source_id", "collection", "name")]
+        moved = [attrs[name].history for name in PLACING_COLUMNS]
         if id(row) not in changed and not any(history.has_changes() for history in moved):
             continue
         sources = [*(moved[0].deleted or ()), row.source_id]

@@ -35,8 +35,6 @@ _EVERY_WORKLOAD = None
 # Tables whose rows the tallies count or copy: runs, the environments that give a run its GPU, and
 # the workloads whose source, collection and name they copy.
 _COUNTED_TABLES = frozenset({"run", "environment", "workload"})
-# The workload columns a tally copies.
-_COPIED = ("source_id", "collection", "name")
 # Ids per statement: well inside every backend's limit on bound parameters.
 _CHUNK = 1000
 
@@ -125,7 +123,7 @@ def _recount(session: Session, ids: list[int] | None) -> None:
     )
     columns = [
         *("workload_id", "gpu_slug", "runs", "eligible_runs", "best_sol", "fastest_run_id"),
-        *("source_id", "collection", "name"),  # the workload's, copied
+        *collection_tallies.PLACING_COLUMNS,  # the workload's, copied
     ]
     session.execute(insert(WorkloadTally).from_select(columns, rows))
     per_source = (
@@ -179,7 +177,7 @@ def _after_flush(session: Session, _context: UOWTransaction) -> None:
             _note(session, None)  # runs moved between GPUs
         elif table == "workload" and id(row) not in new:
             attrs = inspect(row).attrs
-            if any(attrs[name].history.has_changes() for name in _COPIED):
+            if any(attrs[name].history.has_changes() for name in collection_tallies.PLACING_COLUMNS):
                 _note(session, [row.id])
 
 
