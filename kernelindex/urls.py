@@ -140,8 +140,10 @@ def records_feed() -> str:
     return "/records.atom"
 
 
-def search(q: str = "", kind: str | None = None, gpu: str | None = None) -> str:
-    return with_query("/search", q=q, kind=kind, gpu=gpu)
+def search(q: str = "", kind: str | None = None, gpu: str | None = None, read_gpu: bool = True) -> str:
+    """The search page; ``read_gpu=False`` searches a GPU's name in ``q`` as words instead of
+    showing figures on that GPU."""
+    return with_query("/search", q=q, kind=kind, gpu=gpu, read_gpu=None if read_gpu else 0)
 
 
 def compare(run_names: Iterable[str], fmt: str | None = None) -> str:

@@ -252,6 +252,40 @@ def test_the_search_api_gives_the_pages_figures_on_a_gpu(site):
     assert refused.status_code == 400 and "h2000" in refused.json()["detail"]
 
 
+def test_a_gpu_named_in_the_search_text_shows_the_figures_on_it(site):
+    """"relu l40s": no workload's text names a GPU, so the L40S becomes the GPU filter and
+    "relu" is searched; the page says so and offers the words as typed."""
+    typed = site.get("/search.json?q=relu+L40S").json()
+    chosen = site.get("/search.json?q=relu&gpu=l40s").json()
+    assert typed["query"] == "relu" and typed["gpu"]["slug"] == "l40s"
+    assert typed["groups"] == chosen["groups"]
+    assert typed["gpu"]["readFrom"] == "L40S" and chosen["gpu"]["readFrom"] is None
+    results = page(site, "/search?q=relu+L40S")
+    assert results.select_one("#search-gpu option[selected]")["value"] == "l40s"
+    assert results.select_one("input[name=q]")["value"] == "relu"
+    note = results.select_one("p.gpu-filter")
+    assert "“L40S” names a GPU" in text(note)
+    as_words = note.select_one("a[href*='read_gpu=0']")["href"]
+    words = site.get(as_words.replace("/search?", "/search.json?")).json()
+    assert words["gpu"] is None and words["query"] == "relu L40S"
+    api = site.get("/api/v1/search?q=relu+l40s").json()
+    assert (api["query"], api["gpu"]) == ("relu", "l40s")
+    assert {h["slug"]: h["onGpu"] for h in api["hits"]} == {
+        h["slug"]: h["onGpu"] for h in site.get("/api/v1/search?q=relu&gpu=l40s").json()["hits"]
+    }
+    assert site.get("/api/v1/search?q=relu+l40s&read_gpu=false").json()["gpu"] is None
+    # A query that is only a GPU's name finds the GPU; an explicit filter wins over the text.
+    only = site.get("/search.json?q=l40s").json()
+    assert only["gpu"] is None and [g["kind"] for g in only["groups"]] == ["gpu"]
+    both = site.get("/search.json?q=relu+h100+sxm&gpu=l40s").json()
+    assert both["gpu"]["slug"] == "l40s" and both["query"] == "relu h100 sxm"
+
+
+def test_the_longest_gpu_name_in_a_query_wins(site):
+    data = site.get("/search.json?q=relu+h100+sxm").json()
+    assert (data["query"], data["gpu"]["slug"], data["gpu"]["readFrom"]) == ("relu", "h100-sxm", "h100 sxm")
+
+
 def test_a_gpu_pages_pages_keep_its_filters(client):
     first = client.get("/gpus/b200.json?source=sol-execbench&collection=L1").json()
     assert (first["total"], first["pageCount"], first["matching"]) == (94, 2, 94)

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import Environment
 from kernelindex.gpus import TRACKED_GPUS
+from kernelindex.slugs import slugify
 from kernelindex.store.tallies import workloads_per_gpu
 
 
@@ -78,3 +79,38 @@ def product_of(session: Session, slug: str) -> str:
     if product is not None:
         return product
     return next((gpu.product for gpu in TRACKED_GPUS if gpu.slug == slug), slug)
+
+
+# The most words a GPU's name spans in a query ("rtx pro 6000 blackwell server": five).
+_GPU_NAME_WORDS = 5
+
+
+@dataclass(frozen=True)
+class GpuInQuery:
+    """A GPU named by words of a search query, and the query without those words."""
+
+    slug: str
+    words: str  # the words that named it, as typed
+    rest: str  # the query without them
+
+
+def gpu_in_query(session: Session, q: str) -> GpuInQuery | None:
+    """The GPU that consecutive words of ``q`` name by its slug ("moe 7168 fp8 h200": the H200;
+    "gemm H100 SXM": the ``h100-sxm``), when other words remain; else ``None``.
+
+    No workload's text names a GPU (a workload is measured on many), so searching for a GPU's
+    name among the other words would only find the GPU; a search reads it as the GPU whose
+    figures to show instead. A query that is only a GPU's name is left to find the GPU itself.
+    The longest name wins, then the first.
+    """
+    words = q.split()
+    if len(words) < 2:
+        return None
+    known = set(known_gpu_slugs(session))
+    for length in range(min(_GPU_NAME_WORDS, len(words) - 1), 0, -1):
+        for start in range(len(words) - length + 1):
+            named = words[start : start + length]
+            if slugify(" ".join(named), fallback="") in known:
+                rest = words[:start] + words[start + length :]
+                return GpuInQuery(slug=slugify(" ".join(named)), words=" ".join(named), rest=" ".join(rest))
+    return None

@@ -621,9 +621,12 @@ class OnGpuItem(ApiModel):
 
 
 class SearchResponse(ApiModel):
-    query: str
+    query: str = Field(description="the text searched: q, less the words that named the GPU when they did")
     hits: list[SearchHitItem] = Field(description="best first; entries matching every term come first")
     did_you_mean: str | None = Field(description="a corrected query, for a near miss")
+    gpu: str | None = Field(
+        default=None, description="the GPU whose figures the workload hits carry (onGpu): gpu, or the one q named"
+    )
 
 
 class _PageBase(ApiModel):

@@ -581,8 +581,9 @@ def _is_postgresql(session: Session) -> bool:
 
 
 @lru_cache(maxsize=64)
-def _ranked_statement(terms: int, postgresql: bool, require_all: bool) -> Select[str, str, str, str, int]:
-    """Entries matching ``terms`` query terms (``t0``, ``lo0``, ``hi0``, ...), best first."""
+def _ranked_statement(terms: int, postgresql: bool) -> Select[str, str, str, str, int]:
+    """Entries matching any of ``terms`` query terms (``t0``, ``lo0``, ``hi0``, ...), those
+    matching the most first, then the best scored."""
     per_term = []
     for i in range(terms):
         exact = SearchTerm.term == bindparam(f"t{i}")
@@ -594,12 +595,11 @@ def _ranked_statement(terms: int, postgresql: bool, require_all: bool) -> Select
             .group_by(SearchTerm.entry_id)
         )
     matched = (union_all(*per_term) if terms > 1 else per_term[0]).subquery("matched")
-    totals = select(matched.c.entry_id, func.count().label("terms"), func.sum(matched.c.score).label("score")).group_by(
-        matched.c.entry_id
+    best = (
+        select(matched.c.entry_id, func.count().label("terms"), func.sum(matched.c.score).label("score"))
+        .group_by(matched.c.entry_id)
+        .subquery("best")
     )
-    if require_all:
-        totals = totals.having(func.count() == terms)
-    best = totals.subquery("best")
     return (
         select(SearchEntry.kind, SearchEntry.slug, SearchEntry.title, SearchEntry.subtitle, best.c.terms)
         .join(best, best.c.entry_id == SearchEntry.id)
@@ -617,18 +617,28 @@ def _ranked_statement(terms: int, postgresql: bool, require_all: bool) -> Select
 
 
 def _ranked(
-    session: Session, terms: list[str], limit: int, kinds: Iterable[str], min_weight: int, require_all: bool
-) -> list[SearchHit]:
-    """Entries matching the terms (each as a whole word or a word prefix), best first."""
+    session: Session, terms: list[str], limit: int, kinds: Iterable[str], min_weight: int
+) -> tuple[list[SearchHit], bool]:
+    """The best ``limit`` entries matching the terms (each as a whole word or a word prefix),
+    and whether they match every term.
+
+    One statement answers both questions: entries matching every term rank first, so when
+    any exists the first ``limit`` rows hold as many of them as a search for them alone
+    would, and the rows matching fewer are dropped; when none does, the rows are the
+    entries matching the most terms.
+    """
     params: dict[str, object] = {"min_weight": min_weight, "kinds": sorted(kinds), "limit": limit}
     for i, term in enumerate(terms):
         params[f"t{i}"] = term
         params[f"lo{i}"], params[f"hi{i}"] = _term_range(term, prefix=True)
-    statement = _ranked_statement(len(terms), _is_postgresql(session), require_all)
+    statement = _ranked_statement(len(terms), _is_postgresql(session))
+    rows = session.connection().execute(statement, params).all()
+    every_term = bool(rows) and rows[0].terms == len(terms)
     return [
         SearchHit(kind, slug, title, subtitle, PAGE_URLS[kind](slug))
-        for kind, slug, title, subtitle, _ in session.connection().execute(statement, params)
-    ]
+        for kind, slug, title, subtitle, matched in rows
+        if matched == len(terms) or not every_term
+    ], every_term
 
 
 _SOURCES_OF = {
@@ -690,10 +700,8 @@ def search(session: Session, q: str, limit: int = 20, kinds: set[str] | None = N
     if not terms:
         return SearchResults(query=q, hits=[], did_you_mean=None)
     limit, wanted = max(1, min(limit, 100)), kinds if kinds is not None else KINDS
-    hits = _ranked(session, terms, limit, wanted, TEXT, require_all=True)
-    complete = len(hits)
-    if not hits and len(terms) > 1:
-        hits = _ranked(session, terms, limit, wanted, TEXT, require_all=False)
+    hits, every_term = _ranked(session, terms, limit, wanted, TEXT)
+    complete = len(hits) if every_term else 0
     did_you_mean = _did_you_mean(session, terms) if complete < FEW_HITS else None
     return SearchResults(query=q, hits=with_sources(session, hits), did_you_mean=did_you_mean)
 
@@ -707,7 +715,8 @@ def suggest(session: Session, prefix: str, limit: int = 8) -> list[SearchHit]:
     terms = [term for term in query_terms(prefix) if len(term) > 1]
     if not terms:
         return []
-    return _ranked(session, terms, max(1, min(limit, 50)), KINDS, ALIAS, require_all=True)
+    hits, every_term = _ranked(session, terms, max(1, min(limit, 50)), KINDS, ALIAS)
+    return hits if every_term else []
 
 
 # --- Did you mean -------------------------------------------------------------------
@@ -786,9 +795,11 @@ def edit_distance(a: str, b: str, limit: int) -> int:
     return min(previous[-1], limit + 1)
 
 
-def search_response(results: SearchResults, on_gpu: Mapping[str, WorkloadItem] | None = None) -> SearchResponse:
+def search_response(
+    results: SearchResults, on_gpu: Mapping[str, WorkloadItem] | None = None, gpu: str | None = None
+) -> SearchResponse:
     """The API form of ``kernelindex.store.search.SearchResults``; ``on_gpu`` (slug → the workload's
-    figures on one GPU, ``workloads_on_gpu``) adds those figures to the workload hits."""
+    figures on the GPU ``gpu``, ``workloads_on_gpu``) adds those figures to the workload hits."""
 
     def figures(hit: SearchHit) -> OnGpuItem | None:
         item = on_gpu.get(hit.slug) if on_gpu is not None and hit.kind == "workload" else None
@@ -818,4 +829,5 @@ def search_response(results: SearchResults, on_gpu: Mapping[str, WorkloadItem] |
             for hit in results.hits
         ],
         did_you_mean=results.did_you_mean,
+        gpu=gpu,
     )

@@ -19,7 +19,8 @@ from pydantic import BaseModel, Field
 
 from kernelindex.manifests.digest import DIGEST_PATTERN, is_digest
 from kernelindex.manifests.types import EvidenceLevelField
-from kernelindex.store.gpu_filter import GpuFilterError, gpu_named
+from kernelindex.store.gpu_filter import GpuFilterError
+from kernelindex.store.gpu_search import search_on_gpu
 from kernelindex.store.gpus import GpuWorkloadFilters, find_gpu, gpu_detail, list_gpu_workloads, list_gpus
 from kernelindex.store.implementations import (
     WORKLOAD_GPU_ORDER,
@@ -48,7 +49,6 @@ from kernelindex.store.schemas import (
     WorkloadDetail,
     WorkloadPage,
 )
-from kernelindex.store.search import search as search_catalogue
 from kernelindex.store.search import search_response
 from kernelindex.store.source_filter import UnknownSource
 from kernelindex.store.sources import list_sources, source_detail
@@ -57,7 +57,6 @@ from kernelindex.store.workloads import (
     find_workload,
     list_workloads,
     workload_sort_keys,
-    workloads_on_gpu,
 )
 from kernelindex.web.compare import CompareResult, RunsParam, compare_named
 from kernelindex.web.cursors import MAX_CURSOR_LENGTH, Listing
@@ -449,16 +448,21 @@ def search(
         str | None,
         Query(max_length=200, description="a GPU's slug: each workload hit carries its figures on that GPU (onGpu)"),
     ] = None,
+    read_gpu: Annotated[
+        bool,
+        Query(
+            description='without gpu, read a GPU named by words of q ("moe fp8 h200") as the gpu, '
+            "searching the other words; false searches them all as words",
+        ),
+    ] = True,
 ) -> Response:
-    results = search_catalogue(session, q, limit=limit, kinds=set(kind) if kind else None)
-    if not gpu:
-        return send(request, search_response(results))
     try:
-        slug = gpu_named(session, gpu)
+        found = search_on_gpu(
+            session, q, limit=limit, kinds=set(kind) if kind else None, gpu=gpu or None, read_gpu=read_gpu
+        )
     except GpuFilterError as exc:
         raise BadRequest(str(exc)) from None
-    found = [hit.slug for hit in results.hits if hit.kind == "workload"]
-    return send(request, search_response(results, workloads_on_gpu(session, found, slug) if found else {}))
+    return send(request, search_response(found.results, found.on_gpu, gpu=found.gpu))
 
 
 # --- Compare ---------------------------------------------------------------------------

@@ -11,9 +11,9 @@ from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
 from kernelindex.store import search as store
-from kernelindex.store.gpu_filter import GpuFilterError, gpu_named, product_of
+from kernelindex.store.gpu_filter import GpuFilterError, product_of
+from kernelindex.store.gpu_search import search_on_gpu
 from kernelindex.store.schemas import WorkloadItem
-from kernelindex.store.workloads import workloads_on_gpu
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.pages import PageContext, cached_response, dump_json, page_route, render_page
@@ -94,6 +94,8 @@ class SearchGpu(Part):
     product: str
     url: str
     everywhere_url: str  # the same search on every GPU
+    read_from: str | None  # the words of the query that named it, when no GPU was chosen
+    as_words_url: str | None  # then, the query as typed, its GPU words searched as words
 
 
 class HitGroup(Part):
@@ -131,19 +133,25 @@ def checked_query(q: str) -> str:
 
 @page_route(router, "/search")
 def search_page(
-    request: Request, session: SessionDep, q: str = "", kind: str | None = None, gpu: str | None = None
+    request: Request,
+    session: SessionDep,
+    q: str = "",
+    kind: str | None = None,
+    gpu: str | None = None,
+    read_gpu: bool = True,
 ) -> Response:
-    query = checked_query(q)
+    typed = checked_query(q)
     kind = choice("kind", kind, KIND_LABELS, "") or None  # the form's "Everything" sends kind=""
     chosen = text("gpu", gpu)
+    limit = 100 if kind else PAGE_LIMIT
     try:
-        slug = gpu_named(session, chosen) if chosen else None
+        found = search_on_gpu(
+            session, typed, limit=limit, kinds={kind} if kind else None, gpu=chosen or None, read_gpu=read_gpu
+        )
     except GpuFilterError as exc:
         raise BadRequest(str(exc)) from None
-    limit = 100 if kind else PAGE_LIMIT
-    results = store.search(session, query, limit=limit, kinds={kind} if kind else None)
-    found = [hit.slug for hit in results.hits if hit.kind == "workload"]
-    on_gpu = workloads_on_gpu(session, found, slug) if slug and found else {}
+    results, slug, named, on_gpu = found.results, found.gpu, found.named, found.on_gpu
+    query = results.query
     cut_short = kind is None and len(results.hits) >= limit
     kinds = list(dict.fromkeys(hit.kind for hit in results.hits))  # in the order of each kind's best hit
 
@@ -165,7 +173,12 @@ def search_page(
         gpu=None
         if slug is None
         else SearchGpu(
-            slug=slug, product=product_of(session, slug), url=urls.gpu(slug), everywhere_url=urls.search(query, kind)
+            slug=slug,
+            product=product_of(session, slug),
+            url=urls.gpu(slug),
+            everywhere_url=urls.search(query, kind),
+            read_from=named.words if named else None,
+            as_words_url=urls.search(typed, kind, read_gpu=False) if named else None,
         ),
         gpus=gpu_options(session, slug),
         total=len(results.hits),
