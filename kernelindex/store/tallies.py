@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from itertools import chain
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, case, delete, event, func, insert, inspect, literal, select, union_all
+from sqlalchemy import ColumnElement, case, delete, event, func, insert, inspect, literal, or_, select, union_all
 from sqlalchemy.orm import Session, UOWTransaction
 
 from kernelindex.db.tables import Environment, Run, Workload
@@ -113,14 +113,13 @@ def _recount(session: Session, ids: list[int] | None) -> None:
     )
     every_gpu = select(Run.workload_id, literal(EVERY_GPU), *counted).where(*of_ids).group_by(Run.workload_id)
     counts = union_all(per_gpu, every_gpu).subquery()
-    fastest = _fastest(of_ids)
-    rows = (
-        select(*counts.c, fastest.c.run_id, Workload.source_id, Workload.collection, Workload.name)
-        .join(Workload, Workload.id == counts.c.workload_id)
-        .outerjoin(
-            fastest, and_(fastest.c.workload_id == counts.c.workload_id, fastest.c.gpu_slug == counts.c.gpu_slug)
-        )
-    )
+    rows = select(
+        *counts.c, _fastest(counts).label("fastest_run_id"), Workload.source_id, Workload.collection, Workload.name
+    ).join(Workload, Workload.id == counts.c.workload_id)
+    if ids is not None:
+        # Said again of the workloads, so that PostgreSQL reads them by key: joined on the counts
+        # alone it hashed every workload of the catalogue.
+        rows = rows.where(Workload.id.in_(ids))
     columns = [
         *("workload_id", "gpu_slug", "runs", "eligible_runs", "best_sol", "fastest_run_id"),
         *collection_tallies.PLACING_COLUMNS,  # the workload's, copied
@@ -132,28 +131,27 @@ def _recount(session: Session, ids: list[int] | None) -> None:
     session.execute(insert(WorkloadSourceTally).from_select(["workload_id", "source_id", "runs"], per_source))
 
 
-def _fastest(of_ids: list[ColumnElement[bool]]) -> Any:
-    """Per workload and GPU (and EVERY_GPU), its fastest eligible run: ``run_id``. The rule of
-    ``ranking.fastest_reported``: equal latencies go by name."""
-    order = (Run.latency_ns, Run.name)
-    per_gpu = (
-        select(
-            Run.workload_id,
-            Environment.gpu_slug,
-            Run.id.label("run_id"),
-            func.row_number().over(partition_by=(Run.workload_id, Environment.gpu_slug), order_by=order).label("rank"),
-        )
+def _fastest(counts: Any) -> Any:
+    """The fastest eligible run of each row of ``counts`` (a workload on one GPU, or on every GPU),
+    by the rule of ``ranking.fastest_reported``: equal latencies go by name.
+
+    A subquery per row, along the workload's runs (``ix_run_leaderboard``): whatever the
+    planner estimates, it reads only those runs. Joined to per-group window ranks instead, it
+    was planned as a nested loop over every pair of rows when it misjudged their number.
+    """
+    return (
+        select(Run.id)
         .join(Environment, Environment.id == Run.environment_id)
-        .where(eligible(), *of_ids)
+        .where(
+            Run.workload_id == counts.c.workload_id,
+            or_(counts.c.gpu_slug == EVERY_GPU, Environment.gpu_slug == counts.c.gpu_slug),
+            eligible(),
+        )
+        .order_by(Run.latency_ns, Run.name)
+        .limit(1)
+        .correlate(counts)
+        .scalar_subquery()
     )
-    every_gpu = select(
-        Run.workload_id,
-        literal(EVERY_GPU).label("gpu_slug"),
-        Run.id.label("run_id"),
-        func.row_number().over(partition_by=Run.workload_id, order_by=order).label("rank"),
-    ).where(eligible(), *of_ids)
-    ranked = union_all(per_gpu, every_gpu).subquery()
-    return select(ranked.c.workload_id, ranked.c.gpu_slug, ranked.c.run_id).where(ranked.c.rank == 1).subquery()
 
 
 def _note(session: Session, workload_ids: Iterable[int] | None) -> None:
