@@ -40,3 +40,36 @@ def test_an_ingest_passes_the_runs_it_added(db, monkeypatch: pytest.MonkeyPatch)
     settings = Settings(database_url=db.url, github_token=None)
     summary = ingest(db.sessions, settings, "liger-kernel", snapshot=SOURCES["liger-kernel"].bundled)
     assert seen == [summary.counts["added"]["run"]] and seen[0] > 0
+
+
+def test_statistics_are_gathered_each_time_the_store_doubles_while_an_ingest_writes(db) -> None:
+    engine = make_engine(db.url)
+    analyses = "SELECT analyze_count FROM pg_stat_user_tables WHERE relid = 'run'::regclass"
+    try:
+        statistics = planner.GrowthStatistics(engine)  # an empty store: from GROWTH_RUNS on
+        first = planner.GROWTH_RUNS
+        gathered = [statistics.after_commit(n) for n in (first - 1, first, 2 * first - 1, 2 * first, 3 * first)]
+        if db.backend != "postgresql":
+            assert gathered == [False] * 5
+            return
+        # Gathered at 1,000 runs (the store held none), then once 1,000 more were added (2,000 in
+        # all), then not before 2,000 more.
+        assert gathered == [False, True, False, True, False]
+        with engine.connect() as connection:
+            assert connection.execute(text(analyses)).scalar() == 2
+    finally:
+        engine.dispose()
+
+
+def test_an_ingest_reports_its_runs_to_the_growth_statistics(db, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+    original = planner.GrowthStatistics.after_commit
+
+    def after_commit(self, runs_added: int) -> bool:
+        seen.append(runs_added)
+        return original(self, runs_added)
+
+    monkeypatch.setattr(planner.GrowthStatistics, "after_commit", after_commit)
+    settings = Settings(database_url=db.url, github_token=None)
+    summary = ingest(db.sessions, settings, "liger-kernel", snapshot=SOURCES["liger-kernel"].bundled)
+    assert seen and seen == sorted(seen) and seen[-1] == summary.counts["added"]["run"]

@@ -36,7 +36,7 @@ from kernelindex.store.ingest import (
     stored_units,
     workload_ids,
 )
-from kernelindex.store.planner import vacuum_after_bulk_write
+from kernelindex.store.planner import GrowthStatistics, vacuum_after_bulk_write
 from kernelindex.store.regressions import refresh_regressions
 from kernelindex.store.source_files import record_datasheets, record_files, stored_files
 
@@ -154,6 +154,7 @@ def run_ingest(
         source_id = source.id
         if isinstance(adapter, FileAware):
             adapter.known_files = stored_files(session, source_id)
+        statistics = GrowthStatistics(session.get_bind().engine)
 
     counts: Counter[str] = Counter()
     errors: list[str] = []
@@ -221,6 +222,7 @@ def run_ingest(
                     continue
                 counts.update(written_here)
                 record(batch, wrote=any(n for key, n in written_here.items() if key.startswith(("added.", "updated."))))
+        statistics.after_commit(counts["added.run"])
 
     pending: list[Batch] = []
     pending_runs = 0
