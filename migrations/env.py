@@ -8,7 +8,7 @@ from kernelindex.db import tables  # noqa: F401  (registers every table on Base.
 from kernelindex.db.base import Base
 from kernelindex.db.engine import make_engine
 from kernelindex.db.search_tables import POSTGRESQL_ONLY_INDEXES
-from kernelindex.db.tables import SQLITE_ONLY_INDEXES
+from kernelindex.db.tables import POSTGRESQL_ONLY_WORKLOAD_INDEXES, SQLITE_ONLY_INDEXES
 from kernelindex.settings import Settings
 
 config = context.config
@@ -21,7 +21,7 @@ def database_url() -> str:
 
 def include_object(obj, name, type_, reflected, compare_to) -> bool:  # type: ignore[no-untyped-def]
     """Leave out of autogenerate the indexes of one database that no model describes."""
-    one_database = POSTGRESQL_ONLY_INDEXES | SQLITE_ONLY_INDEXES
+    one_database = POSTGRESQL_ONLY_INDEXES | POSTGRESQL_ONLY_WORKLOAD_INDEXES | SQLITE_ONLY_INDEXES
     return not (type_ == "index" and reflected and compare_to is None and name in one_database)
 
 

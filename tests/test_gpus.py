@@ -253,7 +253,7 @@ def test_the_search_api_gives_the_pages_figures_on_a_gpu(site):
 
 
 def test_a_gpu_named_in_the_search_text_shows_the_figures_on_it(site):
-    """"relu l40s": no workload's text names a GPU, so the L40S becomes the GPU filter and
+    """The query "relu l40s": no workload's text names a GPU, so the L40S becomes the GPU filter and
     "relu" is searched; the page says so and offers the words as typed."""
     typed = site.get("/search.json?q=relu+L40S").json()
     chosen = site.get("/search.json?q=relu&gpu=l40s").json()

@@ -17,9 +17,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from kernelindex.db.search_tables import SearchEntry
+from kernelindex.db.tables import Workload
 from kernelindex.ingest.runner import run_ingest
 from kernelindex.store import search as store_search
-from kernelindex.store.workloads import collection_order
+from kernelindex.store.workloads import collection_order, facet_values
 from kernelindex.web.catalog import GPU_PAGE_SIZE
 from tests.more_sources import KERNELBENCH, LIGER, ListedSource, MoreSource, Problem, ingest_more_sources
 from tests.test_search import index_state
@@ -494,3 +495,12 @@ def test_pages_listing_figures_credit_every_source_in_their_footer(sources_clien
     assert by_source["/sources/sol-execbench"].startswith("Data: NVIDIA SOL-ExecBench")
     assert by_source["/sources/kernelbench"] == "Baseline timings from KernelBench (Ouyang et al.), MIT licence."
     assert by_source["/sources/liger-kernel"] == "Benchmark data from Liger-Kernel (LinkedIn), BSD 2-Clause licence."
+
+
+def test_the_tag_filter_offers_every_tag_of_every_workload(sources_db):
+    """Read from an index (a step from one distinct list to the next on PostgreSQL), the tags
+    are those of the workloads' rows, each once."""
+    with sources_db.sessions() as session:
+        every = {tag for tags in session.scalars(select(Workload.tags)) for tag in tags}
+        offered = facet_values(session)["tag"]
+    assert len(every) > 10 and offered == sorted(every)

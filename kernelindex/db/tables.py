@@ -54,6 +54,8 @@ class Source(Base):
 # from the index; PostgreSQL has no btree for ``json`` and keeps the manifest out of the row
 # anyway). ``migrations/env.py`` keeps autogenerate from proposing to drop them.
 SQLITE_ONLY_INDEXES = frozenset({"ix_workload_tags"})
+# Its PostgreSQL counterpart (migration 0019): the lists as text, an expression no model describes.
+POSTGRESQL_ONLY_WORKLOAD_INDEXES = frozenset({"ix_workload_tags_text"})
 
 
 class Workload(ManifestRecord, Base):

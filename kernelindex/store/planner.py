@@ -35,6 +35,7 @@ BULK_RUNS = 10_000
 GROWTH_RUNS = 1_000
 # The tables whose statistics an ingest's own statements (its tally recounts) are planned from.
 GROWING_TABLES = ("run", "workload", "workload_tally", "workload_source_tally", "search_entry", "search_term")
+_RUN_ESTIMATE = "SELECT reltuples FROM pg_class WHERE oid = 'run'::regclass"
 
 
 def vacuum_after_bulk_write(engine: Engine, runs_added: int) -> bool:
@@ -59,7 +60,7 @@ class GrowthStatistics:
         self._added = 0  # runs this ingest had added then
         if self._postgresql:
             with engine.connect() as connection:
-                estimate = connection.execute(text("SELECT reltuples FROM pg_class WHERE oid = 'run'::regclass")).scalar()
+                estimate = connection.execute(text(_RUN_ESTIMATE)).scalar()
             self._size = max(0, int(estimate or 0))  # -1: never analysed
 
     def after_commit(self, runs_added: int) -> bool:

@@ -485,13 +485,25 @@ def source_facets(session: Session, source_id: int | None = None) -> list[Source
     return sorted(facets, key=lambda facet: (facet.name.casefold(), facet.slug))
 
 
+def _tag_lists(session: Session) -> Select[str]:
+    """Each distinct tag list once, as JSON text, read from an index: workloads of one table or
+    suite share theirs, and reading every workload's row took most of a GPU page's time at
+    17,000 workloads. SQLite reads ``ix_workload_tags`` through; PostgreSQL, which cannot skip
+    along an index by itself, steps from each list to the next along ``ix_workload_tags_text``
+    (427 steps on the AIConfigurator catalogue: 2.2 ms, against 15.5 ms for a DISTINCT)."""
+    as_text = cast(Workload.tags, Text)
+    if session.get_bind().dialect.name != "postgresql":
+        return select(as_text).distinct()
+    first = select(func.min(as_text).label("tags")).cte("tag_lists", recursive=True)
+    following = select(func.min(as_text)).where(as_text > first.c.tags).scalar_subquery()
+    lists = first.union_all(select(following).where(first.c.tags.is_not(None)))
+    return select(lists.c.tags).where(lists.c.tags.is_not(None))
+
+
 def facet_values(session: Session) -> dict[str, list[str]]:
     """The values the tag and origin model filters can take, for the filter form (GPUs: ``gpu_choices``)."""
     models = sorted({m for m in session.scalars(select(Workload.origin_model).distinct()) if m}, key=str.casefold)
-    # Each distinct list once, along ``ix_workload_tags``: workloads of one table or suite share
-    # theirs, and reading every workload's row took most of a GPU page's time at 17,000 workloads.
-    lists = session.scalars(select(cast(Workload.tags, Text)).distinct())
-    tags = sorted({tag for text in lists for tag in json.loads(text)})
+    tags = sorted({tag for text in session.scalars(_tag_lists(session)) for tag in json.loads(text)})
     return {"model": models, "tag": tags}
 
 
