@@ -18,9 +18,16 @@ from sqlalchemy import select
 
 from kernelindex.db.search_tables import SearchEntry
 from kernelindex.db.tables import Workload
+from kernelindex.db.tally_tables import WorkloadTally
 from kernelindex.ingest.runner import run_ingest
 from kernelindex.store import search as store_search
-from kernelindex.store.workloads import collection_order, facet_values
+from kernelindex.store.workloads import (
+    WorkloadFilters,
+    collection_order,
+    facet_values,
+    gpu_coverage,
+    workload_conditions,
+)
 from kernelindex.web.catalog import GPU_PAGE_SIZE
 from tests.more_sources import KERNELBENCH, LIGER, ListedSource, MoreSource, Problem, ingest_more_sources
 from tests.test_search import index_state
@@ -504,3 +511,27 @@ def test_the_tag_filter_offers_every_tag_of_every_workload(sources_db):
         every = {tag for tags in session.scalars(select(Workload.tags)) for tag in tags}
         offered = facet_values(session)["tag"]
     assert len(every) > 10 and offered == sorted(every)
+
+
+@pytest.mark.parametrize(
+    "named",
+    [
+        {},
+        {"source": "liger-kernel"},
+        {"collection": "kernelbench level 1"},
+        {"source": "kernelbench", "collection": "KernelBench level 2"},
+        {"source": "sol-execbench", "collection": "KernelBench level 2"},
+        {"q": "relu"},
+    ],
+    ids=lambda value: urlencode(value) or "every workload",
+)
+@pytest.mark.parametrize("gpu", ["h100-sxm", "b200", "l40s"])
+def test_a_gpus_coverage_counts_the_workloads_measured_on_it(sources_db, gpu, named):
+    """Counted from the collection tallies where the filters allow, from the workloads otherwise:
+    both are the workloads' own count."""
+    filters = WorkloadFilters(gpu=gpu, **named)
+    with sources_db.sessions() as session:
+        matching = set(session.scalars(select(Workload.id).where(*workload_conditions(session, filters))))
+        on_gpu = set(session.scalars(select(WorkloadTally.workload_id).where(WorkloadTally.gpu_slug == gpu)))
+        coverage = gpu_coverage(session, filters)
+    assert (coverage.measured, coverage.not_measured) == (len(matching & on_gpu), len(matching - on_gpu))

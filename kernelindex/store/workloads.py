@@ -226,6 +226,8 @@ def gpu_coverage(session: Session, filters: WorkloadFilters) -> GpuCoverage:
     if not filters.gpu:
         raise MeasuredWithoutGpu()
     gpu = gpu_named(session, filters.gpu)
+    if not (filters.tag or filters.model or filters.q):
+        return _tallied_coverage(session, gpu, filters)
     # IN, not EXISTS: summed over every workload, one list of the GPU's beats a probe per workload.
     measured = case((Workload.id.in_(select(runs_on_gpu(gpu).c.workload_id)), 1), else_=0)
     conditions = workload_conditions(session, replace(filters, measured=None))
@@ -233,6 +235,21 @@ def gpu_coverage(session: Session, filters: WorkloadFilters) -> GpuCoverage:
         select(func.count(), func.coalesce(func.sum(measured), 0)).select_from(Workload).where(*conditions)
     ).one()
     return GpuCoverage(gpu=gpu, measured=int(count), not_measured=int(total) - int(count))
+
+
+def _tallied_coverage(session: Session, gpu: str, filters: WorkloadFilters) -> GpuCoverage:
+    """``gpu_coverage`` of filters naming at most a source and a collection, from the collection
+    tallies (a row per collection) instead of every workload: 7 of a GPU page's 62 ms on PostgreSQL."""
+    counted = select(
+        func.coalesce(func.sum(CollectionTally.workloads), 0), func.coalesce(func.sum(CollectionTally.measured), 0)
+    )
+    if filters.source:
+        counted = counted.where(CollectionTally.source_id == source_named(session, filters.source).id)
+    if filters.collection:
+        counted = counted.where(func.lower(CollectionTally.collection) == filters.collection.lower())
+    total = session.execute(counted.where(CollectionTally.gpu_slug == EVERY_GPU)).one()[0]
+    measured = session.execute(counted.where(CollectionTally.gpu_slug == gpu)).one()[1]
+    return GpuCoverage(gpu=gpu, measured=int(measured), not_measured=int(total) - int(measured))
 
 
 @dataclass(frozen=True)
