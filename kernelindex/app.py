@@ -76,7 +76,7 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
     settings = settings or Settings()
     engine = None
     if sessions is None:
-        engine = make_engine(settings.database_url)
+        engine = make_engine(settings.database_url, serving=True)
         sessions = make_sessionmaker(engine)
 
     versions = VersionReader(sessions)

@@ -73,3 +73,18 @@ def test_an_ingest_reports_its_runs_to_the_growth_statistics(db, monkeypatch: py
     settings = Settings(database_url=db.url, github_token=None)
     summary = ingest(db.sessions, settings, "liger-kernel", snapshot=SOURCES["liger-kernel"].bundled)
     assert seen and seen == sorted(seen) and seen[-1] == summary.counts["added"]["run"]
+
+
+def test_the_web_apps_connections_run_pages_without_parallel_workers_or_jit(database_url) -> None:
+    served, default = make_engine(database_url, serving=True), make_engine(database_url)
+    try:
+        if not database_url.startswith("postgresql"):
+            return  # SQLite has neither
+        with served.connect() as connection:
+            assert connection.execute(text("SHOW max_parallel_workers_per_gather")).scalar() == "0"
+            assert connection.execute(text("SHOW jit")).scalar() == "off"
+        with default.connect() as connection:  # ingests keep the server's settings
+            assert connection.execute(text("SHOW max_parallel_workers_per_gather")).scalar() != "0"
+    finally:
+        served.dispose()
+        default.dispose()
