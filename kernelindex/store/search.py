@@ -580,65 +580,80 @@ def _is_postgresql(session: Session) -> bool:
     return session.get_bind().dialect.name == "postgresql"
 
 
-@lru_cache(maxsize=64)
-def _ranked_statement(terms: int, postgresql: bool) -> Select[str, str, str, str, int]:
-    """Entries matching any of ``terms`` query terms (``t0``, ``lo0``, ``hi0``, ...), those
-    matching the most first, then the best scored."""
-    per_term = []
-    for i in range(terms):
-        exact = SearchTerm.term == bindparam(f"t{i}")
-        score = func.max(SearchTerm.weight * case((exact, 2), else_=1))
-        per_term.append(
-            select(SearchTerm.entry_id.label("entry_id"), score.label("score"))
-            .where(_in_range(postgresql, bindparam(f"lo{i}"), bindparam(f"hi{i}")))
-            .where(SearchTerm.weight >= bindparam("min_weight"))
-            .group_by(SearchTerm.entry_id)
+def _per_term(i: int, postgresql: bool) -> Select[int, int]:
+    """Entries holding query term ``i`` (``t{i}``, in ``[lo{i}, hi{i})``) as a word or a word
+    prefix, with their score for it: the weight of their best matching term, doubled when whole."""
+    exact = SearchTerm.term == bindparam(f"t{i}")
+    return (
+        select(
+            SearchTerm.entry_id.label("entry_id"),
+            func.max(SearchTerm.weight * case((exact, 2), else_=1)).label("score"),
         )
-    matched = (union_all(*per_term) if terms > 1 else per_term[0]).subquery("matched")
+        .where(_in_range(postgresql, bindparam(f"lo{i}"), bindparam(f"hi{i}")))
+        .where(SearchTerm.weight >= bindparam("min_weight"))
+        .group_by(SearchTerm.entry_id)
+    )
+
+
+_ENTRY_COLUMNS = (SearchEntry.kind, SearchEntry.slug, SearchEntry.title, SearchEntry.subtitle)
+
+
+def _best_first(statement: Any, *first: Any) -> Select[Any]:
+    """``statement``'s entries of the kinds asked for, ordered by ``first``, then shortest title."""
+    return (
+        statement.where(SearchEntry.kind.in_(bindparam("kinds", expanding=True)))
+        .order_by(*first, func.length(SearchEntry.title), SearchEntry.title, SearchEntry.kind, SearchEntry.slug)
+        .limit(bindparam("limit", type_=Integer))
+    )
+
+
+@lru_cache(maxsize=64)
+def _every_term_statement(terms: int, postgresql: bool) -> Select[Any]:
+    """Entries matching every one of ``terms`` query terms, best first: each term's entries joined,
+    which the database intersects from the smallest."""
+    matched = [_per_term(i, postgresql).subquery(f"m{i}") for i in range(terms)]
+    joined: Any = matched[0]
+    for other in matched[1:]:
+        joined = joined.join(other, other.c.entry_id == matched[0].c.entry_id)
+    score = sum((other.c.score for other in matched[1:]), matched[0].c.score)
+    statement = select(*_ENTRY_COLUMNS).select_from(joined).join(SearchEntry, SearchEntry.id == matched[0].c.entry_id)
+    return _best_first(statement, score.desc())
+
+
+@lru_cache(maxsize=64)
+def _most_terms_statement(terms: int, postgresql: bool) -> Select[Any]:
+    """Entries matching any of ``terms`` query terms, those matching the most first."""
+    matched = union_all(*(_per_term(i, postgresql) for i in range(terms))).subquery("matched")
     best = (
         select(matched.c.entry_id, func.count().label("terms"), func.sum(matched.c.score).label("score"))
         .group_by(matched.c.entry_id)
         .subquery("best")
     )
-    return (
-        select(SearchEntry.kind, SearchEntry.slug, SearchEntry.title, SearchEntry.subtitle, best.c.terms)
-        .join(best, best.c.entry_id == SearchEntry.id)
-        .where(SearchEntry.kind.in_(bindparam("kinds", expanding=True)))
-        .order_by(
-            best.c.terms.desc(),
-            best.c.score.desc(),
-            func.length(SearchEntry.title),
-            SearchEntry.title,
-            SearchEntry.kind,
-            SearchEntry.slug,
-        )
-        .limit(bindparam("limit", type_=Integer))
-    )
+    statement = select(*_ENTRY_COLUMNS).join(best, best.c.entry_id == SearchEntry.id)
+    return _best_first(statement, best.c.terms.desc(), best.c.score.desc())
 
 
 def _ranked(
-    session: Session, terms: list[str], limit: int, kinds: Iterable[str], min_weight: int
+    session: Session, terms: list[str], limit: int, kinds: Iterable[str], min_weight: int, require_all: bool
 ) -> tuple[list[SearchHit], bool]:
-    """The best ``limit`` entries matching the terms (each as a whole word or a word prefix),
-    and whether they match every term.
+    """The best ``limit`` entries matching every term (each as a whole word or a word prefix), and
+    True; or, when none does and ``require_all`` is false, those matching the most terms, and False.
 
-    One statement answers both questions: entries matching every term rank first, so when
-    any exists the first ``limit`` rows hold as many of them as a search for them alone
-    would, and the rows matching fewer are dropped; when none does, the rows are the
-    entries matching the most terms.
+    Entries matching every term are found by joining each term's entries: 23 ms on PostgreSQL for
+    "moe 7168 fp8" on the AIConfigurator catalogue, against 32 ms for grouping the 14,000 entries
+    that match any term to count their terms, which only a query matching no entry whole needs.
     """
     params: dict[str, object] = {"min_weight": min_weight, "kinds": sorted(kinds), "limit": limit}
     for i, term in enumerate(terms):
         params[f"t{i}"] = term
         params[f"lo{i}"], params[f"hi{i}"] = _term_range(term, prefix=True)
-    statement = _ranked_statement(len(terms), _is_postgresql(session))
-    rows = session.connection().execute(statement, params).all()
-    every_term = bool(rows) and rows[0].terms == len(terms)
-    return [
-        SearchHit(kind, slug, title, subtitle, PAGE_URLS[kind](slug))
-        for kind, slug, title, subtitle, matched in rows
-        if matched == len(terms) or not every_term
-    ], every_term
+    postgresql, connection = _is_postgresql(session), session.connection()
+    rows = connection.execute(_every_term_statement(len(terms), postgresql), params).all()
+    every_term = bool(rows) or len(terms) == 1
+    if not every_term and not require_all:
+        rows = connection.execute(_most_terms_statement(len(terms), postgresql), params).all()
+    hits = [SearchHit(kind, slug, title, subtitle, PAGE_URLS[kind](slug)) for kind, slug, title, subtitle in rows]
+    return hits, every_term
 
 
 _SOURCES_OF = {
@@ -700,7 +715,7 @@ def search(session: Session, q: str, limit: int = 20, kinds: set[str] | None = N
     if not terms:
         return SearchResults(query=q, hits=[], did_you_mean=None)
     limit, wanted = max(1, min(limit, 100)), kinds if kinds is not None else KINDS
-    hits, every_term = _ranked(session, terms, limit, wanted, TEXT)
+    hits, every_term = _ranked(session, terms, limit, wanted, TEXT, require_all=False)
     complete = len(hits) if every_term else 0
     did_you_mean = _did_you_mean(session, terms) if complete < FEW_HITS else None
     return SearchResults(query=q, hits=with_sources(session, hits), did_you_mean=did_you_mean)
@@ -715,8 +730,7 @@ def suggest(session: Session, prefix: str, limit: int = 8) -> list[SearchHit]:
     terms = [term for term in query_terms(prefix) if len(term) > 1]
     if not terms:
         return []
-    hits, every_term = _ranked(session, terms, max(1, min(limit, 50)), KINDS, ALIAS)
-    return hits if every_term else []
+    return _ranked(session, terms, max(1, min(limit, 50)), KINDS, ALIAS, require_all=True)[0]
 
 
 # --- Did you mean -------------------------------------------------------------------

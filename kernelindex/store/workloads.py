@@ -525,10 +525,13 @@ def facet_values(session: Session) -> dict[str, list[str]]:
 
 
 def workloads_on_gpu(session: Session, slugs: Sequence[str], gpu: str) -> dict[str, WorkloadItem]:
-    """Slug → the workload with its figures on ``gpu`` (``workload_items``), for those of ``slugs`` that exist.
+    """Slug → the workload with its figures on ``gpu`` (``workload_items``, without its last record), for those
+    of ``slugs`` that exist.
     ``gpu`` is a slug ``gpu_named`` has already checked: the callers refuse an unknown GPU before searching."""
-    workloads = session.scalars(select(Workload).where(Workload.name.in_(list(slugs)))).all()
-    return {item.slug: item for item in workload_items(session, workloads, gpu=gpu)}
+    # Their columns, not their manifests, and no last records: search shows each hit's best on the GPU.
+    chosen = select(Workload).options(defer(Workload.manifest_json)).where(Workload.name.in_(list(slugs)))
+    workloads = session.scalars(chosen).all()
+    return {item.slug: item for item in workload_items(session, workloads, gpu=gpu, last_records=False)}
 
 
 def find_workload(session: Session, ref: str) -> Workload | None:
