@@ -20,7 +20,7 @@ from kernelindex.db.regression_tables import RegressionNoise, VersionRegression
 from kernelindex.db.tables import Run, Workload
 from kernelindex.manifests.kinds import WorkloadCase
 from kernelindex.ranking import RankedRun, is_eligible, rank_at_case, sorted_versions
-from kernelindex.store.case_results import RunCases, run_cases
+from kernelindex.store.case_results import RunCases, cached_run_cases
 from kernelindex.store.framework_filter import FrameworkSelection, checked_selection
 from kernelindex.store.manifests import implementation_manifest, workload_manifest
 from kernelindex.store.runs import run_facts
@@ -134,7 +134,7 @@ def case_ranking(
         .where(Run.workload_id == workload.id, Run.comparison_key == comparison_key, may_carry_case_results())
         .order_by(Run.latency_ns, Run.name)
     )
-    runs = [_GroupRun(row, run_cases(row.manifest_json)) for row in rows]
+    runs = [_GroupRun(row, cached_run_cases(row.digest, row.manifest_json)) for row in rows]
     facts = {run.row.name: run_facts(run.row) for run in runs}
     runs = [run for run in runs if run.cases.latencies and is_eligible(facts[run.row.name])]
     if len(suite_cases) < 2 or not runs:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import overload
 
 from sqlalchemy import ColumnElement, select
@@ -21,7 +22,7 @@ from kernelindex.db.tables import Run, Workload
 from kernelindex.manifests.kinds import CaseResult, WorkloadCase
 from kernelindex.manifests.types import NativeValue
 from kernelindex.store.framework_filter import FrameworkSelection
-from kernelindex.store.manifests import implementation_manifest, run_manifest, workload_manifest
+from kernelindex.store.manifests import StoredText, implementation_manifest, run_manifest, workload_manifest
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import run_metrics
 
@@ -104,7 +105,7 @@ def group_sweep(
         series[implementation.name] = _series(implementation.name, title, run.name, results, len(cases), shown)
     if not series:
         return None
-    axis, values = _swept_axis(cases)
+    axis, values = _swept_axis_of(workload.digest, workload.manifest_json)
     description = suite.definition.axes[axis].description if axis in suite.definition.axes else None
     return Sweep(
         axis=axis,
@@ -163,6 +164,14 @@ def _series(
         has_memory=has_memory,
         points=points,
     )
+
+
+@lru_cache(maxsize=256)
+def _swept_axis_of(digest: str, manifest_json: str) -> tuple[str, Sequence[NativeValue]]:
+    """``_swept_axis`` of a stored workload's cases, kept: it compares every case's values (3,440
+    cases for the largest sweep), and a workload's cases change only with its manifest."""
+    axis, values = _swept_axis(workload_manifest(StoredText(digest, manifest_json)).spec.cases)
+    return axis, values if isinstance(values, CaseLabels) else tuple(values)  # shared: never to be changed
 
 
 def _swept_axis(cases: Sequence[WorkloadCase]) -> tuple[str, Sequence[NativeValue]]:
