@@ -46,6 +46,9 @@ def test_statistics_are_gathered_each_time_the_store_doubles_while_an_ingest_wri
     engine = make_engine(db.url)
     analyses = "SELECT analyze_count FROM pg_stat_user_tables WHERE relid = 'run'::regclass"
     try:
+        if db.backend == "postgresql":  # the store may have been analysed before (a shared test database)
+            with engine.connect() as connection:
+                before = connection.execute(text(analyses)).scalar()
         statistics = planner.GrowthStatistics(engine)  # an empty store: from GROWTH_RUNS on
         first = planner.GROWTH_RUNS
         gathered = [statistics.after_commit(n) for n in (first - 1, first, 2 * first - 1, 2 * first, 3 * first)]
@@ -56,7 +59,7 @@ def test_statistics_are_gathered_each_time_the_store_doubles_while_an_ingest_wri
         # all), then not before 2,000 more.
         assert gathered == [False, True, False, True, False]
         with engine.connect() as connection:
-            assert connection.execute(text(analyses)).scalar() == 2
+            assert connection.execute(text(analyses)).scalar() == before + 2
     finally:
         engine.dispose()
 
