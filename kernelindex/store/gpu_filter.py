@@ -109,8 +109,8 @@ def gpu_in_query(session: Session, q: str) -> GpuInQuery | None:
     known = set(known_gpu_slugs(session))
     for length in range(min(_GPU_NAME_WORDS, len(words) - 1), 0, -1):
         for start in range(len(words) - length + 1):
-            named = words[start : start + length]
-            if slugify(" ".join(named), fallback="") in known:
-                rest = words[:start] + words[start + length :]
-                return GpuInQuery(slug=slugify(" ".join(named)), words=" ".join(named), rest=" ".join(rest))
+            named = " ".join(words[start : start + length])
+            if (slug := slugify(named, fallback="")) in known:
+                rest = " ".join(words[:start] + words[start + length :])
+                return GpuInQuery(slug=slug, words=named, rest=rest)
     return None

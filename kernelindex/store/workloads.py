@@ -240,16 +240,18 @@ def gpu_coverage(session: Session, filters: WorkloadFilters) -> GpuCoverage:
 def _tallied_coverage(session: Session, gpu: str, filters: WorkloadFilters) -> GpuCoverage:
     """``gpu_coverage`` of filters naming at most a source and a collection, from the collection
     tallies (a row per collection) instead of every workload: 7 of a GPU page's 62 ms on PostgreSQL."""
-    counted = select(
-        func.coalesce(func.sum(CollectionTally.workloads), 0), func.coalesce(func.sum(CollectionTally.measured), 0)
+    counted = (
+        select(CollectionTally.gpu_slug, func.sum(CollectionTally.workloads), func.sum(CollectionTally.measured))
+        .where(CollectionTally.gpu_slug.in_([EVERY_GPU, gpu]))
+        .group_by(CollectionTally.gpu_slug)
     )
     if filters.source:
         counted = counted.where(CollectionTally.source_id == source_named(session, filters.source).id)
     if filters.collection:
         counted = counted.where(func.lower(CollectionTally.collection) == filters.collection.lower())
-    total = session.execute(counted.where(CollectionTally.gpu_slug == EVERY_GPU)).one()[0]
-    measured = session.execute(counted.where(CollectionTally.gpu_slug == gpu)).one()[1]
-    return GpuCoverage(gpu=gpu, measured=int(measured), not_measured=int(total) - int(measured))
+    sums = {slug: (int(workloads), int(measured)) for slug, workloads, measured in session.execute(counted)}
+    total, measured = sums.get(EVERY_GPU, (0, 0))[0], sums.get(gpu, (0, 0))[1]
+    return GpuCoverage(gpu=gpu, measured=measured, not_measured=total - measured)
 
 
 @dataclass(frozen=True)
