@@ -12,19 +12,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session, aliased, joinedload
+from sqlalchemy.orm import Session, aliased
 
 from kernelindex.db.regression_tables import RegressionNoise, VersionRegression
 from kernelindex.db.tables import Run, Workload
 from kernelindex.manifests.kinds import WorkloadCase
-from kernelindex.ranking import RankedRun, is_eligible, rank_at_case, sorted_versions
+from kernelindex.ranking import RankedRun, rank_at_case, sorted_versions
 from kernelindex.store.case_results import RunCases, cached_run_cases
 from kernelindex.store.framework_filter import FrameworkSelection, checked_selection
 from kernelindex.store.manifests import implementation_manifest, workload_manifest
 from kernelindex.store.runs import run_facts
-from kernelindex.store.sweeps import may_carry_case_results
 
 
 class UnknownCase(ValueError):
@@ -73,8 +73,8 @@ class CaseEntry:
 @dataclass(frozen=True)
 class CaseRanking:
     case: CaseLabel
-    default_case: bool  # chosen by ``default_case``, not asked for
-    cases: list[CaseLabel]
+    default_case: bool  # chosen by ``CaseLabels.default``, not asked for
+    cases: CaseLabels
     statistic: str
     ranked: list[CaseEntry]  # the runs the selection admits, fastest first
     ranked_total: int  # every run ranked at the case, whatever the selection
@@ -96,13 +96,34 @@ def case_label(case: WorkloadCase) -> str:
     return ", ".join(f"{name}={value}" for name, value in case.axes.items()) or "no axis values"
 
 
-def default_case(labels: Sequence[CaseLabel]) -> CaseLabel:
-    """The case a sweep opens on: the one most runs of the group measured, so the ranking leaves
-    out as few runs as it can; of several such, the middle one in sweep order (a mid-sized shape,
-    not an extreme of the sweep)."""
-    most = max(label.runs_measured for label in labels)
-    candidates = [label for label in labels if label.runs_measured == most]
-    return candidates[(len(candidates) - 1) // 2]
+class CaseLabels(Sequence[CaseLabel]):
+    """Each case of a sweep with the count of runs that measured it, made when read: a long sweep
+    has thousands of cases and a page shows a window of them."""
+
+    def __init__(self, cases: Sequence[WorkloadCase], measured: Counter[int]):
+        self._cases, self._measured = cases, measured
+
+    def __len__(self) -> int:
+        return len(self._cases)
+
+    @overload
+    def __getitem__(self, position: int) -> CaseLabel: ...
+    @overload
+    def __getitem__(self, position: slice) -> Sequence[CaseLabel]: ...
+    def __getitem__(self, position: int | slice) -> CaseLabel | Sequence[CaseLabel]:
+        if isinstance(position, slice):
+            return [self[index] for index in range(len(self))[position]]
+        index = range(len(self))[position]
+        return CaseLabel(index, self._cases[index], self._measured[index])
+
+    def default(self) -> CaseLabel:
+        """The case a sweep opens on: the one most runs of the group measured, so the ranking
+        leaves out as few runs as it can; of several such, the middle one in sweep order (a
+        mid-sized shape, not an extreme of the sweep)."""
+        counts = [self._measured[index] for index in range(len(self))]
+        most = max(counts)
+        candidates = [index for index, count in enumerate(counts) if count == most]
+        return self[candidates[(len(candidates) - 1) // 2]]
 
 
 def framework_choices(runs: Sequence[RunCases]) -> dict[str, list[str]]:
@@ -117,26 +138,22 @@ def case_ranking(
     session: Session,
     workload: Workload,
     comparison_key: str,
+    group_runs: Sequence[Run],
     case: int | None,
     framework: str | None = None,
     version: str | None = None,
 ) -> CaseRanking | None:
-    """Group ``comparison_key`` of ``workload`` ranked at ``case`` (0-based; ``default_case`` when
-    ``None``), its rows narrowed to ``framework`` and ``version``; ``None`` when the workload has
-    fewer than two cases or no eligible run of the group carries per-case results.
+    """Group ``comparison_key`` of ``workload``, whose ``group_runs`` (``group_case_runs``) may
+    carry per-case results, ranked at ``case`` (0-based; ``CaseLabels.default`` when ``None``),
+    its rows narrowed to ``framework`` and ``version``; ``None`` when the workload has fewer than
+    two cases or none of the runs carries per-case results.
 
     Raises ``UnknownCase`` for a case out of range (or asked where there is no sweep) and
     ``UnknownFramework`` for a framework or version the group's runs do not name."""
     suite_cases = workload_manifest(workload).spec.cases
-    rows = session.scalars(
-        select(Run)
-        .options(joinedload(Run.implementation))
-        .where(Run.workload_id == workload.id, Run.comparison_key == comparison_key, may_carry_case_results())
-        .order_by(Run.latency_ns, Run.name)
-    )
-    runs = [_GroupRun(row, cached_run_cases(row.digest, row.manifest_json)) for row in rows]
+    runs = [_GroupRun(row, cached_run_cases(row.digest, row.manifest_json)) for row in group_runs]
+    runs = [run for run in runs if run.cases.latencies]
     facts = {run.row.name: run_facts(run.row) for run in runs}
-    runs = [run for run in runs if run.cases.latencies and is_eligible(facts[run.row.name])]
     if len(suite_cases) < 2 or not runs:
         if case is not None:
             raise UnknownCase("this comparison group publishes no per-case results, so no case can be chosen.")
@@ -151,8 +168,8 @@ def case_ranking(
     selection = checked_selection(frameworks, framework, version)
     # Counted run by run: a long sweep has thousands of cases and a group a few runs.
     measured = Counter(index for run in runs for index in run.cases.latencies)
-    labels = [CaseLabel(index, suite_case, measured[index]) for index, suite_case in enumerate(suite_cases)]
-    chosen = labels[case] if case is not None else default_case(labels)
+    labels = CaseLabels(suite_cases, measured)
+    chosen = labels[case] if case is not None else labels.default()
     standing = rank_at_case(
         [facts[run.row.name] for run in runs],
         {run.row.name: run.cases.latencies[chosen.index] for run in runs if chosen.index in run.cases.latencies},

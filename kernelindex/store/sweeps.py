@@ -19,7 +19,7 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session, joinedload
 
 from kernelindex.db.tables import Run, Workload
-from kernelindex.manifests.kinds import CaseResult, WorkloadCase
+from kernelindex.manifests.kinds import WorkloadCase
 from kernelindex.manifests.types import NativeValue
 from kernelindex.store.framework_filter import FrameworkSelection
 from kernelindex.store.manifests import StoredText, implementation_manifest, run_manifest, workload_manifest
@@ -50,8 +50,8 @@ class SweepSeries:
     spread: tuple[str, str] | None  # the pair drawn around it, e.g. ("p20", "p80")
     cases_measured: int
     has_memory: bool  # some case of the run records its peak memory
-    # One per case of the workload: None where the run has no result, or outside the cases asked for.
-    points: list[SweepPoint | None]
+    # One per case of the workload: None where the run has no result.
+    points: Sequence[SweepPoint | None]
 
 
 @dataclass(frozen=True)
@@ -70,39 +70,52 @@ def may_carry_case_results() -> ColumnElement[bool]:
     return Run.manifest_json.contains('"caseResults"', autoescape=True)
 
 
-def group_sweep(
-    session: Session,
-    workload: Workload,
-    comparison_key: str,
-    selection: FrameworkSelection | None = None,
-    shown: range | None = None,
-) -> Sweep | None:
-    """The sweep of one comparison group of ``workload``, of the runs ``selection`` admits by the
-    framework and version they name (all when it is ``None``); ``None`` unless the workload has two
-    or more cases and an eligible run of the group carries per-case results. Points are given for
-    the cases ``shown`` (every case when it is ``None``: a page shows a window of a long sweep); each
-    series' case count and memory flag describe its whole sweep."""
+def group_case_runs(session: Session, workload: Workload, comparison_key: str) -> list[Run]:
+    """The eligible runs of group ``comparison_key`` of ``workload`` that may carry per-case
+    results, fastest first, each with its implementation: what the group's per-case ranking and
+    its sweep are made of, read once for both. None where the workload has fewer than two cases."""
+    if len(workload_manifest(workload).spec.cases) < 2:
+        return []
+    return list(
+        session.scalars(
+            select(Run)
+            .options(joinedload(Run.implementation))
+            .where(Run.workload_id == workload.id, Run.comparison_key == comparison_key, eligible())
+            .where(may_carry_case_results())
+            .order_by(Run.latency_ns, Run.name)
+        )
+    )
+
+
+def group_sweep(workload: Workload, runs: Sequence[Run], selection: FrameworkSelection | None = None) -> Sweep | None:
+    """The sweep of one comparison group of ``workload`` from its ``runs`` (``group_case_runs``),
+    of those ``selection`` admits by the framework and version they name (all when it is
+    ``None``); ``None`` unless the workload has two or more cases and one of the runs carries
+    per-case results."""
     suite = workload_manifest(workload).spec
     cases = suite.cases
     if len(cases) < 2:
         return None
-    runs = session.scalars(
-        select(Run)
-        .options(joinedload(Run.implementation))
-        .where(Run.workload_id == workload.id, Run.comparison_key == comparison_key, eligible())
-        .where(may_carry_case_results())
-        .order_by(Run.latency_ns, Run.name)
-    )
     series: dict[str, SweepSeries] = {}
     for run in runs:  # fastest first: the first run of an implementation is its best
         implementation = run.implementation
-        results = run_manifest(run).spec.case_results
-        if implementation.name in series or not results:
+        if implementation.name in series:
             continue
         if selection is not None and selection.chosen and not _admitted(selection, run):
             continue
-        title = implementation_manifest(implementation).metadata.title or implementation.project
-        series[implementation.name] = _series(implementation.name, title, run.name, results, len(cases), shown)
+        drawn = _run_points(StoredText(run.digest, run.manifest_json), len(cases))
+        if drawn is None:
+            continue
+        series[implementation.name] = SweepSeries(
+            implementation=implementation.name,
+            implementation_title=implementation_manifest(implementation).metadata.title or implementation.project,
+            run=run.name,
+            statistic=drawn.statistic,
+            spread=drawn.spread,
+            cases_measured=drawn.cases_measured,
+            has_memory=drawn.has_memory,
+            points=drawn.points,
+        )
     if not series:
         return None
     axis, values = _swept_axis_of(workload.digest, workload.manifest_json)
@@ -125,9 +138,25 @@ def _admitted(selection: FrameworkSelection, run: Run) -> bool:
     )
 
 
-def _series(
-    name: str, title: str, run: str, results: Sequence[CaseResult], case_count: int, shown: range | None
-) -> SweepSeries:
+@dataclass(frozen=True)
+class _RunPoints:
+    """What a run draws on a sweep: ``SweepSeries`` without the run's names."""
+
+    statistic: str
+    spread: tuple[str, str] | None
+    cases_measured: int
+    has_memory: bool
+    points: Sequence[SweepPoint | None]
+
+
+@lru_cache(maxsize=128)
+def _run_points(stored: StoredText, case_count: int) -> _RunPoints | None:
+    """A stored run's points on a sweep of ``case_count`` cases (``None`` without case results),
+    kept: the largest sweep has 3,440 cases, and a run's points change only with its manifest.
+    Shared between requests, so read it, never change it."""
+    results = run_manifest(stored).spec.case_results
+    if not results:
+        return None
     centre = next(
         (stat for stat in CENTRES if all(stat in result.latency_ns for result in results)),
         next(iter(results[0].latency_ns)),
@@ -137,33 +166,22 @@ def _series(
         None,
     )
     points: list[SweepPoint | None] = [None] * case_count
-    measured: set[int] = set()
+    measured = 0
     has_memory = False
     for result in results:
         if result.case_index >= case_count or centre not in result.latency_ns:
             continue  # a case the workload does not hold has no place on the axis
-        measured.add(result.case_index)
+        measured += points[result.case_index] is None
         memory = (result.metrics or {}).get(PEAK_MEMORY)
         peak_memory_mb = float(memory) if isinstance(memory, int | float) and not isinstance(memory, bool) else None
         has_memory |= peak_memory_mb is not None
-        if shown is not None and result.case_index not in shown:
-            continue
         points[result.case_index] = SweepPoint(
             latency_ns=result.latency_ns[centre],
             low_ns=result.latency_ns[spread[0]] if spread else None,
             high_ns=result.latency_ns[spread[1]] if spread else None,
             peak_memory_mb=peak_memory_mb,
         )
-    return SweepSeries(
-        implementation=name,
-        implementation_title=title,
-        run=run,
-        statistic=centre,
-        spread=spread,
-        cases_measured=len(measured),
-        has_memory=has_memory,
-        points=points,
-    )
+    return _RunPoints(centre, spread, measured, has_memory, tuple(points))
 
 
 @lru_cache(maxsize=256)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from kernelindex.web.chart import ChartTick
-from kernelindex.web.format import UNITS, significant
+from kernelindex.web.format import UNIT_SIZES, significant
 
 WIDTH = 840
 LEFT, RIGHT, TOP, BOTTOM = 380, 72, 8, 40
@@ -130,5 +130,5 @@ def ratio_tick(value: float) -> str:
 
 def latency_tick(unit: str) -> Callable[[float], str]:
     """Axis values of a latency axis (ns) in ``unit``: "0", "20 µs", "1.5 ms"."""
-    size = dict(UNITS)[unit]
+    size = UNIT_SIZES[unit]
     return lambda value: "0" if value == 0 else f"{_plain(value / size)} {unit}"

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
-from kernelindex.store.case_ranking import CaseEntry, CaseRanking, RegressionFlag
+from kernelindex.store.case_ranking import CaseEntry, CaseLabel, CaseRanking, RegressionFlag
 from kernelindex.web.case_window import CaseWindow
 from kernelindex.web.format import latency, one_unit, ratio
 
@@ -120,6 +120,15 @@ def _row(entry: CaseEntry) -> CaseRankRow:
     )
 
 
+def _offered(ranking: CaseRanking, window: CaseWindow) -> list[CaseLabel]:
+    """The cases of ``window`` and the chosen one, in sweep order."""
+    shown = range(window.start, min(window.stop, len(ranking.cases)))
+    chosen = ranking.case
+    before = [chosen] if chosen.index < shown.start else []
+    after = [chosen] if chosen.index >= shown.stop else []
+    return before + [ranking.cases[index] for index in shown] + after
+
+
 def case_ranking_part(
     ranking: CaseRanking, case_url: CaseUrl, asked_case: int | None, gpu_slug: str, window: CaseWindow
 ) -> CaseRankingPart:
@@ -161,8 +170,7 @@ def case_ranking_part(
                 url=case_url(label.index, selection.framework, selection.version),
                 selected=label.index == ranking.case.index,
             )
-            for label in ranking.cases
-            if window.holds(label.index) or label.index == ranking.case.index
+            for label in _offered(ranking, window)
         ],
         framework=selection.framework,
         version=selection.version,

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 SIGNIFICANT = 3
 # Each unit with its size in ns, small to large.
 UNITS = (("ns", 1), ("µs", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000))
+UNIT_SIZES = dict(UNITS)
 
 
 def significant(value: float, figures: int = SIGNIFICANT) -> str:
@@ -49,7 +50,7 @@ def latency_unit(values_ns: Iterable[float | None]) -> str:
 
 def latency_in(ns: float, unit: str, figures: int = SIGNIFICANT) -> str:
     """``ns`` written in ``unit`` ("0.00440 ms"), to ``figures`` significant figures."""
-    return f"{significant(ns / dict(UNITS)[unit], figures)} {unit}"
+    return f"{significant(ns / UNIT_SIZES[unit], figures)} {unit}"
 
 
 def latency(ns: float) -> str:

@@ -27,7 +27,7 @@ from kernelindex.store.reruns import RerunBounds
 from kernelindex.store.revisions import problem_of, workload_revisions
 from kernelindex.store.runs import RunView
 from kernelindex.store.schemas import Completeness, CrossGpuFigure, CrossGpuView, WorkloadRevision
-from kernelindex.store.sweeps import group_sweep
+from kernelindex.store.sweeps import group_case_runs, group_sweep
 from kernelindex.web import params
 from kernelindex.web.bar_chart import Bar, BarChart, bar_chart, latency_tick, ratio_tick
 from kernelindex.web.case_part import CaseRankingPart, case_ranking_part
@@ -768,9 +768,12 @@ def build_leaderboard(
         query = {"group": group_param, "case": case, "framework": framework, "version": version}
         return urls.workload(slug, **query) + "#case-ranking"
 
+    group_runs = group_case_runs(session, workload, selected_key) if selected_key else []
     try:
         ranking = (
-            case_ranking(session, workload, selected_key, case_index, framework, version) if selected_key else None
+            case_ranking(session, workload, selected_key, group_runs, case_index, framework, version)
+            if selected_key
+            else None
         )
     except (UnknownCase, UnknownFramework) as exc:
         raise BadRequest(str(exc)) from None
@@ -800,11 +803,7 @@ def build_leaderboard(
     sources = [_source_row(s, workload.last_seen_at or s.last_observed_at) for s in board.sources]
     own_source = next(row for row, s in zip(sources, board.sources, strict=True) if s.id == workload.source_id)
     cross_gpu = cross_gpu_view(session, workload)
-    sweep = (
-        group_sweep(session, workload, selected_key, ranking.selection if ranking else None, window.positions)
-        if selected_key
-        else None
-    )
+    sweep = group_sweep(workload, group_runs, ranking.selection if ranking else None) if selected_key else None
 
     return LeaderboardPage(
         workload=_header(board),

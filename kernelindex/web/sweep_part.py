@@ -120,9 +120,10 @@ def _column(series: SweepSeries, case_count: int, style: str) -> SweepColumn:
 def sweep_part(sweep: Sweep, window: CaseWindow) -> SweepPart:
     """The sweep over the cases of ``window`` (its runs' columns describe their whole sweep)."""
     shown = range(window.start, min(window.stop, len(sweep.values)))
+    values = sweep.values[shown.start : shown.stop]  # several varying axes: each label written here
     chart = sweep_chart(
         sweep.axis,
-        [sweep.values[position] for position in shown],
+        values,
         sweep.numeric,
         [
             SweepLine(
@@ -151,10 +152,10 @@ def sweep_part(sweep: Sweep, window: CaseWindow) -> SweepPart:
         rows=[
             SweepRow(
                 index=position + 1,
-                value=str(sweep.values[position]),
+                value=str(value),
                 cells=[_cell(series.points[position], unit) for series, unit in zip(sweep.series, units, strict=True)],
             )
-            for position in shown
+            for position, value in zip(shown, values, strict=True)
         ],
         chart=chart,
         has_memory=any(column.has_memory for column in columns),
