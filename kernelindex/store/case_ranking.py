@@ -210,9 +210,13 @@ def _entry(run: _GroupRun, ranked: RankedRun | None, flags: dict[int, list[Regre
     )
 
 
+# Made once: an alias builds a proxy of each of the table's columns.
+_OLDER = aliased(Run)
+
+
 def _flags(session: Session, workload_id: int, comparison_key: str, case: int) -> dict[int, list[RegressionFlag]]:
     """The regressions at one case of one group, by the newer run's id."""
-    older = aliased(Run)
+    older = _OLDER
     found = session.execute(
         select(VersionRegression, older.name)
         .join(older, older.id == VersionRegression.older_run_id)

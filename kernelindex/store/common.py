@@ -15,10 +15,13 @@ from kernelindex.store.reads import eligible
 from kernelindex.store.runs import with_references
 from kernelindex.store.schemas import ManifestVersionItem, SourceRefItem
 
+# Made once: an alias builds a proxy of each of the table's columns.
+_FASTER = aliased(Run)
+
 
 def rank_expression() -> ColumnElement[int]:
     """1 + the number of strictly faster eligible runs of the same group: ranking.rank_group's rule."""
-    faster = aliased(Run)
+    faster = _FASTER
     return (
         select(func.count())
         .select_from(faster)

@@ -98,6 +98,10 @@ def count_regressions(session: Session, filters: RegressionFilters) -> int:
     return session.scalar(select(func.count()).select_from(VersionRegression).where(_where(filters))) or 0
 
 
+# Made once: an alias builds a proxy of each of the table's columns.
+_NEWER, _OLDER = aliased(Run), aliased(Run)
+
+
 def regressions_page(session: Session, filters: RegressionFilters, page: int, size: int) -> list[RegressionItem]:
     """Page ``page`` (from 1) of the regressions ``filters`` admit, largest slowdown first."""
     order = (VersionRegression.slowdown.desc(), VersionRegression.id.desc())
@@ -111,7 +115,7 @@ def regressions_page(session: Session, filters: RegressionFilters, page: int, si
         .offset((page - 1) * size)
         .scalar_subquery()
     )
-    newer, older = aliased(Run), aliased(Run)
+    newer, older = _NEWER, _OLDER
     rows = session.execute(
         select(
             VersionRegression,

@@ -340,6 +340,10 @@ def catalogue_by_source(session: Session, gpu: str | None = None) -> list[Source
     return groups
 
 
+# Made once: an alias builds a proxy of each of the table's columns.
+_MEMBER, _EQUAL = aliased(Run), aliased(Run)
+
+
 def _last_records(session: Session, ids: Sequence[int], gpu: str | None) -> dict[int, datetime]:
     """When each of these workloads last had a record set (on ``gpu``, given one): the latest of
     the moments its comparison groups' current leaders set theirs (``ranking.record_history``),
@@ -355,7 +359,7 @@ def _last_records(session: Session, ids: Sequence[int], gpu: str | None) -> dict
         .distinct()
         .subquery()
     )
-    member = aliased(Run)
+    member = _MEMBER
     holder = (
         select(member.id)
         .where(
@@ -368,7 +372,7 @@ def _last_records(session: Session, ids: Sequence[int], gpu: str | None) -> dict
         .scalar_subquery()
     )
     holders = select(groups.c.workload_id, groups.c.comparison_key, holder.label("run_id")).subquery()
-    equal = aliased(Run)
+    equal = _EQUAL
     set_at = (
         select(func.min(equal.observed_at))
         .where(
