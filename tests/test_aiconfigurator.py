@@ -317,6 +317,40 @@ def test_the_ingest_finds_version_regressions_in_what_it_wrote(db: Any, tables: 
     assert "regressions" not in run_ingest(db, data_dir=str(tables), data_version="0.12.0").counts
 
 
+def test_an_ingest_that_writes_most_of_the_source_estimates_the_noise_again(db: Any, tmp_path: Path) -> None:
+    root = tmp_path / "growing"
+
+    def repeated(ep_size: int, spread: float) -> list[dict]:
+        points = range(1, 41)
+        first = moe_rows("VLLM", "0.24.0", "vllm_fused_moe", {tokens: 0.1 for tokens in points}, moe_ep_size=ep_size)
+        again = moe_rows(
+            "VLLM", "0.24.0", "vllm_fused_moe", {tokens: 0.1 * (1 + spread) for tokens in points}, moe_ep_size=ep_size
+        )
+        return first + again
+
+    write_table(root, "h200_sxm/moe/vllm/0.24.0/moe_perf.parquet", repeated(8, 0.02))
+    run_ingest(db, data_dir=str(root), data_version="0.12.0")
+    # Two new workloads beside the first: most of the source is new, so its noise is estimated again.
+    write_table(
+        root, "h200_sxm/moe/vllm/0.24.0/moe_perf.parquet", repeated(8, 0.02) + repeated(4, 0.04) + repeated(2, 0.04)
+    )
+    summary = run_ingest(db, data_dir=str(root), data_version="0.12.0")
+    assert summary.counts["added"]["workload"] == 2
+    with db.sessions() as session:
+        noise = session.scalars(select(RegressionNoise)).one()
+    assert noise.pairs == 120 and abs(noise.bound - 0.04) < 1e-9
+    # One new workload beside three: the stored estimate stands.
+    write_table(
+        root,
+        "h200_sxm/moe/vllm/0.24.0/moe_perf.parquet",
+        repeated(8, 0.02) + repeated(4, 0.04) + repeated(2, 0.04) + repeated(1, 0.5),
+    )
+    run_ingest(db, data_dir=str(root), data_version="0.12.0")
+    with db.sessions() as session:
+        noise = session.scalars(select(RegressionNoise)).one()
+    assert noise.pairs == 120
+
+
 def test_a_point_measured_twice_keeps_its_repeat_and_sets_the_noise(db: Any, tmp_path: Path) -> None:
     root = tmp_path / "repeats"
     first = moe_rows("VLLM", "0.24.0", "vllm_fused_moe", {tokens: 0.1 for tokens in range(1, 41)})
