@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import overload
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
@@ -23,6 +22,7 @@ from kernelindex.manifests.kinds import WorkloadCase
 from kernelindex.ranking import RankedRun, rank_at_case, sorted_versions
 from kernelindex.store.case_results import RunCases, cached_run_cases
 from kernelindex.store.framework_filter import FrameworkSelection, checked_selection
+from kernelindex.store.made_when_read import MadeWhenRead
 from kernelindex.store.manifests import implementation_manifest, workload_manifest
 from kernelindex.store.runs import run_facts
 
@@ -73,8 +73,8 @@ class CaseEntry:
 @dataclass(frozen=True)
 class CaseRanking:
     case: CaseLabel
-    default_case: bool  # chosen by ``CaseLabels.default``, not asked for
-    cases: CaseLabels
+    default_case: bool  # chosen by ``MeasuredCases.default``, not asked for
+    cases: MeasuredCases
     statistic: str
     ranked: list[CaseEntry]  # the runs the selection admits, fastest first
     ranked_total: int  # every run ranked at the case, whatever the selection
@@ -96,24 +96,14 @@ def case_label(case: WorkloadCase) -> str:
     return ", ".join(f"{name}={value}" for name, value in case.axes.items()) or "no axis values"
 
 
-class CaseLabels(Sequence[CaseLabel]):
-    """Each case of a sweep with the count of runs that measured it, made when read: a long sweep
-    has thousands of cases and a page shows a window of them."""
+class MeasuredCases(MadeWhenRead[CaseLabel]):
+    """Each case of a sweep with the count of the group's runs that measured it."""
 
     def __init__(self, cases: Sequence[WorkloadCase], measured: Counter[int]):
+        super().__init__(len(cases))
         self._cases, self._measured = cases, measured
 
-    def __len__(self) -> int:
-        return len(self._cases)
-
-    @overload
-    def __getitem__(self, position: int) -> CaseLabel: ...
-    @overload
-    def __getitem__(self, position: slice) -> Sequence[CaseLabel]: ...
-    def __getitem__(self, position: int | slice) -> CaseLabel | Sequence[CaseLabel]:
-        if isinstance(position, slice):
-            return [self[index] for index in range(len(self))[position]]
-        index = range(len(self))[position]
+    def _make(self, index: int) -> CaseLabel:
         return CaseLabel(index, self._cases[index], self._measured[index])
 
     def default(self) -> CaseLabel:
@@ -144,7 +134,7 @@ def case_ranking(
     version: str | None = None,
 ) -> CaseRanking | None:
     """Group ``comparison_key`` of ``workload``, whose ``group_runs`` (``group_case_runs``) may
-    carry per-case results, ranked at ``case`` (0-based; ``CaseLabels.default`` when ``None``),
+    carry per-case results, ranked at ``case`` (0-based; ``MeasuredCases.default`` when ``None``),
     its rows narrowed to ``framework`` and ``version``; ``None`` when the workload has fewer than
     two cases or none of the runs carries per-case results.
 
@@ -168,7 +158,7 @@ def case_ranking(
     selection = checked_selection(frameworks, framework, version)
     # Counted run by run: a long sweep has thousands of cases and a group a few runs.
     measured = Counter(index for run in runs for index in run.cases.latencies)
-    labels = CaseLabels(suite_cases, measured)
+    labels = MeasuredCases(suite_cases, measured)
     chosen = labels[case] if case is not None else labels.default()
     standing = rank_at_case(
         [facts[run.row.name] for run in runs],

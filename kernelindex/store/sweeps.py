@@ -13,7 +13,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import overload
 
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session, joinedload
@@ -22,6 +21,7 @@ from kernelindex.db.tables import Run, Workload
 from kernelindex.manifests.kinds import WorkloadCase
 from kernelindex.manifests.types import NativeValue
 from kernelindex.store.framework_filter import FrameworkSelection
+from kernelindex.store.made_when_read import MadeWhenRead
 from kernelindex.store.manifests import StoredText, implementation_manifest, run_manifest, workload_manifest
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import run_metrics
@@ -203,27 +203,17 @@ def _swept_axis(cases: Sequence[WorkloadCase]) -> tuple[str, Sequence[NativeValu
     return "case", CaseLabels(cases, varying or names)
 
 
-class CaseLabels(Sequence[NativeValue]):
+class CaseLabels(MadeWhenRead[NativeValue]):
     """Each case's label naming the axes ``shown``, written when read: a page shows a window of a
     sweep of thousands of cases."""
 
     def __init__(self, cases: Sequence[WorkloadCase], shown: list[str]):
+        super().__init__(len(cases))
         self._cases, self._shown = cases, shown
 
-    def __len__(self) -> int:
-        return len(self._cases)
-
-    @overload
-    def __getitem__(self, position: int) -> NativeValue: ...
-    @overload
-    def __getitem__(self, position: slice) -> Sequence[NativeValue]: ...
-    def __getitem__(self, position: int | slice) -> NativeValue | Sequence[NativeValue]:
-        if isinstance(position, slice):
-            return [self[index] for index in range(len(self))[position]]
-        case = self._cases[position]
-        return ", ".join(f"{name}={case.axes.get(name, '–')}" for name in self._shown) or str(
-            range(len(self))[position] + 1
-        )
+    def _make(self, index: int) -> NativeValue:
+        case = self._cases[index]
+        return ", ".join(f"{name}={case.axes.get(name, '–')}" for name in self._shown) or str(index + 1)
 
 
 def _value_key(value: object) -> object:
