@@ -23,8 +23,8 @@ from kernelindex.ranking import RankedRun, rank_at_case, sorted_versions
 from kernelindex.store.case_results import RunCases, cached_run_cases
 from kernelindex.store.framework_filter import FrameworkSelection, checked_selection
 from kernelindex.store.made_when_read import MadeWhenRead
-from kernelindex.store.manifests import implementation_manifest, workload_manifest
-from kernelindex.store.runs import run_facts
+from kernelindex.store.manifests import workload_manifest
+from kernelindex.store.runs import implementation_identity, run_facts
 
 
 class UnknownCase(ValueError):
@@ -187,7 +187,7 @@ def _entry(run: _GroupRun, ranked: RankedRun | None, flags: dict[int, list[Regre
     implementation = run.row.implementation
     return CaseEntry(
         run=run.row.name,
-        implementation_title=implementation_manifest(implementation).metadata.title or implementation.project,
+        implementation_title=implementation_identity(implementation),
         project=implementation.project,
         project_slug=implementation.project_slug,
         framework=run.cases.framework,

@@ -22,9 +22,9 @@ from kernelindex.manifests.kinds import WorkloadCase
 from kernelindex.manifests.types import NativeValue
 from kernelindex.store.framework_filter import FrameworkSelection
 from kernelindex.store.made_when_read import MadeWhenRead
-from kernelindex.store.manifests import StoredText, implementation_manifest, run_manifest, workload_manifest
+from kernelindex.store.manifests import StoredText, run_manifest, workload_manifest
 from kernelindex.store.reads import eligible
-from kernelindex.store.runs import run_metrics
+from kernelindex.store.runs import implementation_identity, run_metrics
 
 # The per-case statistic drawn as the line, then the pair drawn as the spread around it, in the
 # order they are looked for: the first a run's case results all carry is used.
@@ -108,7 +108,7 @@ def group_sweep(workload: Workload, runs: Sequence[Run], selection: FrameworkSel
             continue
         series[implementation.name] = SweepSeries(
             implementation=implementation.name,
-            implementation_title=implementation_manifest(implementation).metadata.title or implementation.project,
+            implementation_title=implementation_identity(implementation),
             run=run.name,
             statistic=drawn.statistic,
             spread=drawn.spread,

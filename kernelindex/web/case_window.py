@@ -34,9 +34,6 @@ class CaseWindow:
         """The 0-based positions of the cases shown."""
         return range(self.start, self.stop)
 
-    def holds(self, position: int) -> bool:
-        return self.start <= position < self.stop
-
 
 def case_window(total: int, page_value: str | None, chosen_case: int | None) -> CaseWindow:
     """The window ``?cases=`` asks for (``BadRequest`` past the last one), or the one holding
