@@ -158,27 +158,27 @@ def _run_points(stored: StoredText, case_count: int) -> _RunPoints | None:
     if not results:
         return None
     centre = next(
-        (stat for stat in CENTRES if all(stat in result.latency_ns for result in results)),
-        next(iter(results[0].latency_ns)),
+        (stat for stat in CENTRES if all(stat in result["latencyNs"] for result in results)),
+        next(iter(results[0]["latencyNs"])),
     )
     spread = next(
-        (pair for pair in SPREADS if all(set(pair) <= result.latency_ns.keys() for result in results)),
+        (pair for pair in SPREADS if all(set(pair) <= result["latencyNs"].keys() for result in results)),
         None,
     )
     points: list[SweepPoint | None] = [None] * case_count
     measured = 0
     has_memory = False
     for result in results:
-        if result.case_index >= case_count or centre not in result.latency_ns:
+        if result["caseIndex"] >= case_count or centre not in result["latencyNs"]:
             continue  # a case the workload does not hold has no place on the axis
-        measured += points[result.case_index] is None
-        memory = (result.metrics or {}).get(PEAK_MEMORY)
+        measured += points[result["caseIndex"]] is None
+        memory = (result.get("metrics") or {}).get(PEAK_MEMORY)
         peak_memory_mb = float(memory) if isinstance(memory, int | float) and not isinstance(memory, bool) else None
         has_memory |= peak_memory_mb is not None
-        points[result.case_index] = SweepPoint(
-            latency_ns=result.latency_ns[centre],
-            low_ns=result.latency_ns[spread[0]] if spread else None,
-            high_ns=result.latency_ns[spread[1]] if spread else None,
+        points[result["caseIndex"]] = SweepPoint(
+            latency_ns=result["latencyNs"][centre],
+            low_ns=result["latencyNs"][spread[0]] if spread else None,
+            high_ns=result["latencyNs"][spread[1]] if spread else None,
             peak_memory_mb=peak_memory_mb,
         )
     return _RunPoints(centre, spread, measured, has_memory, tuple(points))

@@ -145,16 +145,16 @@ def share_chart(figures: Sequence[CaseFigure], what: str) -> CaseChart:
 
 def sweep_distribution(run: BenchmarkRun, cases: Sequence[Mapping[str, Any]]) -> CaseDistribution | None:
     """A run whose manifest carries per-case medians (with p20/p80 where given); ``None`` without them."""
-    results = [r for r in run.spec.case_results or [] if "median" in r.latency_ns]
+    results = [r for r in run.spec.case_results or [] if "median" in r["latencyNs"]]
     if not results:
         return None
     labels = case_labels(cases)
     figures = [
         CaseFigure(
-            label=labels[r.case_index] if r.case_index < len(labels) else f"case {r.case_index}",
-            value=r.latency_ns["median"],
-            low=r.latency_ns.get("p20"),
-            high=r.latency_ns.get("p80"),
+            label=labels[r["caseIndex"]] if r["caseIndex"] < len(labels) else f"case {r['caseIndex']}",
+            value=r["latencyNs"]["median"],
+            low=r["latencyNs"].get("p20"),
+            high=r["latencyNs"].get("p80"),
         )
         for r in results
     ]

@@ -56,7 +56,7 @@ def _case_statistic(run: BenchmarkRun) -> str | None:
     """The per-case statistic a suite run's ``caseResults`` carry ("median"), if it has any."""
     for result in run.spec.case_results or []:
         for key in ("median", "mean"):
-            if key in result.latency_ns:
+            if key in result["latencyNs"]:
                 return key
     return None
 
