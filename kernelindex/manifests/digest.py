@@ -64,21 +64,48 @@ def canonical_json(value: Any) -> bytes:
     The usual manifest is written by the standard library's C encoder, which gives the same
     bytes for the values ``_written_alike`` accepts (a property test compares the two on
     random values), at a fraction of the cost: an ingest digests every run it reads. An ASCII
-    text without the tokens of ``_MAY_DIFFER`` is accepted without walking the value.
+    text without the tokens of ``_MAY_DIFFER`` is accepted without walking the value. A value
+    whose only such tokens are integer-valued floats (a power limit of 1000.0 W) is written
+    again with them as the integers RFC 8785 writes, a third of the library's cost.
     """
-    try:
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (ValueError, TypeError):
-        text = None  # the library refuses it with a message
-    if text is not None and ((text.isascii() and not _MAY_DIFFER.search("[" + text)) or _written_alike(value)):
-        try:
-            return text.encode()
-        except UnicodeEncodeError:
-            pass  # a lone surrogate: the library refuses it with a message
+    written = _written_by_standard_library(value)
+    if written is None and (as_ints := _integral_floats_as_ints(value)) is not value:
+        written = _written_by_standard_library(as_ints)
+    if written is not None:
+        return written
     try:
         return rfc8785.dumps(value)
     except (rfc8785.CanonicalizationError, TypeError) as exc:
         raise ValueError(f"value cannot be canonicalised as JSON: {exc}") from exc
+
+
+def _written_by_standard_library(value: Any) -> bytes | None:
+    """``value`` as the standard library writes it with sorted keys, where those are RFC 8785's
+    bytes; ``None`` where they may not be, or where it refuses the value."""
+    try:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (ValueError, TypeError):
+        return None  # the library refuses it with a message
+    if not ((text.isascii() and not _MAY_DIFFER.search("[" + text)) or _written_alike(value)):
+        return None
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return None  # a lone surrogate: the library refuses it with a message
+
+
+def _integral_floats_as_ints(value: Any) -> Any:
+    """``value`` with each integer-valued float within ±(2**53 − 1) as that integer (RFC 8785 writes
+    both alike), or ``value`` itself where it holds none."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) <= MAX_SAFE_INTEGER else value
+    if isinstance(value, dict):
+        items = {key: _integral_floats_as_ints(item) for key, item in value.items()}
+        return items if any(items[key] is not item for key, item in value.items()) else value
+    if isinstance(value, list):
+        elements = [_integral_floats_as_ints(item) for item in value]
+        return elements if any(new is not old for new, old in zip(elements, value, strict=True)) else value
+    return value
 
 
 def sha256_digest(value: Any) -> str:
