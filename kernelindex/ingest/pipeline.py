@@ -17,12 +17,14 @@ cores, two mapping processes and the writer keep both busy.)
 from __future__ import annotations
 
 import dataclasses
+import gc
 import io
 import multiprocessing
 import pickle
 import queue
 import traceback
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from multiprocessing.queues import Queue
 from typing import Any, cast
 
@@ -39,6 +41,24 @@ MAPPERS = 2
 AHEAD = 64
 # How often the writer, waiting for a batch, checks that the mapping process is still alive.
 POLL_SECONDS = 5.0
+# Allocations between two runs of the cyclic garbage collector while units are mapped and written
+# (Python's default is 700): see ``fewer_collections``.
+COLLECT_EVERY = 10_000
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Run the cyclic garbage collector less often: mapping makes millions of short-lived dicts
+    (one per case result) beside the long-lived rows of the table being read, and at the default
+    every collection walked those again. It took a third of a mapping process's time: 1,500
+    AIConfigurator workloads mapped in 30.9 s, and in 20.9 s with this. Memory is bounded as
+    before; cycles are only freed a little later."""
+    before = gc.get_threshold()
+    gc.set_threshold(COLLECT_EVERY, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def map_unit(adapter: Any, unit: str) -> Batch | str:
@@ -54,10 +74,15 @@ def map_unit(adapter: Any, unit: str) -> Batch | str:
 def mapped_units(adapter: Any, units: Sequence[str]) -> Iterator[tuple[str, Batch | str]]:
     """Each unit with its batch or error line, in order; mapped in forked processes when the
     adapter allows it and the units are many enough."""
-    if not getattr(adapter, "maps_in_parallel", False) or len(units) < PARALLEL_FROM:
-        for unit in units:
-            yield unit, map_unit(adapter, unit)
-        return
+    with fewer_collections():
+        if not getattr(adapter, "maps_in_parallel", False) or len(units) < PARALLEL_FROM:
+            for unit in units:
+                yield unit, map_unit(adapter, unit)
+        else:
+            yield from _mapped_in_parallel(adapter, units)
+
+
+def _mapped_in_parallel(adapter: Any, units: Sequence[str]) -> Iterator[tuple[str, Batch | str]]:
     shares = [units[number::MAPPERS] for number in range(min(MAPPERS, len(units)))]
     context = multiprocessing.get_context("fork")
     queues: list[Queue[tuple[str, Any]]] = [context.Queue(maxsize=AHEAD) for _ in shares]
