@@ -25,6 +25,25 @@ def test_a_case_no_run_measured_breaks_the_line_and_its_band():
     assert [marker.label for marker in series.markers] == ["a, n 1: 10.0 µs", "a, n 4: 40.0 µs", "a, n 8: 80.0 µs"]
 
 
+def test_a_dense_sweep_draws_its_lines_without_a_marker_per_case():
+    values = list(range(1001, 1201))  # a linear axis: 200 cases 2.6 px apart
+    full = SweepLine("full", [(n, None, None) for n in values])
+    # Measured at two neighbouring cases and once alone: only the lone case has no line to show it.
+    sparse = SweepLine(
+        "sparse", [(5_000, None, None), (6_000, None, None)] + [None] * 97 + [(7_000, None, None)] + [None] * 100
+    )
+    chart = sweep_chart("n", values, True, [full, sparse])
+    assert chart.series[0].markers == []
+    assert [marker.label for marker in chart.series[1].markers] == ["sparse, n 1100: 7.00 µs"]
+    assert chart.series[0].path.count("L") == 199
+
+
+def test_markers_stand_where_neighbouring_cases_are_far_enough_apart():
+    values = list(range(1001, 1041))  # 40 cases on a linear axis: about 13 px apart
+    chart = sweep_chart("n", values, True, [SweepLine("a", [(1_000, None, None)] * 40)])
+    assert len(chart.series[0].markers) == 40
+
+
 def test_text_values_sit_on_a_categorical_axis_in_case_order():
     values = ["dtype=float16, mode=full", "dtype=bfloat16, mode=full", "dtype=float32, mode=forward"]
     chart = sweep_chart("case", values, False, [SweepLine("a", [(1_000, None, None)] * 3)])
