@@ -141,7 +141,7 @@ def case_ranking(
     Raises ``UnknownCase`` for a case out of range (or asked where there is no sweep) and
     ``UnknownFramework`` for a framework or version the group's runs do not name."""
     suite_cases = workload_manifest(workload).spec.cases
-    runs = [_GroupRun(row, cached_run_cases(row.digest, row.manifest_json)) for row in group_runs]
+    runs = [_GroupRun(row, cached_run_cases(row)) for row in group_runs]
     runs = [run for run in runs if run.cases.latencies]
     facts = {run.row.name: run_facts(run.row) for run in runs}
     if len(suite_cases) < 2 or not runs:

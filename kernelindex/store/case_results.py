@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
+from kernelindex.store.by_spec import BySpec
 from kernelindex.store.sweeps import CENTRES
 
 # A case's second measurement, where a source measured it twice (AIConfigurator's tables).
@@ -30,12 +30,11 @@ class RunCases:
     repeats: dict[int, int]
 
 
-@lru_cache(maxsize=128)
-def cached_run_cases(digest: str, manifest_json: str) -> RunCases:
-    """``run_cases``, kept for the runs pages read again and again: a sweep's leaderboard parsed
-    its runs' manifests (3,440 cases each for the largest) in 11 % of its render. Shared between
-    requests, so read it, never change it. Bounded: the largest runs hold a few hundred kB."""
-    return run_cases(manifest_json)
+# ``run_cases`` of a stored run, kept by digest for the runs pages read again and again: a sweep's
+# leaderboard parsed its runs' manifests (3,440 cases each for the largest) in 11 % of its render.
+# Shared between requests, so read it, never change it. Bounded: the largest runs hold a few
+# hundred kB.
+cached_run_cases: BySpec[RunCases] = BySpec(lambda run: run_cases(run.manifest_json), size=128)
 
 
 def run_cases(manifest_json: str) -> RunCases:

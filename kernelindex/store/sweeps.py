@@ -15,14 +15,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from sqlalchemy import ColumnElement, select
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm import Session, defer, joinedload
 
 from kernelindex.db.tables import Run, Workload
 from kernelindex.manifests.kinds import WorkloadCase
 from kernelindex.manifests.types import NativeValue
+from kernelindex.store.by_spec import BySpec
 from kernelindex.store.framework_filter import FrameworkSelection
 from kernelindex.store.made_when_read import MadeWhenRead
-from kernelindex.store.manifests import StoredText, run_manifest, workload_manifest
+from kernelindex.store.manifests import Stored, StoredText, run_manifest, workload_manifest
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import implementation_identity, run_metrics
 
@@ -79,7 +80,9 @@ def group_case_runs(session: Session, workload: Workload, comparison_key: str) -
     return list(
         session.scalars(
             select(Run)
-            .options(joinedload(Run.implementation))
+            # Their manifests are read through caches kept by digest (``cached_run_cases``,
+            # ``_run_points``): the text, 76 kB for each run of the largest sweep, only on a miss.
+            .options(joinedload(Run.implementation), defer(Run.manifest_json))
             .where(Run.workload_id == workload.id, Run.comparison_key == comparison_key, eligible())
             .where(may_carry_case_results())
             .order_by(Run.latency_ns, Run.name)
@@ -103,7 +106,7 @@ def group_sweep(workload: Workload, runs: Sequence[Run], selection: FrameworkSel
             continue
         if selection is not None and selection.chosen and not _admitted(selection, run):
             continue
-        drawn = _run_points(StoredText(run.digest, run.manifest_json), len(cases))
+        drawn = _run_points(run, len(cases))
         if drawn is None:
             continue
         series[implementation.name] = SweepSeries(
@@ -149,12 +152,9 @@ class _RunPoints:
     points: Sequence[SweepPoint | None]
 
 
-@lru_cache(maxsize=128)
-def _run_points(stored: StoredText, case_count: int) -> _RunPoints | None:
-    """A stored run's points on a sweep of ``case_count`` cases (``None`` without case results),
-    kept: the largest sweep has 3,440 cases, and a run's points change only with its manifest.
-    Shared between requests, so read it, never change it."""
-    results = run_manifest(stored).spec.case_results
+def _points_of(run: Stored, case_count: int) -> _RunPoints | None:
+    """A stored run's points on a sweep of ``case_count`` cases (``None`` without case results)."""
+    results = run_manifest(run).spec.case_results
     if not results:
         return None
     centre = next(
@@ -182,6 +182,11 @@ def _run_points(stored: StoredText, case_count: int) -> _RunPoints | None:
             peak_memory_mb=peak_memory_mb,
         )
     return _RunPoints(centre, spread, measured, has_memory, tuple(points))
+
+
+# Kept: the largest sweep has 3,440 cases, and a run's points change only with its manifest's spec.
+# Shared between requests, so read them, never change them.
+_run_points: BySpec[_RunPoints | None] = BySpec(_points_of, size=128)
 
 
 @lru_cache(maxsize=256)
