@@ -25,7 +25,7 @@ from kernelindex.gpus import TRACKED_GPUS
 from kernelindex.store.common import group_sizes, name_by_ref
 from kernelindex.store.keyset import SLUG_ORDER, Expr, Position, keyset_page, numbered_page, page_of
 from kernelindex.store.manifests import environment_manifest
-from kernelindex.store.runs import availability_text, stack_text
+from kernelindex.store.runs import stack_text
 from kernelindex.store.schemas import (
     BestOnGpu,
     DatasheetItem,
@@ -36,7 +36,7 @@ from kernelindex.store.schemas import (
     GpuWorkload,
 )
 from kernelindex.store.tallies import runs_on_gpu
-from kernelindex.store.workloads import WorkloadFilters, fastest_run, headline_runs, workload_conditions
+from kernelindex.store.workloads import WorkloadFilters, headlines, workload_conditions
 
 
 @dataclass(frozen=True)
@@ -165,18 +165,17 @@ def best_on_gpus(
         )
     ).all()
     best = {
-        (run.workload_id, run.environment.gpu_slug): run for run in headline_runs(session, [*filter(None, run_ids)])
+        (headline.workload_id, headline.fastest.gpu): headline
+        for headline in headlines(session, [*filter(None, run_ids)])
     }
-    sizes = group_sizes(session, {(run.workload_id, run.comparison_key) for run in best.values()})
+    sizes = group_sizes(session, {(headline.workload_id, headline.comparison_key) for headline in best.values()})
     return {
         key: BestOnGpu(
-            **fastest_run(run).model_dump(),
-            availability=availability_text(
-                run.implementation.license, run.implementation.source_available, run.implementation.has_install_recipe
-            ),
-            group_eligible_runs=sizes[run.comparison_key],
+            **headline.fastest.model_dump(),
+            availability=headline.availability,
+            group_eligible_runs=sizes[headline.comparison_key],
         )
-        for key, run in best.items()
+        for key, headline in best.items()
     }
 
 
