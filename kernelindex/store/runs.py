@@ -6,7 +6,7 @@ the same: its ranking facts, its availability text and its environment's stack.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -123,7 +123,7 @@ def availability_text(license: str | None, source_available: bool, install_recip
 class _SpecFacts:
     """What a run view reads of a run's manifest, all of it from the spec."""
 
-    metrics: dict[str, Any]  # shared: copied before it is handed out
+    metrics: Mapping[str, Any]  # the parsed manifest's, shared: copied before it is handed out
     cases_measured: int | None
 
 
@@ -131,7 +131,7 @@ def _spec_facts_of(run: Stored) -> _SpecFacts:
     spec = run_manifest(run).spec
     native = spec.source_native
     return _SpecFacts(
-        metrics=dict(native.metrics) if native else {},
+        metrics=native.metrics if native else {},
         cases_measured=None if spec.case_results is None else len(spec.case_results),
     )
 
@@ -199,6 +199,7 @@ def run_views_query() -> Select[Run]:
 
 
 def to_view(run: Run) -> RunView:
+    facts = _spec_facts(run)
     return RunView(
         name=run.name,
         digest=run.digest,
@@ -208,8 +209,8 @@ def to_view(run: Run) -> RunView:
         latency_ns=run.latency_ns,
         primary_statistic=run.primary_statistic,
         sol_score=run.sol_score,
-        metrics=run_metrics(run),
-        cases_measured=_spec_facts(run).cases_measured,
+        metrics=dict(facts.metrics),
+        cases_measured=facts.cases_measured,
         observed_at=run.observed_at,
         held_for_review=run.held_for_review,
         review_state=run.review_state,
