@@ -114,7 +114,7 @@ def sweep_chart(axis: str, values: Sequence[NativeValue], numeric: bool, lines: 
                         y=y.at(centre),
                         label=f"{line.title}, {axis} {values[position]}: {latency(centre)}",
                     )
-                    for position, (centre, _, _) in _marked(runs, xs)
+                    for position, (centre, _, _) in _marked(measured, runs, xs)
                 ],
             )
         )
@@ -164,10 +164,10 @@ def _consecutive(measured: list[Point]) -> list[list[Point]]:
     return runs
 
 
-def _marked(runs: list[list[Point]], xs: Sequence[float]) -> list[Point]:
-    """The cases that get a marker: every measured case where neighbouring markers stand
-    ``MIN_MARKER_GAP`` apart; otherwise only those with no measured neighbour, which draw no line."""
-    measured = [point for run in runs for point in run]
+def _marked(measured: list[Point], runs: list[list[Point]], xs: Sequence[float]) -> list[Point]:
+    """The cases of ``measured`` (in ``runs`` of neighbours) that get a marker: all where neighbouring
+    markers stand ``MIN_MARKER_GAP`` apart; otherwise only those with no measured neighbour, which
+    draw no line."""
     gaps = (xs[after[0]] - xs[before[0]] for before, after in pairwise(measured))
     if all(gap >= MIN_MARKER_GAP for gap in gaps):
         return measured
