@@ -58,9 +58,20 @@ def app() -> Any:
     from starlette.routing import Route
 
     total = int(os.environ["BENCH_SUBMISSIONS"])
+    # Another base gives another set of submissions: a later pull of a grown upstream.
+    next_id = int(os.environ.get("BENCH_FIRST_ID", "1000000"))
+    # A suffix renames every kernel: into a store whose workloads already took the real names
+    # (the synthetic catalogue's do), the pull adds workloads of its own.
+    suffix = os.environ.get("BENCH_NAME_SUFFIX", "")
     listing = _data(API / "kernels.json")
+    for kernel in listing["kernels"]:
+        kernel["name"] += suffix
     kernel_ids = sorted(kernel["id"] for kernel in listing["kernels"])
-    details = {k: (API / "kernels" / f"{k}.json").read_bytes() for k in kernel_ids}
+    details = {}
+    for k in kernel_ids:
+        detail = json.loads((API / "kernels" / f"{k}.json").read_bytes())
+        detail["data"]["name"] += suffix
+        details[k] = json.dumps(detail).encode()
     templates = {
         k: _data(API / "submissions" / f"kernel-{k}.json")["submissions"]
         or _data(API / "submissions" / "kernel-40.json")["submissions"]
@@ -68,7 +79,6 @@ def app() -> Any:
     }
     per_kernel = counts(total, kernel_ids, seed=3)
     first_id = {}
-    next_id = 1_000_000
     for k in kernel_ids:
         first_id[k] = next_id
         next_id += per_kernel[k]
