@@ -28,6 +28,9 @@ CROSS_GPU_NOTE = (
     "sit side by side to be read, and are never ranked against each other. A GPU's figure is its fastest "
     "eligible run over its setups; a cell is one implementation's fastest eligible run on that GPU."
 )
+# Implementations a page of the matrix lists: a workload may have hundreds, and a page shows a
+# screenful (the API's ``matrix_page=None`` gives every one).
+MATRIX_ROWS = 50
 Record = TypeVar("Record", Environment, Implementation)
 _GPU_ORDER = {gpu.slug: position for position, gpu in enumerate(TRACKED_GPUS)}
 
@@ -68,9 +71,14 @@ def _fastest_per_revision(session: Session, workload: Workload) -> list[_Eligibl
     return [_EligibleRun(*row) for row in rows]
 
 
-def cross_gpu_view(session: Session, workload: Workload) -> CrossGpuView | None:
+def matrix_page_count(view: CrossGpuView) -> int:
+    return max(1, -(-view.implementation_count // MATRIX_ROWS))
+
+
+def cross_gpu_view(session: Session, workload: Workload, matrix_page: int | None = None) -> CrossGpuView | None:
     """The workload's best eligible figures per GPU and per implementation × GPU; ``None`` unless
-    eligible runs of it were measured on two or more GPUs."""
+    eligible runs of it were measured on two or more GPUs. The implementations are every one, or
+    page ``matrix_page`` of ``MATRIX_ROWS`` of them (empty past the last)."""
     runs = _fastest_per_revision(session, workload)
     environments = _by_id(session, Environment, {run.environment_id for run in runs})
     if len({environment.gpu_slug for environment in environments.values()}) < 2:
@@ -95,8 +103,11 @@ def cross_gpu_view(session: Session, workload: Workload) -> CrossGpuView | None:
 
     products = {environment.gpu_slug: environment.gpu_product for environment in environments.values()}
     gpus = sorted(best_of_gpu, key=lambda slug: (_GPU_ORDER.get(slug, len(_GPU_ORDER)), products[slug], slug))
+    lines = sorted(cells, key=lambda key: (key.casefold(), key))
+    first = 0 if matrix_page is None else (matrix_page - 1) * MATRIX_ROWS
+    shown = lines if matrix_page is None else lines[first : first + MATRIX_ROWS]
     # Each line's fastest figure over every GPU: whose manifest name the line gives.
-    titles = {key: figure(min(found.values(), key=lambda r: (r.latency_ns, r.name))) for key, found in cells.items()}
+    titles = {key: figure(min(cells[key].values(), key=lambda r: (r.latency_ns, r.name))) for key in shown}
     return CrossGpuView(
         note=CROSS_GPU_NOTE,
         gpus=[
@@ -116,8 +127,10 @@ def cross_gpu_view(session: Session, workload: Workload) -> CrossGpuView | None:
                 project=titles[key].project,
                 best_by_gpu={slug: figure(cells[key][slug]) for slug in gpus if slug in cells[key]},
             )
-            for key in sorted(cells, key=lambda key: (key.casefold(), key))
+            for key in shown
         ],
+        implementation_count=len(lines),
+        first_implementation=first + 1,
     )
 
 

@@ -202,7 +202,9 @@ class CrossGpuView(ApiModel):
 
     note: str
     gpus: list[GpuFigure] = Field(description="in the registry's GPU order, never by speed")
-    implementations: list[ImplementationOnGpus] = Field(description="by title")
+    implementations: list[ImplementationOnGpus] = Field(description="by title; on a page, one page of them")
+    implementation_count: int = Field(description="every implementation with an eligible run on these GPUs")
+    first_implementation: int = Field(description="the 1-based position of the first one listed")
 
 
 class WorkloadRevision(ApiModel):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from sqlalchemy.orm import Session
 
@@ -19,7 +19,7 @@ from kernelindex.ranking import RankedRun, ineligibility_reasons
 from kernelindex.slugs import slugify
 from kernelindex.store.case_ranking import UnknownCase, case_ranking
 from kernelindex.store.completeness import workload_completeness
-from kernelindex.store.cross_gpu import cross_gpu_view
+from kernelindex.store.cross_gpu import cross_gpu_view, matrix_page_count
 from kernelindex.store.framework_filter import UnknownFramework
 from kernelindex.store.leaderboards import GroupDetail, GroupStanding, Leaderboard, group_detail, ranked_rows
 from kernelindex.store.rerun_protocols import RERUN_PROTOCOL_NAMES, superseded_by
@@ -196,6 +196,16 @@ class CrossGpuRow(Part):
     texts: list[str]  # each cell's latency in its GPU column's unit; "–" where it has none
 
 
+class MatrixPager(Part):
+    """The links between pages of the implementations × GPUs matrix: "1–50 of 477"."""
+
+    first: int
+    last: int
+    total: int
+    previous_url: str | None
+    next_url: str | None
+
+
 class WorkloadHeader(Part):
     slug: str
     title: str
@@ -249,6 +259,8 @@ class LeaderboardPage(PageContext):
     next_url: str | None
     ineligible: list[RunRow]
     implementations: list[ImplementationRow]
+    implementation_count: int  # in the group: the table shows the fastest of them
+    all_implementations_url: str | None  # the ranked table's next page, where the table stops short
     ranked_chart: BarChart | None
     speedup_chart: BarChart | None
     history: list[RecordRow]
@@ -264,9 +276,11 @@ class LeaderboardPage(PageContext):
     rerun_bound_gpu: str | None = None
     sources: list[SourceRow]
     cross_gpu: CrossGpuView | None
-    cross_gpu_rows: list[CrossGpuRow]
-    cross_gpu_fastest: list[str]  # each GPU's fastest latency, the column in one unit
-    cross_gpu_chart: GpuChart | None
+    # How the page draws ``cross_gpu``: the JSON twin has the figures once, in ``cross_gpu``.
+    cross_gpu_rows: list[CrossGpuRow] = Field(exclude=True)
+    cross_gpu_fastest: list[str] = Field(exclude=True)  # each GPU's fastest latency, the column in one unit
+    cross_gpu_chart: GpuChart | None = Field(exclude=True)
+    matrix_pager: MatrixPager | None  # the matrix has more rows than a page
     case_ranking: CaseRankingPart | None  # the selected group at one case of its sweep
     sweep: SweepPart | None
     reference: ReferencePart | None
@@ -382,8 +396,9 @@ def _tab(standing: GroupStanding, label: str, selected_key: str | None, protocol
 
 
 def _implementation_rows(detail: GroupDetail) -> list[ImplementationRow]:
+    """The table's rows: the fastest ``PAGE_SIZE`` implementations (the ranked table lists them all)."""
     rows = []
-    for entry, ranked_runs in detail.implementations:
+    for entry, ranked_runs in detail.implementations[:PAGE_SIZE]:
         view = detail.view(entry.run.name)
         rows.append(
             ImplementationRow(
@@ -689,6 +704,19 @@ def _cross_gpu_rows(view: CrossGpuView) -> list[CrossGpuRow]:
     ]
 
 
+def _matrix_pager(view: CrossGpuView, page: int, board_url: Callable[..., str]) -> MatrixPager:
+    def url(page: int) -> str:
+        return board_url(matrix=page) + "#across-gpus-matrix"
+
+    return MatrixPager(
+        first=view.first_implementation,
+        last=view.first_implementation + len(view.implementations) - 1,
+        total=view.implementation_count,
+        previous_url=url(page - 1) if page > 1 else None,
+        next_url=url(page + 1) if page < matrix_page_count(view) else None,
+    )
+
+
 def _cross_gpu_chart(view: CrossGpuView) -> GpuChart | None:
     return gpu_chart(
         [
@@ -719,6 +747,7 @@ def build_leaderboard(
     framework: str | None = None,
     version: str | None = None,
     cases: str | None = None,
+    matrix: str | None = None,
 ) -> LeaderboardPage:
     """The context of ``/workloads/{slug}``; raises ``BadRequest`` for unusable parameters.
 
@@ -728,6 +757,7 @@ def build_leaderboard(
     runs = params.choice("runs", runs, RUN_MODES, "best")
     implementation_filter = params.text("implementation", implementation_filter) or ""
     page = params.page_number(page_value)
+    matrix_page = params.page_number(matrix)
     case_index = params.index("case", case)
     framework = params.text("framework", framework, max_length=64)
     version = params.text("version", version, max_length=300)
@@ -748,7 +778,7 @@ def build_leaderboard(
     table = _ranked_table(session, board, detail, runs, workload.case_count, implementation_filter, sort, page)
     group_param = selected_key.removeprefix("sha256:")[:16] if selected_key and group else None
 
-    def board_url(sort: str = sort, runs: str = runs, page: int | None = None) -> str:
+    def board_url(sort: str = sort, runs: str = runs, page: int | None = None, matrix: int = matrix_page) -> str:
         """This view's address with one choice changed; defaults are left out of it."""
         return urls.workload(
             slug,
@@ -761,6 +791,7 @@ def build_leaderboard(
             framework=framework,
             version=version,
             cases=cases or None,
+            matrix=None if matrix == 1 else matrix,
         )
 
     def case_url(case: int | None, framework: str | None, version: str | None) -> str:
@@ -802,7 +833,10 @@ def build_leaderboard(
     dtypes = sorted({tensor.dtype for tensor in definition.inputs.values()})
     sources = [_source_row(s, workload.last_seen_at or s.last_observed_at) for s in board.sources]
     own_source = next(row for row, s in zip(sources, board.sources, strict=True) if s.id == workload.source_id)
-    cross_gpu = cross_gpu_view(session, workload)
+    cross_gpu = cross_gpu_view(session, workload, matrix_page)
+    matrix_pages = matrix_page_count(cross_gpu) if cross_gpu else 1
+    if matrix_page > matrix_pages:
+        raise BadRequest(f"matrix page {matrix_page} is past the last page of the table across GPUs ({matrix_pages}).")
     sweep = group_sweep(workload, group_runs, ranking.selection if ranking else None) if selected_key else None
 
     return LeaderboardPage(
@@ -844,6 +878,12 @@ def build_leaderboard(
         next_url=board_url(page=page + 1) if page < table.page_count else None,
         ineligible=ineligible_rows,
         implementations=_implementation_rows(detail) if detail else [],
+        implementation_count=len(detail.implementations) if detail else 0,
+        all_implementations_url=(
+            board_url(runs="best", page=2) + "#leaderboard"
+            if detail and len(detail.implementations) > PAGE_SIZE
+            else None
+        ),
         ranked_chart=_ranked_chart(table.fastest, table.total, selected_tab.label) if selected_tab else None,
         speedup_chart=_speedup_chart(detail, selected_tab.label) if detail and selected_tab else None,
         history=one_unit(list(reversed(history)), "latency_ns", "latency"),
@@ -862,6 +902,7 @@ def build_leaderboard(
         cross_gpu_rows=_cross_gpu_rows(cross_gpu) if cross_gpu else [],
         cross_gpu_fastest=latency_column([gpu.best.latency_ns for gpu in cross_gpu.gpus]) if cross_gpu else [],
         cross_gpu_chart=_cross_gpu_chart(cross_gpu) if cross_gpu else None,
+        matrix_pager=_matrix_pager(cross_gpu, matrix_page, board_url) if matrix_pages > 1 and cross_gpu else None,
         case_ranking=(
             case_ranking_part(ranking, case_url, case_index, selected.sample.gpu_slug, window)
             if ranking and selected

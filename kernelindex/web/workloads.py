@@ -49,6 +49,7 @@ def leaderboard(
     framework: str | None = None,
     version: str | None = None,
     cases: str | None = None,
+    matrix: str | None = None,
 ) -> Response:
     workload = workload_by_slug(session, slug)
     if workload is None:
@@ -56,7 +57,7 @@ def leaderboard(
     board = leaderboard_of(session, workload)
     depends_on(request, leaderboard_scopes(session, board))
     context = build_leaderboard(
-        session, board, group, sort, implementation, page, runs, case, framework, version, cases
+        session, board, group, sort, implementation, page, runs, case, framework, version, cases, matrix
     )
     return render_page(request, context)
 
