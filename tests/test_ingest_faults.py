@@ -18,6 +18,8 @@ from kernelindex.ingest.runner import run_ingest
 from kernelindex.ingest.sources import ingest as ingest_source
 from kernelindex.settings import Settings
 from kernelindex.store import ingest as store_ingest
+from kernelindex.store.batch import Batch
+from tests.multi_gpu_catalogue import NEW_SHA, NOW, PROBLEM_SOURCE, problem_workload
 from tests.servers import serving
 from tests.upstream import BASE_URL, FakeUpstream, served
 
@@ -504,3 +506,19 @@ def test_a_declared_length_over_the_cap_is_refused_before_reading():
     )
     with pytest.raises(UpstreamError, match="larger than"):
         Fetcher(client, retries=0).get("kernels")
+
+
+def test_a_workload_slug_taken_by_another_source_fails_that_kernel_alone(db):
+    """Two sources may name a workload alike: the second's is refused, never half-written, and
+    the ingest goes on with its other kernels."""
+    taken = problem_workload("l1-040-conv2d-residual-block", NEW_SHA, "Another source's workload")
+    with db.sessions.begin() as session:
+        other = store_ingest.ensure_source(session, PROBLEM_SOURCE)
+        store_ingest.apply_batch(session, other, Batch(unit="taken", workload=taken, external_id="taken"), NOW)
+    summary = ingest(db, FakeUpstream())
+    assert summary.status == "partial"
+    assert summary.errors == [
+        "kernel 40 (040_conv2d_residual_block): could not be stored (a database error; the server log has the details)"
+    ]
+    assert workload_ids(db) == {"taken", "39", "62"}
+    assert {r.workload.external_id for r in runs(db).values()} == {"39", "62"}

@@ -202,6 +202,9 @@ def run_ingest(
                 except (SQLAlchemyError, ValueError):
                     logger.exception("ingest: %d new workloads could not be stored together", len(new))
                     new = []  # each is tried alone below, so the one at fault is named
+                    # Rows read inside the savepoint are not expired with it, and SQLite gives
+                    # the ids it rolled back to the next rows inserted: read them afresh.
+                    session.expire_all()
                 for batch in new:
                     record(batch, wrote=True)
             written_together = {id(batch) for batch in new}
@@ -215,6 +218,7 @@ def run_ingest(
                     # The report is public (/sources/...): one plain line there, the statement and
                     # its parameters only in the server's log.
                     logger.exception("ingest: %s could not be stored", batch.unit)
+                    session.expire_all()
                     errors.append(
                         f"{batch.unit}: could not be stored (a database error; the server log has the details)"
                     )

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Table, insert
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from kernelindex.db.base import Base
@@ -28,19 +29,30 @@ def insert_rows(session: Session, table: type[Base] | Table, rows: Sequence[Mapp
     target: Table = table if isinstance(table, Table) else table.__table__  # type: ignore[assignment]
     note_hidden_write(session, target.name)
     connection = session.connection()
-    if connection.dialect.name == "postgresql":
-        columns = list(rows[0])
-        raw = connection.connection.driver_connection
-        assert raw is not None
-        statement = f'COPY "{target.name}" ({", ".join(f"{c!s}" for c in columns)}) FROM STDIN'
-        with raw.cursor() as cursor, cursor.copy(statement) as copy:
-            for row in rows:
-                copy.write_row([_copy_value(target, column, row[column]) for column in columns])
-    elif connection.dialect.name == "sqlite":
-        _execute_many(connection, target, rows)
-    else:
-        connection.execute(insert(target), list(rows))
+    dialect = connection.dialect
+    driver_error = dialect.loaded_dbapi.Error
+    try:
+        if dialect.name == "postgresql":
+            _copy(connection, target, rows)
+        elif dialect.name == "sqlite":
+            _execute_many(connection, target, rows)
+        else:
+            connection.execute(insert(target), list(rows))
+    except driver_error as exc:
+        # As SQLAlchemy raises it for its own statements (an ``IntegrityError`` for a taken
+        # name), so callers that roll a unit back on a database error catch this one too.
+        raise DBAPIError.instance(f"bulk insert into {target.name}", None, exc, driver_error, dialect=dialect) from exc
     return len(rows)
+
+
+def _copy(connection: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+    columns = list(rows[0])
+    raw = connection.connection.driver_connection
+    assert raw is not None
+    statement = f'COPY "{table.name}" ({", ".join(f"{c!s}" for c in columns)}) FROM STDIN'
+    with raw.cursor() as cursor, cursor.copy(statement) as copy:
+        for row in rows:
+            copy.write_row([_copy_value(table, column, row[column]) for column in columns])
 
 
 def _execute_many(connection: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
