@@ -1,14 +1,15 @@
 """Uncached page times across catalogues of different sizes: does a page grow with what it shows or
 with what is stored?
 
-    .venv/bin/python bench/page_curve.py [--runs 5] [--workload-runs 61] URL [URL ...]
+    .venv/bin/python bench/page_curve.py [--runs 5] [--workload-runs 61] [--cached] URL [URL ...]
 
 Each URL is a loaded store (``synthetic_catalog.py`` builds them). For each, the same kinds of page
 are timed with the response cache off, as ``page_time.py`` times them (in process, median of
 ``--runs`` after 10 warm-up requests): the leaderboard of its largest workload, the leaderboard of
 the workload whose run count is nearest ``--workload-runs`` (the same size in every catalogue, so
 its row of the table is the curve the "flat within 2×" target reads), home, and that workload's
-fastest run as a page and as JSON. Prints one table, a column per catalogue.
+fastest run as a page and as JSON. Prints one table, a column per catalogue. With ``--cached``, the
+response cache is on, so every timed request after the warm-up is answered from it.
 """
 
 from __future__ import annotations
@@ -62,8 +63,8 @@ def chosen_paths(url: str, workload_runs: int) -> tuple[int, dict[str, str]]:
     }
 
 
-async def timed(url: str, paths: dict[str, str], runs: int) -> dict[str, float]:
-    app = create_app(Settings(database_url=url, response_cache_mb=0))
+async def timed(url: str, paths: dict[str, str], runs: int, cached: bool) -> dict[str, float]:
+    app = create_app(Settings(database_url=url, response_cache_mb=64 if cached else 0))
     medians = {}
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
@@ -79,15 +80,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--workload-runs", type=int, default=61)
+    parser.add_argument("--cached", action="store_true", help="time answers from the response cache")
     parser.add_argument("urls", nargs="+")
     args = parser.parse_args()
     columns = []
     for url in args.urls:
         total, paths = chosen_paths(url, args.workload_runs)
         print(f"{url}: {total:,} runs; {load_average()}", flush=True)
-        columns.append((total, asyncio.run(timed(url, paths, args.runs))))
+        columns.append((total, asyncio.run(timed(url, paths, args.runs, args.cached))))
     kinds = list(columns[0][1])
-    print("\n| page (uncached, median ms) | " + " | ".join(f"{total:,} runs" for total, _ in columns) + " |")
+    mode = "cached" if args.cached else "uncached"
+    print(f"\n| page ({mode}, median ms) | " + " | ".join(f"{total:,} runs" for total, _ in columns) + " |")
     print("|---|" + "---|" * len(columns))
     for kind in kinds:
         print(f"| {kind} | " + " | ".join(f"{figures[kind]:.1f}" for _, figures in columns) + " |")
