@@ -27,7 +27,7 @@ from kernelindex.ranking import (
     rank_implementations,
     record_history,
 )
-from kernelindex.store.leaderboards import group_detail, leaderboard, ranked_rows
+from kernelindex.store.leaderboards import group_detail, leaderboard, load_views, ranked_rows
 from kernelindex.store.run_queries import run_standing
 from kernelindex.store.runs import run_facts
 
@@ -152,10 +152,16 @@ def _check_agreement(session: Session, workload: Workload, before: datetime | No
         assert (group.record.name if group.record else None) == (ranked[0].run.name if ranked else None)
         if before is not None:
             continue  # the page is shown as it stands now; a citation reads only the figures above
-        detail = group_detail(session, board, group)
+        detail = group_detail(session, board, group, lines_read=1)
         assert [(entry.run.name, entry.rank, entry.vs_best, count) for entry, count in detail.implementations] == [
             (entry.run.name, entry.rank, entry.vs_best, count) for entry, count in rank_implementations(ranked)
         ]
+        # The figures the table of implementations is sorted by are those of the runs it then reads.
+        load_views(session, board, detail, [entry.run.name for entry, _ in detail.implementations])
+        for entry, _ in detail.implementations:
+            view, line = detail.view(entry.run.name), detail.line(entry.run.name)
+            expected = (line.project, line.sol_score, entry.run.observed_at)
+            assert (view.project, view.sol_score, view.observed_at) == expected
         assert [(brk.run.name, brk.previous.name if brk.previous else None) for brk in detail.history] == [
             (brk.run.name, brk.previous.name if brk.previous else None) for brk in record_history(members)
         ]

@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -136,6 +137,7 @@ class RevisionLine:
     implementation_id: int
     project: str
     best: RunFacts
+    sol_score: float | None  # of ``best``
     ranked_runs: int
 
 
@@ -151,14 +153,33 @@ class GroupDetail:
     ineligible: list[RunView]  # fastest first
     history: list[RecordBreak]
     baseline: RunView | None  # the fastest ranked run of the group's baseline implementation (``BASELINES``)
+    # Loaded runs by name: the ineligible, the record setters and the baseline; an implementation's
+    # best once ``load_views`` has read it (a group may have hundreds: a page reads those it shows).
     views: dict[str, RunView]
 
     def view(self, name: str) -> RunView:
         return self.views[name]
 
+    def line(self, name: str) -> RevisionLine:
+        """The revision whose best run is ``name`` (each of ``implementations`` is one)."""
+        return self._lines[name]
 
-def group_detail(session: Session, board: Leaderboard, standing: GroupStanding) -> GroupDetail:
-    """Load what the page of ``standing`` shows besides its ranked runs."""
+    @cached_property
+    def _lines(self) -> dict[str, RevisionLine]:
+        return {line.best.name: line for line in self.revisions}
+
+
+def load_views(session: Session, board: Leaderboard, detail: GroupDetail, names: Iterable[str]) -> None:
+    """Read the runs of ``names`` that ``detail`` has not loaded yet, in one statement."""
+    missing = sorted(set(names) - detail.views.keys())
+    if missing:
+        found = run_views(session, *board.scope.runs(), Run.name.in_(missing))
+        detail.views.update((view.name, view) for view in found)
+
+
+def group_detail(session: Session, board: Leaderboard, standing: GroupStanding, lines_read: int) -> GroupDetail:
+    """Load what the page of ``standing`` shows besides its ranked runs, with the best runs of its
+    ``lines_read`` fastest implementations (``load_views`` reads others)."""
     scope = board.scope
     bests = revision_bests(session, scope, standing.key)
     implementations = implementations_by_id(session, {best.implementation_id for best in bests})
@@ -173,6 +194,7 @@ def group_detail(session: Session, board: Leaderboard, standing: GroupStanding) 
                 observed_at=best.observed_at,
                 implementation=implementation_identity(implementations[best.implementation_id]),
             ),
+            sol_score=best.sol_score,
             ranked_runs=best.ranked_runs,
         )
         for best in bests
@@ -189,7 +211,8 @@ def group_detail(session: Session, board: Leaderboard, standing: GroupStanding) 
     )
     setters = record_setters(session, scope, standing.key)
     lines = rank_implementation_bests((line.best, line.ranked_runs) for line in revisions)
-    names = {entry.run.name for entry, _ in lines} | {setter.name for setter in setters} | {baseline} - {None}
+    names = {entry.run.name for entry, _ in lines[:lines_read]} | {setter.name for setter in setters} | {baseline}
+    names.discard(None)
     shown = run_views(
         session, *scope.runs(), Run.comparison_key == standing.key, ~scope.eligible() | Run.name.in_(sorted(names))
     )

@@ -87,6 +87,7 @@ class RevisionBest:
     implementation_id: int
     latency_ns: int
     observed_at: datetime
+    sol_score: float | None
     ranked_runs: int
 
 
@@ -102,6 +103,7 @@ def revision_bests(session: Session, scope: Scope, comparison_key: str) -> list[
             Run.implementation_id,
             Run.latency_ns,
             Run.observed_at,
+            Run.sol_score,
             func.count().over(partition_by=partition).label("ranked_runs"),
             func.row_number().over(partition_by=partition, order_by=(Run.latency_ns, Run.name)).label("nth"),
         )
@@ -116,6 +118,7 @@ def revision_bests(session: Session, scope: Scope, comparison_key: str) -> list[
             implementation_id=row.implementation_id,
             latency_ns=row.latency_ns,
             observed_at=row.observed_at,
+            sol_score=row.sol_score,
             ranked_runs=row.ranked_runs,
         )
         for row in rows

@@ -21,7 +21,15 @@ from kernelindex.store.case_ranking import UnknownCase, case_ranking
 from kernelindex.store.completeness import workload_completeness
 from kernelindex.store.cross_gpu import cross_gpu_view, matrix_page_count
 from kernelindex.store.framework_filter import UnknownFramework
-from kernelindex.store.leaderboards import GroupDetail, GroupStanding, Leaderboard, group_detail, ranked_rows
+from kernelindex.store.leaderboards import (
+    GroupDetail,
+    GroupStanding,
+    Leaderboard,
+    RevisionLine,
+    group_detail,
+    load_views,
+    ranked_rows,
+)
 from kernelindex.store.rerun_protocols import RERUN_PROTOCOL_NAMES, superseded_by
 from kernelindex.store.reruns import RerunBounds
 from kernelindex.store.revisions import problem_of, workload_revisions
@@ -520,7 +528,7 @@ CHART_BARS = 20
 
 def _ranked_chart(fastest: Sequence[RunRow], total: int, label: str) -> BarChart | None:
     """The ranked table as bars: its ``CHART_BARS`` fastest rows (``fastest``) of ``total``."""
-    shown = sorted(fastest, key=ROW_ORDERS["rank"])[:CHART_BARS]
+    shown = sorted(fastest, key=lambda row: (row.rank, row.name))[:CHART_BARS]
     unit = latency_unit(row.latency_ns for row in shown)
     statistics = sorted({row.statistic for row in shown})
     return bar_chart(
@@ -549,7 +557,8 @@ def _ranked_chart(fastest: Sequence[RunRow], total: int, label: str) -> BarChart
 def _speedup_chart(detail: GroupDetail, label: str) -> BarChart | None:
     """Each implementation's speed-up over the group's baseline run, or, where the source reports
     one per run (SOL-ExecBench's ``avg_speedup``), over the reference as the source measured it."""
-    lines = [(detail.view(entry.run.name), entry) for entry, _ in detail.implementations]
+    # The bars drawn: the fastest implementations, each its best run.
+    lines = [(detail.view(entry.run.name), entry) for entry, _ in detail.implementations[:CHART_BARS]]
     baseline = detail.baseline
     if baseline is not None:
         figures = [(view, baseline.latency_ns / view.latency_ns) for view, _ in lines]
@@ -568,7 +577,7 @@ def _speedup_chart(detail: GroupDetail, label: str) -> BarChart | None:
                 url=urls.run(view.name),
                 highlight=baseline is not None and view.name == baseline.name,
             )
-            for view, value in figures[:CHART_BARS]
+            for view, value in figures
         ],
         title=f"Speed-up over {against} on {label}",
         description=(
@@ -582,11 +591,12 @@ def _speedup_chart(detail: GroupDetail, label: str) -> BarChart | None:
     )
 
 
-ROW_ORDERS: dict[str, Callable[[RunRow], Any]] = {
-    "rank": lambda row: (row.rank, row.name),
-    "observed": lambda row: (-row.observed_at.timestamp(), row.name),
-    "sol": lambda row: (-(row.sol_score or 0), row.name),
-    "implementation": lambda row: (row.implementation.casefold(), row.rank, row.name),
+# The orders of ``SORTS`` for the table of each implementation's best, read before its row is made.
+BEST_ORDERS: dict[str, Callable[[RankedRun, RevisionLine], Any]] = {
+    "rank": lambda entry, line: (entry.rank, entry.run.name),
+    "observed": lambda entry, line: (-entry.run.observed_at.timestamp(), entry.run.name),
+    "sol": lambda entry, line: (-(line.sol_score or 0), entry.run.name),
+    "implementation": lambda entry, line: (line.project.casefold(), entry.rank, entry.run.name),
 }
 
 
@@ -622,13 +632,25 @@ def _ranked_table(
         return needle in f"{project}\n{_variant(project, title) or ''}".casefold()
 
     if runs == "best":
-        rows = [
-            _row(detail.view(entry.run.name), entry, case_count, implementation_runs=count)
+        # Chosen and ordered by what the group's figures already say; only the rows shown are read.
+        lines = [
+            (entry, count)
             for entry, count in detail.implementations
-            if wanted(detail.view(entry.run.name).project, entry.run.implementation)
+            if wanted(detail.line(entry.run.name).project, entry.run.implementation)
         ]
-        rows = one_unit(sorted(rows, key=ROW_ORDERS[sort]), "latency_ns", "latency")
-        return _paged(rows[(page - 1) * PAGE_SIZE : page * PAGE_SIZE], rows, len(rows), page)
+        unit = latency_unit(entry.run.latency_ns for entry, _ in lines)
+        ordered = sorted(lines, key=lambda line: BEST_ORDERS[sort](line[0], detail.line(line[0].run.name)))
+        shown = ordered[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+        charted = lines[:CHART_BARS]
+        load_views(session, board, detail, (entry.run.name for entry, _ in shown + charted))
+
+        def rows(chosen: list[tuple[RankedRun, int]]) -> list[RunRow]:
+            return [
+                _row(detail.view(entry.run.name), entry, case_count, implementation_runs=count)
+                for entry, count in chosen
+            ]
+
+        return _paged(one_unit(rows(shown), "latency_ns", "latency", unit), rows(charted), len(lines), page)
     revisions = detail.revisions
     chosen = {line.implementation_id for line in revisions if wanted(line.project, line.best.implementation)}
     projects = sorted({line.project.casefold() for line in revisions})
@@ -765,7 +787,8 @@ def build_leaderboard(
     slug = workload.name
     selected_key = _selected_key(board, group)
     selected = board.group(selected_key)
-    detail = group_detail(session, board, selected) if selected else None
+    # The implementations table's rows, which begin the ranked table's first page.
+    detail = group_detail(session, board, selected, lines_read=PAGE_SIZE) if selected else None
     labels = _group_labels(board)
     protocols = {g.sample.protocol_name: g.sample.protocol_title for g in board.groups}
     tabs = [
