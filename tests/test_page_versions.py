@@ -7,11 +7,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from kernelindex.db import migrate
 from kernelindex.db.engine import make_engine, make_sessionmaker
-from kernelindex.store.version import MAX_LAG_S, VersionReader, mark_changed, workload_scope
+from kernelindex.db.tables import PageVersion
+from kernelindex.store.version import MAX_LAG_S, SEQUENCE, VersionReader, mark_changed, workload_scope
 
 SCOPE = workload_scope(7)
 
@@ -83,3 +84,15 @@ def test_a_reader_without_its_listener_reads_the_store_exactly(engines, monkeypa
         assert reader.read([SCOPE])[1][SCOPE] > seq  # type: ignore[index]
     finally:
         reader.close()
+
+
+def test_each_commit_takes_the_next_number_for_every_scope_it_changed(engines):
+    """Each commit, from whichever process, takes the next number, and every scope it changed holds it."""
+    first, second = (make_sessionmaker(engine) for engine in engines)
+    other = workload_scope(8)
+    for sessions, scopes in ((first, [SCOPE]), (second, [SCOPE, other]), (first, [other])):
+        with sessions.begin() as session:
+            mark_changed(session, *scopes)
+    with first() as session:
+        stored = {scope: seq for scope, seq in session.execute(select(PageVersion.scope, PageVersion.seq))}
+    assert stored == {SEQUENCE: 3, SCOPE: 2, other: 3}
