@@ -726,7 +726,7 @@ def _cross_gpu_rows(view: CrossGpuView) -> list[CrossGpuRow]:
     ]
 
 
-def _matrix_pager(view: CrossGpuView, page: int, board_url: Callable[..., str]) -> MatrixPager:
+def _matrix_pager(view: CrossGpuView, page: int, page_count: int, board_url: Callable[..., str]) -> MatrixPager:
     def url(page: int) -> str:
         return board_url(matrix=page) + "#across-gpus-matrix"
 
@@ -735,7 +735,7 @@ def _matrix_pager(view: CrossGpuView, page: int, board_url: Callable[..., str]) 
         last=view.first_implementation + len(view.implementations) - 1,
         total=view.implementation_count,
         previous_url=url(page - 1) if page > 1 else None,
-        next_url=url(page + 1) if page < matrix_page_count(view) else None,
+        next_url=url(page + 1) if page < page_count else None,
     )
 
 
@@ -925,7 +925,9 @@ def build_leaderboard(
         cross_gpu_rows=_cross_gpu_rows(cross_gpu) if cross_gpu else [],
         cross_gpu_fastest=latency_column([gpu.best.latency_ns for gpu in cross_gpu.gpus]) if cross_gpu else [],
         cross_gpu_chart=_cross_gpu_chart(cross_gpu) if cross_gpu else None,
-        matrix_pager=_matrix_pager(cross_gpu, matrix_page, board_url) if matrix_pages > 1 and cross_gpu else None,
+        matrix_pager=(
+            _matrix_pager(cross_gpu, matrix_page, matrix_pages, board_url) if matrix_pages > 1 and cross_gpu else None
+        ),
         case_ranking=(
             case_ranking_part(ranking, case_url, case_index, selected.sample.gpu_slug, window)
             if ranking and selected
