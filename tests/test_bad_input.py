@@ -220,24 +220,44 @@ def working_path(site: Site, route: APIRoute) -> str:
 
 # --- Query and path parameters ---------------------------------------------------------------
 
+# In a query string or a path these reach the very check of the payload named beside them: over
+# the 168 parameters of every GET route, on SQLite and on PostgreSQL, each drew the same status and
+# the same message (less the payload it quotes) as that one. Forms and API bodies still get them.
+SAME_CHECK_IN_AN_ADDRESS = {
+    "utf8-surrogate": "invalid-utf8",
+    "invalid-utf8-truncated": "invalid-utf8",
+    "invalid-utf8-overlong-slash": "invalid-utf8",
+    "sql-stacked": "sql-quote",
+    "zero-width": "rtl-override",
+    "infinity": "not-a-number",
+}
+ADDRESS_PAYLOADS = {name: value for name, value in PAYLOADS.items() if name not in SAME_CHECK_IN_AN_ADDRESS}
 
-def test_every_query_and_path_parameter_refuses_hostile_input_clearly(site):
+# The routes are fuzzed in shards, so that the parallel workers share the corpus (about 3,000
+# requests a database) instead of one worker finishing it alone at the end of the run.
+SHARDS = 4
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_every_query_and_path_parameter_refuses_hostile_input_clearly(site, shard):
     tried = 0
-    routes = list(get_routes(site.client.app))
+    routes = sorted(get_routes(site.client.app), key=lambda route: route.path)
+    assert len(routes) > 40, "the app's GET routes were not found"
+    routes = routes[shard::SHARDS]
     for route in routes:
         path = working_path(site, route)
         for name in sorted(query_parameters(route.dependant)):
-            for payload in PAYLOADS.values():
+            for payload in ADDRESS_PAYLOADS.values():
                 response = site.client.get(f"{path}?{name}={encoded(payload)}")
                 assert_clear(response, payload, f"GET {route.path}?{name}={payload!r:.40}")
                 tried += 1
         for name in (param.name for param in route.dependant.path_params):
-            for payload in PAYLOADS.values():
+            for payload in ADDRESS_PAYLOADS.values():
                 values = {other: site.values[other][0] for other in site.values} | {name: encoded(payload)}
                 response = site.client.get(fill(route.path, values))
                 assert_clear(response, payload, f"GET {route.path} with {name}={payload!r:.40}")
                 tried += 1
-    assert tried > 3000
+    assert tried > 3000 // SHARDS // 2, tried
     print(f"\nbad input: {tried} requests over the query and path parameters of {len(routes)} routes, no 5xx")
 
 
@@ -274,56 +294,69 @@ def forms_on(client: TestClient, path: str) -> list[tuple[str, dict[str, str], l
     return found
 
 
-def test_every_form_field_refuses_hostile_input_clearly(site):
-    run = site.values["name"][0]
-    attestation = site.values["name"][1]
-    pages = [
-        (None, "/signup"),
-        (None, "/signin"),
-        ("ada", "/account"),
-        ("ada", f"/runs/{run}"),
-        (None, f"/runs/{run}/report"),
-        ("grace", f"/admin?run={run}&attestation={attestation}"),
-    ]
+# Who is signed in, and the page whose forms are fuzzed ({run}, {attestation}: the site's own);
+# a case each, so that the parallel workers share them. Between them they hold every form.
+FORM_PAGES = [
+    (None, "/signup"),
+    (None, "/signin"),
+    ("ada", "/account"),
+    ("ada", "/runs/{run}"),
+    (None, "/runs/{run}/report"),
+    ("grace", "/admin?run={run}&attestation={attestation}"),
+]
+# Fields of each page (a form's action and field, ids folded), at least: a form that loses its
+# fields, or a page that loses its form, fails here.
+FORM_FIELDS_AT_LEAST = {
+    "/signup": 3,
+    "/signin": 3,
+    "/account": 2,
+    "/runs/{run}": 8,
+    "/runs/{run}/report": 2,
+    "/admin": 12,
+}
+
+
+@pytest.mark.parametrize(("handle", "template"), FORM_PAGES, ids=[page for _, page in FORM_PAGES])
+def test_every_form_field_refuses_hostile_input_clearly(site, handle, template):
+    page = template.format(run=site.values["name"][0], attestation=site.values["name"][1])
     tried, fields_seen = 0, set()
-    for handle, page in pages:
-        site.client.cookies.clear()
-        if handle:
-            sign_in(site.client, handle)
-        for action, defaults, fields in forms_on(site.client, page):
-            for field in fields:
-                # One of each kind: the admin page lists a form per open report and attestation.
-                kind = f"{re.sub(r'/([0-9]+|att-[^/]+)/', '/{id}/', action)} {field}"
-                if kind in fields_seen:
-                    continue
-                fields_seen.add(kind)
-                # A payload below may have signed someone up or out: start each field from the page's session.
-                site.client.cookies.clear()
-                if handle:
-                    sign_in(site.client, handle)
-                defaults = {**defaults, "csrf_token": csrf_token(site.client, page)}
-                refused = CONTROLS | ({} if field in MULTILINE else LINE_BREAKS)
-                for payload in refused.values():
-                    body = urlencode({k: v for k, v in defaults.items() if k != field}) + f"&{field}={encoded(payload)}"
-                    response = site.client.post(
-                        action, content=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
-                    )
-                    where = f"POST {action} {field}={payload!r}"
-                    assert response.status_code == 400 and "control characters" in response.text, where
-                    assert_clear(response, payload, where)
-                    tried += 1
-                for payload in PAYLOADS.values():
-                    body = urlencode({k: v for k, v in defaults.items() if k != field}) + f"&{field}={encoded(payload)}"
-                    response = site.client.post(
-                        action, content=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
-                    )
-                    assert_clear(response, payload, f"POST {action} {field}={payload!r:.40}")
-                    tried += 1
-            if handle:  # a successful sign-up or sign-out changes who is signed in
-                site.client.cookies.clear()
+    site.client.cookies.clear()
+    if handle:
+        sign_in(site.client, handle)
+    for action, defaults, fields in forms_on(site.client, page):
+        for field in fields:
+            # One of each kind: the admin page lists a form per open report and attestation.
+            kind = f"{re.sub(r'/([0-9]+|att-[^/]+)/', '/{id}/', action)} {field}"
+            if kind in fields_seen:
+                continue
+            fields_seen.add(kind)
+            # A payload below may have signed someone up or out: start each field from the page's session.
+            site.client.cookies.clear()
+            if handle:
                 sign_in(site.client, handle)
-    assert len(fields_seen) >= 19, sorted(fields_seen)
-    print(f"\nbad input: {tried} form submissions over {len(fields_seen)} fields of {len(pages)} pages, no 5xx")
+            defaults = {**defaults, "csrf_token": csrf_token(site.client, page)}
+            refused = CONTROLS | ({} if field in MULTILINE else LINE_BREAKS)
+            for payload in refused.values():
+                body = urlencode({k: v for k, v in defaults.items() if k != field}) + f"&{field}={encoded(payload)}"
+                response = site.client.post(
+                    action, content=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
+                )
+                where = f"POST {action} {field}={payload!r}"
+                assert response.status_code == 400 and "control characters" in response.text, where
+                assert_clear(response, payload, where)
+                tried += 1
+            for payload in PAYLOADS.values():
+                body = urlencode({k: v for k, v in defaults.items() if k != field}) + f"&{field}={encoded(payload)}"
+                response = site.client.post(
+                    action, content=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
+                )
+                assert_clear(response, payload, f"POST {action} {field}={payload!r:.40}")
+                tried += 1
+        if handle:  # a successful sign-up or sign-out changes who is signed in
+            site.client.cookies.clear()
+            sign_in(site.client, handle)
+    assert len(fields_seen) >= FORM_FIELDS_AT_LEAST[template.split("?")[0]], sorted(fields_seen)
+    print(f"\nbad input: {tried} form submissions over {len(fields_seen)} fields of {page}, no 5xx")
 
 
 # --- The JSON API's request body ------------------------------------------------------------------
