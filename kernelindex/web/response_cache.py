@@ -15,7 +15,9 @@ Only what is safe to share is kept: ``GET`` requests without a signed-in visitor
 cookie (checked with the site's key: any other cookie does not count) or an
 ``Authorization`` header, answered ``200`` with ``Cache-Control: public`` and no
 ``Set-Cookie``. ``If-None-Match`` is answered ``304`` from the kept ETag; byte ranges and
-date conditions go to the app, which answers them itself.
+date conditions go to the app, which answers them itself. An error is never kept: while
+the database is down, every request asks it again, and when the version check itself finds
+it down or silent, the request is answered 503 at once (``kernelindex.web.errors``).
 
 The key holds the path, the query and the day, and nothing the client sends in a header:
 so a response that may be kept is rendered as if asked for at the public origin (its
@@ -36,6 +38,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kernelindex.store.version import ATTESTATION_PATHS, ATTESTATIONS, LISTS, VersionReader
+from kernelindex.web.errors import TOO_SLOW, UNREACHABLE, database_trouble, unavailable
 
 MAX_ENTRY_BYTES = 2 * 1024 * 1024
 # Requests the app answers itself: credentials, byte ranges, date-based conditions.
@@ -120,6 +123,13 @@ class ResponseCache:
             # threadpool, so that other requests go on meanwhile.
             versions = await run_in_threadpool(self.reader.read, scopes)
         if versions is None:
+            trouble = self.reader.trouble
+            detail = database_trouble(trouble) if trouble is not None else None
+            if trouble is not None and detail in (UNREACHABLE, TOO_SLOW):
+                # The database was just found down or silent: say so now, rather than have the
+                # page wait for it a second time.
+                await unavailable(Request(scope), trouble, detail)(scope, receive, send)
+                return
             await self.app(scope, receive, send)
             return
         seq, numbers = versions
