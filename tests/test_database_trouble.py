@@ -12,25 +12,31 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup
+from click.testing import CliRunner
 from fastapi.testclient import TestClient
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, InternalError, OperationalError, ProgrammingError
+from sqlalchemy.pool import NullPool
 
 from kernelindex.app import create_app
+from kernelindex.cli import main
 from kernelindex.db.engine import ANSWER_GRACE_S, Timeouts, make_engine
+from kernelindex.paths import BUNDLED_SNAPSHOT
 from kernelindex.settings import Settings
+from kernelindex.store import ingest as store_ingest
 from kernelindex.store.version import MAX_LAG_S, VersionReader
 from kernelindex.web.errors import NO_TABLES, READ_ONLY, RETRY_AFTER_S, TOO_SLOW, UNREACHABLE, database_trouble
 from tests.conftest import POSTGRES_URL
 from tests.database_servers import PausableProxy, silent_server
 from tests.factories import csrf_token
-from tests.servers import free_port
+from tests.servers import free_port, serving, snapshot_api
 
 SECRET = "a fixed secret, so that starting the app needs no write"
 PAGE = "/workloads"
@@ -449,3 +455,83 @@ def test_a_connection_whose_server_stops_answering_gives_up_and_is_replaced(post
                 assert connection.scalar(text("SELECT 3")) == 3
         finally:
             engine.dispose()
+
+
+# --- An ingest whose database goes away --------------------------------------------------------
+
+
+def stored_workloads(url: str) -> int:
+    engine = create_engine(url, poolclass=NullPool)
+    with engine.connect() as connection:
+        return int(connection.scalar(text("SELECT count(*) FROM workload")) or 0)
+
+
+def upstream_with_outage(url: str, outage: Callable[[], None], stored: list[int]) -> Any:
+    """The bundled SOL-ExecBench API, which calls ``outage`` as soon as the ingest has committed
+    its first workloads to ``url`` (their number goes to ``stored``)."""
+    api = snapshot_api(BUNDLED_SNAPSHOT)
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not stored and (workloads := stored_workloads(url)):
+            stored.append(workloads)
+            outage()
+        await api(scope, receive, send)
+
+    return app
+
+
+@pytest.mark.parametrize(
+    ("outage", "when"),
+    [("dropped", "between writes"), ("dropped", "while writing"), ("renamed away", "between writes")],
+)
+def test_an_ingest_whose_postgresql_database_goes_away_says_so_in_one_sentence(
+    postgres, monkeypatch, caplog, outage, when
+):
+    url = postgres.create("ingest_outage")
+    name = make_url(url).database
+    away = f"{name}_away"
+
+    def go_away() -> None:
+        with postgres.admin.connect() as connection:
+            if outage == "dropped":
+                connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+            else:
+                terminate(connection, name)
+                connection.execute(text(f'ALTER DATABASE "{name}" RENAME TO "{away}"'))
+
+    stored: list[int] = []
+    if when == "while writing":
+        # Groups of 50 kernels; the database goes while the second group is being written.
+        monkeypatch.setattr("kernelindex.ingest.runner.GROUP_UNITS", 50)
+        real_new = store_ingest.apply_new_batches
+
+        def write_then_go(session, source, batches, now):  # type: ignore[no-untyped-def]
+            if stored_workloads(url):
+                stored.append(stored_workloads(url))
+                go_away()
+            return real_new(session, source, batches, now)
+
+        monkeypatch.setattr("kernelindex.ingest.runner.apply_new_batches", write_then_go)
+    upstream = snapshot_api(BUNDLED_SNAPSHOT) if when == "while writing" else upstream_with_outage(url, go_away, stored)
+    with serving(upstream) as base:
+        result = CliRunner().invoke(
+            main, ["ingest", "sol-execbench", "--base-url", f"{base}/api", "--database-url", url]
+        )
+    assert stored, "the ingest ended before it had committed anything"
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    # Nor in the log, which a terminal shows: the lost connection is no batch's fault.
+    assert not [record.getMessage() for record in caplog.records if record.exc_info]
+    said = [line for line in result.output.splitlines() if "database" in line.lower()]
+    assert len(said) == 1, result.output
+    assert said[0].startswith("The database went away during the NVIDIA SOL-ExecBench ingest"), said
+    assert "run the ingest again" in said[0]
+    assert "postgresql+psycopg://postgres@127.0.0.1" in said[0]
+    if outage == "renamed away":
+        with postgres.admin.connect() as connection:
+            connection.execute(text(f'ALTER DATABASE "{away}" RENAME TO "{name}"'))
+        engine = create_engine(url, poolclass=NullPool)
+        with engine.connect() as connection:  # what was committed before the outage is kept
+            assert connection.scalar(text("SELECT count(*) FROM workload")) >= stored[0]
+        engine.dispose()
