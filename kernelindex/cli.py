@@ -181,7 +181,7 @@ def _ingest(
     if snapshot is not None and any(options.values()):
         raise click.UsageError("give --snapshot or upstream options, not both")
     from kernelindex.db import migrate
-    from kernelindex.db.engine import make_engine, make_sessionmaker
+    from kernelindex.db.engine import Timeouts, make_engine, make_sessionmaker
     from kernelindex.ingest.aiconfigurator_tables import DataDirError
     from kernelindex.ingest.snapshot import SnapshotError
     from kernelindex.ingest.sources import SOURCES
@@ -189,7 +189,7 @@ def _ingest(
 
     settings = _settings(database_url)
     _run_or_exit(lambda: migrate.upgrade(settings.database_url), "could not migrate the store")
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, timeouts=Timeouts(settings.db_connect_timeout_s))
     sessions = make_sessionmaker(engine)
     statuses = []
     current: str | None = None  # the source being ingested
