@@ -286,6 +286,11 @@ class VersionReader:
         self.file = sqlite_file(self.engine.url) if self.engine is not None else None
         self.raw_file: tuple[int, int] | None = None
         self.trouble: SQLAlchemyError | None = None
+        # Counts the times this reader found the store again after losing it: the store that came
+        # back may be another (recreated, restored, a file put in its place) whose numbers repeat
+        # those already seen, so that pages cached before must not count (ResponseCache).
+        self.epoch = 0
+        self.poll_lost = False
         self.lock = threading.Lock()  # the listener's state, held only for memory
         # The polling connection, held while it reads. A request waits at most POLL_WAIT_S for
         # it (it is busy that long only while the database is slow to answer), then goes on
@@ -347,6 +352,7 @@ class VersionReader:
                 rows = self._poll_raw(self.engine, names)
         except Exception as exc:
             self._close_polling()
+            self.poll_lost = True
             self.trouble = _as_sqlalchemy_error(exc, self.engine or self.connection)
             return None
         finally:
@@ -359,6 +365,7 @@ class VersionReader:
         """``names``' rows, read on the polling connection (opened again if it is gone)."""
         if self.raw is not None and self.file is not None and file_identity(self.file) != self.raw_file:
             self._close_polling()
+            self.poll_lost = True
         # A connection kept since an earlier request may have been lost meanwhile (a restarted
         # server): then one more try on a new one, but not after waiting in vain for an answer.
         again = self.raw is not None
@@ -366,6 +373,9 @@ class VersionReader:
             if self.raw is None:
                 self.raw = _open(engine)
                 self.raw_file = file_identity(self.file) if self.file is not None else None
+                if self.poll_lost:
+                    self._found_again()
+                    self.poll_lost = False
             mark = "?" if engine.dialect.name == "sqlite" else "%s"
             try:
                 cursor = self.raw.cursor()
@@ -375,9 +385,14 @@ class VersionReader:
                 return rows
             except Exception as exc:
                 self._close_polling()
+                self.poll_lost = True
                 if not again or gave_up_waiting(exc):
                     raise
                 again = False
+
+    def _found_again(self) -> None:
+        with self.lock:
+            self.epoch += 1
 
     def _start_listening(self) -> None:
         with self.lock:
@@ -388,10 +403,18 @@ class VersionReader:
     def _listen(self) -> None:
         assert self.engine is not None
         wait = 0.1
+        lost = False
         while not self.stopping.is_set():
             try:
                 raw = _open(self.engine)
                 self.listening = raw
+                if lost:
+                    # Start again from what this store holds, not from numbers seen in the one lost.
+                    with self.lock:
+                        self.cursor = None
+                        self.known = {}
+                    self._found_again()
+                    lost = False
                 raw.execute(f"LISTEN {CHANNEL}")
                 while not self.stopping.is_set():
                     self._catch_up(raw)
@@ -402,6 +425,7 @@ class VersionReader:
             except Exception as exc:
                 # Not trusted from now on: requests read the store (or, while it is gone, skip the cache).
                 self.caught_up_at = float("-inf")
+                lost = True
                 if not self.stopping.is_set():
                     log.warning("page versions: listener lost its connection (%s); reading per request", exc)
             finally:

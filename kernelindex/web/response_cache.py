@@ -67,6 +67,7 @@ def _default_scopes(path: str) -> frozenset[str]:
 class Entry:
     scopes: frozenset[str]
     made_at: int  # the sequence number read before it was rendered
+    epoch: int  # the reader's epoch then: a store found again since may be another
     headers: list[tuple[bytes, bytes]]
     body: bytes
     etag: bytes | None
@@ -133,13 +134,15 @@ class ResponseCache:
             await self.app(scope, receive, send)
             return
         seq, numbers = versions
-        if entry is not None and all(number <= entry.made_at for number in numbers.values()):
+        # Read after the versions: a store found again while they were read is seen here.
+        epoch = self.reader.epoch
+        if entry is not None and entry.epoch == epoch and all(number <= entry.made_at for number in numbers.values()):
             self.hits += 1
             self.entries.move_to_end(key)
             await self._answer(entry, match, send)
             return
         self.misses += 1
-        await self._render(scope, receive, send, key, seq)
+        await self._render(scope, receive, send, key, seq, epoch)
 
     async def _answer(self, entry: Entry, match: bytes, send: Send) -> None:
         if match and entry.etag and _matches(match, entry.etag):
@@ -150,7 +153,9 @@ class ResponseCache:
         await send({"type": "http.response.start", "status": 200, "headers": entry.headers})
         await send({"type": "http.response.body", "body": entry.body})
 
-    async def _render(self, scope: Scope, receive: Receive, send: Send, key: tuple[bytes, ...], seq: int) -> None:
+    async def _render(
+        self, scope: Scope, receive: Receive, send: Send, key: tuple[bytes, ...], seq: int, epoch: int
+    ) -> None:
         declared: set[str] = set()
         headers: list[tuple[bytes, bytes]] = []
         chunks: list[bytes] = []
@@ -172,7 +177,7 @@ class ResponseCache:
                     chunks.append(body)
                     if not message.get("more_body", False):
                         scopes = frozenset(declared) or _default_scopes(scope["path"])
-                        self._store(key, Entry(scopes, seq, headers, b"".join(chunks), _etag(headers)))
+                        self._store(key, Entry(scopes, seq, epoch, headers, b"".join(chunks), _etag(headers)))
             await send(message)
 
         # Forwarding headers could change the scheme or host the app sees; they are dropped too.
