@@ -188,18 +188,38 @@ def test_sqlite_file_moved_away_and_back_then_every_page_answers_at_once(sqlite_
     )
 
 
+RETITLED = "A title changed in the store that came back"
+
+
+def retitle_first_workload(connection: Any) -> str:
+    """Change the first workload's title behind the app's back (no page version changes, as in a
+    store restored from a backup or recreated); returns the workload's page."""
+    workload_id, name = connection.execute(text("SELECT id, name FROM workload ORDER BY id LIMIT 1")).one()
+    connection.execute(
+        text("UPDATE workload SET title = :title WHERE id = :id"), {"title": RETITLED, "id": workload_id}
+    )
+    return f"/workloads/{name}"
+
+
 def test_sqlite_file_replaced_by_another_store_is_the_one_served(sqlite_loaded_template, tmp_path):
     path = tmp_path / "serve.db"
     shutil.copy(sqlite_loaded_template, path)
+    replacement = tmp_path / "new.db"
+    shutil.copy(sqlite_loaded_template, replacement)
+    engine = create_engine(f"sqlite:///{replacement}", poolclass=NullPool)
+    with engine.begin() as connection:
+        page = retitle_first_workload(connection)
+    engine.dispose()
     with app_client(f"sqlite:///{path}") as client:
         assert_available(client)
-        replacement = tmp_path / "new.db"
-        replacement.touch()  # a store recreated empty, put in its place
-        replacement.rename(path)
+        assert RETITLED not in client.get(page).text  # cached now
+        empty = tmp_path / "empty.db"
+        empty.touch()  # a store recreated empty, put in its place
+        empty.rename(path)
         assert_unavailable(client, NO_TABLES)
-        shutil.copy(sqlite_loaded_template, replacement)
-        replacement.rename(path)
+        replacement.rename(path)  # another store, with the same page versions
         assert_every_page_back(client, PAGES, within_s=1)
+        assert RETITLED in client.get(page).text
 
 
 def test_sqlite_read_only_file_serves_pages_and_refuses_writes_with_503(sqlite_loaded_template, tmp_path):
@@ -293,9 +313,15 @@ def test_postgresql_database_dropped_and_created_again_then_every_page_answers(
 ):
     name = make_url(pg_catalogue).database
     template = make_url(pg_loaded_template).database
+    engine = create_engine(pg_catalogue, poolclass=NullPool)
+    with engine.connect() as connection:
+        first = connection.scalar(text("SELECT name FROM workload ORDER BY id LIMIT 1"))
+    engine.dispose()
     with app_client(pg_catalogue, fast=True) as client:
-        for page in PAGES:
+        for page in [*PAGES, f"/workloads/{first}"]:
             assert client.get(page).status_code == 200, page
+        wait_for_listener(client, within_s=5)
+        assert RETITLED not in client.get(f"/workloads/{first}").text  # cached now
         with postgres.admin.connect() as connection:
             connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
         try:
@@ -306,8 +332,15 @@ def test_postgresql_database_dropped_and_created_again_then_every_page_answers(
         finally:
             with postgres.admin.connect() as connection:
                 connection.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
+        engine = create_engine(pg_catalogue, poolclass=NullPool)
+        with engine.begin() as connection:  # what comes back differs, with the same page versions
+            changed = retitle_first_workload(connection)
+        engine.dispose()
+        assert changed == f"/workloads/{first}"
         assert_every_page_back(client, PAGES + UNCACHED, within_s=CONNECT_S)
+        assert RETITLED in client.get(changed).text
         wait_for_listener(client, within_s=10)
+        assert RETITLED in client.get(changed).text
 
 
 def test_postgresql_database_gone_answers_503_then_recovers_when_it_is_back(postgres, pg_catalogue):
