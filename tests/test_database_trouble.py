@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+import sqlalchemy.exc
 from bs4 import BeautifulSoup
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
@@ -429,6 +430,10 @@ class ReadOnlyTransaction(Exception):
     sqlstate = "25006"
 
 
+class QueryCanceled(Exception):
+    sqlstate = "57014"
+
+
 @pytest.mark.parametrize(
     ("error", "message"),
     [
@@ -439,6 +444,8 @@ class ReadOnlyTransaction(Exception):
             READ_ONLY,
         ),
         (ProgrammingError("SELECT …", {}, UndefinedTable('relation "workload" does not exist')), NO_TABLES),
+        (OperationalError("SELECT …", {}, QueryCanceled("canceling statement due to statement timeout")), TOO_SLOW),
+        (sqlalchemy.exc.TimeoutError("QueuePool limit of size 10 overflow 20 reached, connection timed out"), TOO_SLOW),
         (OperationalError("SELECT …", {}, Exception("no such table: workload")), NO_TABLES),
         # A bug (a broken constraint, a bad query) is no reason to tell people to come back later.
         (IntegrityError("INSERT …", {}, Exception("UNIQUE constraint failed")), None),
