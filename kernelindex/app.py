@@ -16,7 +16,7 @@ from kernelindex import urls
 from kernelindex.accounts.csrf import csrf_token
 from kernelindex.accounts.ratelimit import DatabaseCounter, RateLimiter, RedisCounter
 from kernelindex.accounts.secrets import session_secret
-from kernelindex.db.engine import make_engine, make_sessionmaker
+from kernelindex.db.engine import Timeouts, make_engine, make_sessionmaker
 from kernelindex.paths import STATIC, TEMPLATES
 from kernelindex.settings import Settings
 from kernelindex.store.version import VersionReader
@@ -76,7 +76,7 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
     settings = settings or Settings()
     engine = None
     if sessions is None:
-        engine = make_engine(settings.database_url, serving=True)
+        engine = make_engine(settings.database_url, serving=True, timeouts=Timeouts.serving(settings))
         sessions = make_sessionmaker(engine)
 
     versions = VersionReader(sessions)
@@ -99,6 +99,7 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
     )
     app.state.settings = settings
     app.state.sessions = sessions
+    app.state.versions = versions
     app.state.templates = make_templates(settings.public_url)
     app.state.rate_limiter = RateLimiter(
         RedisCounter(settings.redis_url) if settings.redis_url else DatabaseCounter(sessions)

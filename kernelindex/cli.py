@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session, sessionmaker
 
-err = Console(stderr=True, soft_wrap=True)
+err = Console(stderr=True)
 out = Console(soft_wrap=True)
 
 
@@ -181,7 +181,7 @@ def _ingest(
     if snapshot is not None and any(options.values()):
         raise click.UsageError("give --snapshot or upstream options, not both")
     from kernelindex.db import migrate
-    from kernelindex.db.engine import make_engine, make_sessionmaker
+    from kernelindex.db.engine import Timeouts, make_engine, make_sessionmaker
     from kernelindex.ingest.aiconfigurator_tables import DataDirError
     from kernelindex.ingest.snapshot import SnapshotError
     from kernelindex.ingest.sources import SOURCES
@@ -189,12 +189,14 @@ def _ingest(
 
     settings = _settings(database_url)
     _run_or_exit(lambda: migrate.upgrade(settings.database_url), "could not migrate the store")
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, timeouts=Timeouts(settings.db_connect_timeout_s))
     sessions = make_sessionmaker(engine)
     statuses = []
+    current: str | None = None  # the source being ingested
     try:
         with _exclusive(engine, sessions):
             for slug in slugs:
+                current = SOURCES[slug].info.name
                 try:
                     with _progress(SOURCES[slug].info.name) as progress:
                         summary = ingest_source(
@@ -213,9 +215,36 @@ def _ingest(
     except SnapshotError as exc:
         err.print(f"[red]Snapshot refused:[/] {exc}")
         sys.exit(1)
+    except SQLAlchemyError as exc:
+        what = f"the {current} ingest" if current else "the ingest"
+        err.print(
+            _database_stopped(what, settings.database_url, exc),
+            style="red",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        sys.exit(1)
     finally:
         engine.dispose()
     sys.exit(0 if all(status == "succeeded" for status in statuses) else 1)
+
+
+def _database_stopped(what: str, url: str, exc: SQLAlchemyError) -> str:
+    """One sentence for a database that failed ``what`` midway: what happened, where, what to do."""
+    from sqlalchemy import make_url
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, PendingRollbackError
+
+    where = make_url(url).render_as_string(hide_password=True)
+    reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+    gone = isinstance(exc, OperationalError | InterfaceError | PendingRollbackError) or (
+        isinstance(exc, DBAPIError) and exc.connection_invalidated
+    )
+    happened = f"The database went away during {what}" if gone else f"{what.capitalize()} stopped on a database error"
+    return (
+        f"{happened} ({where}: {reason}). Every unit committed before it is kept; "
+        "run the ingest again once the database is back, and it completes the rest."
+    )
 
 
 @ingest.command("sol-execbench")

@@ -16,12 +16,23 @@ LOCAL_HOSTS = ("localhost", "127.0.0.1")
 SOL_EXECBENCH_API = "https://research.nvidia.com/benchmarks/sol-execbench/api"
 GITHUB_API = "https://api.github.com"
 GITHUB_RAW = "https://raw.githubusercontent.com"
+# How long the site waits for its database before answering 503 (``kernelindex.db.engine``).
+DB_CONNECT_TIMEOUT_S = 5
+DB_STATEMENT_TIMEOUT_S = 10.0
+DB_POOL_TIMEOUT_S = 5.0
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KERNELINDEX_", extra="ignore")
 
     database_url: str = DEFAULT_DATABASE_URL
+    # A database that is down or does not answer makes pages fail fast with a 503, not hang:
+    # connecting (PostgreSQL; whole seconds, at least 2, as libpq counts them), each statement
+    # of a page (PostgreSQL's statement_timeout, and the longest the site waits for any answer
+    # on a connection), and a free pooled connection each have a limit.
+    db_connect_timeout_s: int = Field(default=DB_CONNECT_TIMEOUT_S, ge=2)
+    db_statement_timeout_s: float = Field(default=DB_STATEMENT_TIMEOUT_S, gt=0)
+    db_pool_timeout_s: float = Field(default=DB_POOL_TIMEOUT_S, gt=0)
     sol_execbench_url: str = SOL_EXECBENCH_API
     # GitHub's REST API and raw-file host, read by the KernelBench and Liger-Kernel ingests;
     # point them at a mirror (or a local server in tests). A token raises the API's hourly

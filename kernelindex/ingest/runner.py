@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol, TypeVar, runtime_checkable
 
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from kernelindex.ingest.http import UpstreamError
@@ -127,6 +127,12 @@ class IngestSummary:
 Progress = Callable[[str, int, int], None]
 
 
+def connection_lost(exc: Exception) -> bool:
+    """Whether ``exc`` is the database gone (its connection lost), not a fault of the batch being
+    written: nothing more can be written, so the ingest stops there (the command says so)."""
+    return isinstance(exc, DBAPIError) and exc.connection_invalidated
+
+
 def _nested(counts: Counter[str]) -> dict[str, dict[str, int]]:
     nested: dict[str, dict[str, int]] = {}
     for key, value in sorted(counts.items()):
@@ -199,7 +205,9 @@ def run_ingest(
                 try:
                     with session.begin_nested():
                         counts.update(apply_new_batches(session, source, new, observed))
-                except (SQLAlchemyError, ValueError):
+                except (SQLAlchemyError, ValueError) as exc:
+                    if connection_lost(exc):
+                        raise
                     logger.exception("ingest: %d new workloads could not be stored together", len(new))
                     new = []  # each is tried alone below, so the one at fault is named
                     # Rows read inside the savepoint are not expired with it, and SQLite gives
@@ -214,7 +222,9 @@ def run_ingest(
                 try:
                     with session.begin_nested():
                         written_here = apply_batch(session, source, batch, observed)
-                except (SQLAlchemyError, ValueError):
+                except (SQLAlchemyError, ValueError) as exc:
+                    if connection_lost(exc):
+                        raise
                     # The report is public (/sources/...): one plain line there, the statement and
                     # its parameters only in the server's log.
                     logger.exception("ingest: %s could not be stored", batch.unit)

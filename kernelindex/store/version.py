@@ -39,8 +39,10 @@ from typing import Any
 from sqlalchemy import Connection, Engine, event, func, inspect, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction, sessionmaker
 
+from kernelindex.db.engine import answer_quickly, file_identity, gave_up_waiting, sqlite_file
 from kernelindex.db.tables import PageVersion
 
 log = logging.getLogger(__name__)
@@ -242,6 +244,7 @@ _READERS: weakref.WeakKeyDictionary[Engine, set[VersionReader]] = weakref.WeakKe
 # listener has not caught up for MAX_LAG_S reads the store itself until it has.
 CATCH_UP_S = 1.0
 MAX_LAG_S = 3.0
+POLL_WAIT_S = 0.25
 # Scopes remembered by a listener; past it, it forgets them and counts as a change of ``all``.
 MAX_KNOWN = 200_000
 
@@ -252,7 +255,8 @@ class VersionReader:
     ``read(scopes)`` answers ``(seq, numbers)``: every write numbered up to ``seq`` is
     accounted for in ``numbers`` (the number of each of ``scopes`` and of ``all``; 0 for a
     scope never changed), or ``None`` when the store cannot be read (the caller then serves
-    without its cache).
+    without its cache); ``trouble`` then holds why, when it was the database (the caller may
+    answer from it at once, instead of waiting for the database a second time).
 
     How exact it is:
 
@@ -277,7 +281,21 @@ class VersionReader:
         self.connection = bind if isinstance(bind, Connection) else None
         self.listen = listen and self.engine is not None and self.engine.dialect.name == "postgresql"
         self.raw: Any = None  # the polling connection
-        self.lock = threading.Lock()
+        # SQLite: the store's file, and the identity of the one the polling connection opened
+        # (a store moved away and back, or replaced, is opened again).
+        self.file = sqlite_file(self.engine.url) if self.engine is not None else None
+        self.raw_file: tuple[int, int] | None = None
+        self.trouble: SQLAlchemyError | None = None
+        # Counts the times this reader found the store again after losing it: the store that came
+        # back may be another (recreated, restored, a file put in its place) whose numbers repeat
+        # those already seen, so that pages cached before must not count (ResponseCache).
+        self.epoch = 0
+        self.poll_lost = False
+        self.lock = threading.Lock()  # the listener's state, held only for memory
+        # The polling connection, held while it reads. A request waits at most POLL_WAIT_S for
+        # it (it is busy that long only while the database is slow to answer), then goes on
+        # without the cache rather than queue behind every request before it.
+        self.polling = threading.Lock()
         # The listener's state: every write numbered up to ``cursor`` is in ``known``.
         self.known: dict[str, int] = {}
         self.cursor: int | None = None
@@ -322,26 +340,59 @@ class VersionReader:
 
     def _poll(self, asked: set[str]) -> tuple[int, dict[str, int]] | None:
         names = sorted({*asked, SEQUENCE})
-        with self.lock:
-            try:
-                if self.connection is not None:
-                    mark = "?" if self.connection.dialect.name == "sqlite" else "%s"
-                    rows = list(self.connection.exec_driver_sql(_select_scopes(len(names), mark), tuple(names)))
-                elif self.engine is None:
-                    return None
-                else:
-                    if self.raw is None:
-                        self.raw = _open(self.engine)
-                    mark = "?" if self.engine.dialect.name == "sqlite" else "%s"
-                    cursor = self.raw.cursor()
-                    cursor.execute(_select_scopes(len(names), mark), tuple(names))
-                    rows = cursor.fetchall()
-                    cursor.close()
-            except Exception:
-                self._close_polling()
+        if not self.polling.acquire(timeout=POLL_WAIT_S):
+            return None
+        try:
+            if self.connection is not None:
+                mark = "?" if self.connection.dialect.name == "sqlite" else "%s"
+                rows = list(self.connection.exec_driver_sql(_select_scopes(len(names), mark), tuple(names)))
+            elif self.engine is None:
                 return None
+            else:
+                rows = self._poll_raw(self.engine, names)
+        except Exception as exc:
+            self._close_polling()
+            self.poll_lost = True
+            self.trouble = _as_sqlalchemy_error(exc, self.engine or self.connection)
+            return None
+        finally:
+            self.polling.release()
+        self.trouble = None
         found = {str(scope): int(seq) for scope, seq in rows}
         return found.pop(SEQUENCE, 0), {scope: found.get(scope, 0) for scope in asked}
+
+    def _poll_raw(self, engine: Engine, names: list[str]) -> list[Any]:
+        """``names``' rows, read on the polling connection (opened again if it is gone)."""
+        if self.raw is not None and self.file is not None and file_identity(self.file) != self.raw_file:
+            self._close_polling()
+            self.poll_lost = True
+        # A connection kept since an earlier request may have been lost meanwhile (a restarted
+        # server): then one more try on a new one, but not after waiting in vain for an answer.
+        again = self.raw is not None
+        while True:
+            if self.raw is None:
+                self.raw = _open(engine)
+                self.raw_file = file_identity(self.file) if self.file is not None else None
+                if self.poll_lost:
+                    self._found_again()
+                    self.poll_lost = False
+            mark = "?" if engine.dialect.name == "sqlite" else "%s"
+            try:
+                cursor = self.raw.cursor()
+                cursor.execute(_select_scopes(len(names), mark), tuple(names))
+                rows: list[Any] = cursor.fetchall()
+                cursor.close()
+                return rows
+            except Exception as exc:
+                self._close_polling()
+                self.poll_lost = True
+                if not again or gave_up_waiting(exc):
+                    raise
+                again = False
+
+    def _found_again(self) -> None:
+        with self.lock:
+            self.epoch += 1
 
     def _start_listening(self) -> None:
         with self.lock:
@@ -352,10 +403,18 @@ class VersionReader:
     def _listen(self) -> None:
         assert self.engine is not None
         wait = 0.1
+        lost = False
         while not self.stopping.is_set():
             try:
                 raw = _open(self.engine)
                 self.listening = raw
+                if lost:
+                    # Start again from what this store holds, not from numbers seen in the one lost.
+                    with self.lock:
+                        self.cursor = None
+                        self.known = {}
+                    self._found_again()
+                    lost = False
                 raw.execute(f"LISTEN {CHANNEL}")
                 while not self.stopping.is_set():
                     self._catch_up(raw)
@@ -366,6 +425,7 @@ class VersionReader:
             except Exception as exc:
                 # Not trusted from now on: requests read the store (or, while it is gone, skip the cache).
                 self.caught_up_at = float("-inf")
+                lost = True
                 if not self.stopping.is_set():
                     log.warning("page versions: listener lost its connection (%s); reading per request", exc)
             finally:
@@ -404,10 +464,21 @@ class VersionReader:
                 self.listening.close()
         if self.listener is not None:
             self.listener.join(timeout=CATCH_UP_S + 1)
-        with self.lock:
+        with self.polling:
             self._close_polling()
         if self.engine is not None:
             _READERS.get(self.engine, set()).discard(self)
+
+
+def _as_sqlalchemy_error(exc: Exception, bind: Engine | Connection | None) -> SQLAlchemyError | None:
+    """``exc`` as SQLAlchemy raises it (a driver's error wrapped in its class); None if it is neither."""
+    if isinstance(exc, SQLAlchemyError):
+        return exc
+    dbapi = bind.dialect.loaded_dbapi if bind is not None else None
+    if dbapi is None or not isinstance(exc, dbapi.Error):
+        return None
+    wrapped = DBAPIError.instance(None, None, exc, dbapi.Error)
+    return wrapped if isinstance(wrapped, SQLAlchemyError) else None
 
 
 def _select_scopes(count: int, mark: str) -> str:
@@ -425,4 +496,6 @@ def _open(engine: Engine) -> Any:
     else:
         raw.rollback()
         raw.autocommit = True
+        # Its statements are short: a server that does not answer one soon is in trouble.
+        answer_quickly(raw)
     return raw

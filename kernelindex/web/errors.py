@@ -17,6 +17,10 @@ log = logging.getLogger("kernelindex.web")
 # How long a client should wait before asking again while the database is in trouble.
 RETRY_AFTER_S = 10
 UNREACHABLE = "The database cannot be reached at the moment. Nothing was lost; try again in a few seconds."
+TOO_SLOW = "The database did not answer in time. Nothing was lost; try again in a few seconds."
+# SQLSTATE 57014, query_canceled: a statement past statement_timeout, or one the site gave up
+# waiting for (a server that accepts but does not answer).
+QUERY_CANCELED_SQLSTATE = "57014"
 READ_ONLY = (
     "The registry is read-only at the moment (maintenance): reading works, but changes cannot be saved. "
     "Nothing was saved; try again later."
@@ -102,7 +106,9 @@ def database_trouble(exc: SQLAlchemyError) -> str | None:
         return READ_ONLY
     if getattr(orig, "sqlstate", None) == UNDEFINED_TABLE_SQLSTATE or str(orig).startswith("no such table"):
         return NO_TABLES
-    if isinstance(exc, OperationalError | InterfaceError | DisconnectionError | PoolTimeout):
+    if getattr(orig, "sqlstate", None) == QUERY_CANCELED_SQLSTATE or isinstance(exc, PoolTimeout):
+        return TOO_SLOW
+    if isinstance(exc, OperationalError | InterfaceError | DisconnectionError):
         return UNREACHABLE
     if isinstance(exc, DBAPIError) and exc.connection_invalidated:
         return UNREACHABLE

@@ -15,7 +15,9 @@ Only what is safe to share is kept: ``GET`` requests without a signed-in visitor
 cookie (checked with the site's key: any other cookie does not count) or an
 ``Authorization`` header, answered ``200`` with ``Cache-Control: public`` and no
 ``Set-Cookie``. ``If-None-Match`` is answered ``304`` from the kept ETag; byte ranges and
-date conditions go to the app, which answers them itself.
+date conditions go to the app, which answers them itself. An error is never kept: while
+the database is down, every request asks it again, and when the version check itself finds
+it down or silent, the request is answered 503 at once (``kernelindex.web.errors``).
 
 The key holds the path, the query and the day, and nothing the client sends in a header:
 so a response that may be kept is rendered as if asked for at the public origin (its
@@ -36,6 +38,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kernelindex.store.version import ATTESTATION_PATHS, ATTESTATIONS, LISTS, VersionReader
+from kernelindex.web.errors import TOO_SLOW, UNREACHABLE, database_trouble, unavailable
 
 MAX_ENTRY_BYTES = 2 * 1024 * 1024
 # Requests the app answers itself: credentials, byte ranges, date-based conditions.
@@ -64,6 +67,7 @@ def _default_scopes(path: str) -> frozenset[str]:
 class Entry:
     scopes: frozenset[str]
     made_at: int  # the sequence number read before it was rendered
+    epoch: int  # the reader's epoch then: a store found again since may be another
     headers: list[tuple[bytes, bytes]]
     body: bytes
     etag: bytes | None
@@ -120,16 +124,25 @@ class ResponseCache:
             # threadpool, so that other requests go on meanwhile.
             versions = await run_in_threadpool(self.reader.read, scopes)
         if versions is None:
+            trouble = self.reader.trouble
+            detail = database_trouble(trouble) if trouble is not None else None
+            if trouble is not None and detail in (UNREACHABLE, TOO_SLOW):
+                # The database was just found down or silent: say so now, rather than have the
+                # page wait for it a second time.
+                await unavailable(Request(scope), trouble, detail)(scope, receive, send)
+                return
             await self.app(scope, receive, send)
             return
         seq, numbers = versions
-        if entry is not None and all(number <= entry.made_at for number in numbers.values()):
+        # Read after the versions: a store found again while they were read is seen here.
+        epoch = self.reader.epoch
+        if entry is not None and entry.epoch == epoch and all(number <= entry.made_at for number in numbers.values()):
             self.hits += 1
             self.entries.move_to_end(key)
             await self._answer(entry, match, send)
             return
         self.misses += 1
-        await self._render(scope, receive, send, key, seq)
+        await self._render(scope, receive, send, key, seq, epoch)
 
     async def _answer(self, entry: Entry, match: bytes, send: Send) -> None:
         if match and entry.etag and _matches(match, entry.etag):
@@ -140,7 +153,9 @@ class ResponseCache:
         await send({"type": "http.response.start", "status": 200, "headers": entry.headers})
         await send({"type": "http.response.body", "body": entry.body})
 
-    async def _render(self, scope: Scope, receive: Receive, send: Send, key: tuple[bytes, ...], seq: int) -> None:
+    async def _render(
+        self, scope: Scope, receive: Receive, send: Send, key: tuple[bytes, ...], seq: int, epoch: int
+    ) -> None:
         declared: set[str] = set()
         headers: list[tuple[bytes, bytes]] = []
         chunks: list[bytes] = []
@@ -162,7 +177,7 @@ class ResponseCache:
                     chunks.append(body)
                     if not message.get("more_body", False):
                         scopes = frozenset(declared) or _default_scopes(scope["path"])
-                        self._store(key, Entry(scopes, seq, headers, b"".join(chunks), _etag(headers)))
+                        self._store(key, Entry(scopes, seq, epoch, headers, b"".join(chunks), _etag(headers)))
             await send(message)
 
         # Forwarding headers could change the scheme or host the app sees; they are dropped too.
