@@ -381,12 +381,6 @@ def test_another_trial_count_is_another_protocol(db, snapshot):
         pytest.param(b'{"level1": {"19_ReLU.py": ', "not valid JSON", id="truncated"),
         pytest.param(b'{"level1": {"19_ReLU.py": {"mean": NaN}}}', "not valid JSON", id="nan-literal"),
         pytest.param(b"[1, 2, 3]", "expected an object of levels", id="a-list"),
-        pytest.param(
-            b'{"level1": {"19_ReLU.py": {"mean": "0.5", "std": 0.1, "min": 0.4, "max": 0.6, '
-            b'"num_trials": 100, "hardware": "NVIDIA L40S", "device": "cuda:0"}}}',
-            "level1/19_ReLU.py: mean",
-            id="time-as-text",
-        ),
         pytest.param(b'{"leve11": {}}', "is not a level", id="not-a-level"),
         pytest.param(b'{"level1": {"../secrets.py": null}}', "is not a problem file name", id="odd-problem-name"),
     ],

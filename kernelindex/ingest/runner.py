@@ -21,6 +21,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from kernelindex.figure_gate import Refusals
 from kernelindex.ingest.http import UpstreamError
 from kernelindex.ingest.pipeline import mapped_units
 from kernelindex.store.batch import LIVE, Batch, ReadFrom, SourceInfo, UnitFailure
@@ -68,6 +69,8 @@ class Discovery:
     skipped: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Figures the gate refused while listing (a row of a listing file), each named where it stood.
+    refused: Refusals = field(default_factory=Refusals)
     # Rows counted by what became of them (read, mapped, unchanged), for sources read as tables.
     rows: Counter[str] = field(default_factory=Counter)
     # Files read whole (path → (sha256, rows)): recorded when the ingest succeeds, so that the
@@ -169,6 +172,8 @@ def run_ingest(
     errors.extend(discovery.errors)
     errors.extend(f"warning: {text}" for text in discovery.warnings)
     counts.update({f"skipped.{reason}": n for reason, n in discovery.skipped.items()})
+    counts.update({f"refused.{reason}": n for reason, n in discovery.refused.counts.items()})
+    errors.extend(f"warning: {line}" for line in discovery.refused.lines())
     counts.update({f"rows.{what}": n for what, n in discovery.rows.items()})
     counts["units.listed"] = len(units)
     if discovery.errors:
@@ -184,6 +189,8 @@ def run_ingest(
         counts.update({f"skipped.{reason}": n for reason, n in batch.skipped.items()})
         counts.update({f"anomalies.{name}": n for name, n in batch.anomalies.items()})
         errors.extend(f"warning: {text}" for text in batch.warnings)
+        counts.update({f"refused.{reason}": n for reason, n in batch.refused.counts.items()})
+        errors.extend(f"warning: {batch.unit}: {line}" for line in batch.refused.lines())
 
     def write(group: list[Batch]) -> None:
         """Write fetched batches in one transaction. Workloads the store does not hold yet are
