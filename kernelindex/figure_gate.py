@@ -50,6 +50,9 @@ class Reason(StrEnum):
     NOT_FINITE = "not_finite"
     OUT_OF_RANGE = "out_of_range"
     UNIT = "unit"
+    # Not a figure's fault but its identity's: one upstream id listed twice in one ingest with
+    # other figures or under another workload, or listed under a workload other than its own.
+    DUPLICATE_ID = "duplicate_id"
 
 
 class Refused(ValueError):

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from kernelindex.figure_gate import Refusals
 from kernelindex.ingest.http import UpstreamError
+from kernelindex.ingest.identities import Identities
 from kernelindex.ingest.pipeline import mapped_units
 from kernelindex.store.batch import LIVE, Batch, ReadFrom, SourceInfo, UnitFailure
 from kernelindex.store.ingest import (
@@ -180,6 +181,7 @@ def run_ingest(
         counts["files.failed"] += len(discovery.errors)
 
     written: set[str] = set()  # external ids of the workloads whose records were written
+    identities = Identities()
 
     def record(batch: Batch, wrote: bool) -> None:
         if wrote:
@@ -234,6 +236,7 @@ def run_ingest(
                 counts.update(written_here)
                 record(batch, wrote=any(n for key, n in written_here.items() if key.startswith(("added.", "updated."))))
         statistics.after_commit(counts["added.run"])
+        identities.written(group)
 
     pending: list[Batch] = []
     pending_runs = 0
@@ -246,6 +249,7 @@ def run_ingest(
             counts["units.failed"] += 1
             continue
         drift |= batch.drift
+        identities.admit(batch)
         pending.append(batch)
         pending_runs += len(batch.runs)
         waited = time.monotonic() - pending_since

@@ -379,6 +379,10 @@ def sol_figures(submission: Submission) -> SolFigures:
     return SolFigures(ns, {key: metrics[key] for key in order if key in metrics}, beyond)
 
 
+def run_name(submission: Submission) -> str:
+    return f"sol-submission-{submission.id}"
+
+
 def run_record(
     submission: Submission,
     kernel: KernelDetail,
@@ -414,7 +418,7 @@ def run_record(
             "apiVersion": API_VERSION,
             "kind": "BenchmarkRun",
             "metadata": {
-                "name": f"sol-submission-{submission.id}",
+                "name": run_name(submission),
                 "title": f"{submitter} · {kernel.name} · {submission.gpu_type}"[:300],
                 **({"labels": labels} if labels else {}),
             },
@@ -586,6 +590,8 @@ class SolExecBench:
             )
             figures = batch.refused.admit(f"submission {submission.id}", partial(sol_figures, submission))
             if figures is None:
+                # Still listed upstream: a stored copy keeps its figures and is not marked missing.
+                batch.withheld.add(run_name(submission))
                 continue
             try:
                 implementation = implementation_manifest(submission)
@@ -618,7 +624,7 @@ class SolExecBench:
 
     def _submissions(self, kernel: KernelDetail, batch: KernelReading) -> Iterator[Submission]:
         """Every submission of a kernel across pages, each once, in upstream order."""
-        seen: set[int] = set()
+        seen: dict[int, dict[str, Any]] = {}
         offset, total = 0, None
         # A bound on pages, so an upstream that ignores offset cannot loop us forever.
         max_pages = 10_000
@@ -642,11 +648,14 @@ class SolExecBench:
                     batch.skipped["invalid"] += 1
                     batch.warnings.append(f"kernel {kernel.id}: a submission is malformed ({first_error(exc)})")
                     continue
-                if submission.id in seen:
+                if submission.id in seen and seen[submission.id] == raw:
                     batch.skipped["duplicate"] += 1
                     continue
-                seen.add(submission.id)
-                new += 1
+                # Listed again with other figures, both copies go on, and the ingest refuses both
+                # (``kernelindex.ingest.identities``).
+                if submission.id not in seen:
+                    seen[submission.id] = raw
+                    new += 1
                 if holds_control_characters(raw):
                     batch.skipped["control_characters"] += 1
                     continue

@@ -131,6 +131,9 @@ class Batch:
     warnings: list[str] = field(default_factory=list)
     # Rows whose figures the gate refused (``kernelindex.figure_gate``): never stored.
     refused: Refusals = field(default_factory=Refusals)
+    # Runs the upstream lists for this workload but that were refused for their identity (listed
+    # twice with other figures): not written, and not marked missing upstream either.
+    withheld: set[str] = field(default_factory=set)
     complete: bool = True
     # The upstream's own count of results for this workload, where it publishes one, and when
     # it was read (``None``: at the ingest's observation time).

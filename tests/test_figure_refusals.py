@@ -1,0 +1,169 @@
+"""Bad figures from a source are refused row by row, named in the ingest report and never stored;
+one upstream id stands for one result; a figure the source changes is kept in the run's history."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from kernelindex.db.tables import Run
+from kernelindex.ingest.runner import run_ingest
+from tests.upstream import FakeUpstream
+
+KERNEL = 40
+
+
+def ingest(db: Any, upstream: FakeUpstream, clock: datetime | None = None) -> Any:
+    if clock is None:
+        return run_ingest(upstream.adapter(), db.sessions, origin="fake upstream")
+    return run_ingest(upstream.adapter(), db.sessions, origin="fake upstream", clock=lambda: clock)
+
+
+def stored(db: Any) -> dict[str, tuple[str, int, float | None, str]]:
+    """Each stored run by external id: its workload's external id, latency, SOL score and manifest."""
+    with db.sessions() as session:
+        return {
+            run.external_id: (run.workload.external_id, run.latency_ns, run.sol_score, run.manifest_json)
+            for run in session.scalars(select(Run))
+        }
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason", "sentence"),
+    [
+        ("latency_ms", True, "wrong_type", "latency_ms is true, a boolean, not a number"),
+        ("sol_score", True, "wrong_type", "sol_score is true, a boolean, not a number"),
+        ("sol_score", -7.5, "out_of_range", "sol_score is -7.5, outside the range the source defines (0 to 2)"),
+        ("sol_score", 1e308, "out_of_range", "sol_score is 1e+308, outside the range the source defines (0 to 2)"),
+        ("latency_ms", 1e308, "out_of_range", "latency_ms is 1e+308, outside 1 ns to 1 hour"),
+        ("latency_ms", 10**400, "out_of_range", "latency_ms is 1000000000000000000000000000000000000000…"),
+        ("latency_ms", "0.2", "wrong_type", "latency_ms is the text '0.2', not a number"),
+        ("latency_ms", "NaN", "wrong_type", "latency_ms is the text 'NaN', not a number"),
+        ("latency_ms", {"mean": 0.2}, "wrong_type", "latency_ms is an object, not a number"),
+        ("avg_speedup", [4.0], "wrong_type", "avg_speedup is a list, not a number"),
+        ("avg_speedup", 0, "out_of_range", "avg_speedup is 0, outside a positive figure"),
+        ("fast_1_count", 16.0, "wrong_type", "fast_1_count is 16.0, not a whole number"),
+        ("fast_1_count", -1, "out_of_range", "fast_1_count is -1, outside 0 to"),
+        ("fast_1_count", 99, "out_of_range", "fast_1_count is 99, more than fast_1_total"),
+    ],
+)
+def test_a_bad_figure_refuses_its_submission_alone(db, field, value, reason, sentence):
+    upstream = FakeUpstream()
+    ingest(db, upstream)
+    before = stored(db)
+    bad = upstream.submission(KERNEL)
+    bad[field] = value
+    bad["id"] = 999_001  # a new submission: an earlier good figure must not change either
+    summary = ingest(db, upstream)
+
+    assert summary.status == "succeeded"
+    assert summary.counts["refused"] == {reason: 1}
+    line = next(line for line in summary.errors if "submission 999001" in line)
+    assert line.startswith(f"warning: kernel {KERNEL} (")
+    assert f"submission 999001: refused: {sentence}" in line
+    after = stored(db)
+    assert "999001" not in after
+    assert after == before  # every other figure as it was
+
+
+def test_a_bad_figure_in_a_stored_run_leaves_the_stored_figure_unchanged(db):
+    upstream = FakeUpstream()
+    ingest(db, upstream)
+    before = stored(db)
+    upstream.submission(KERNEL)["sol_score"] = -7.5
+    summary = ingest(db, upstream)
+    assert summary.counts["refused"] == {"out_of_range": 1}
+    target = str(upstream.submission(KERNEL)["id"])
+    # Refused, not missing: it is still listed, and keeps what was stored.
+    assert stored(db) == before
+    with db.sessions() as session:
+        assert session.scalars(select(Run).where(Run.external_id == target)).one().missing_since is None
+
+
+def test_a_sol_score_above_one_is_held_for_review(db):
+    upstream = FakeUpstream()
+    upstream.submission(KERNEL)["sol_score"] = 1.2
+    summary = ingest(db, upstream)
+    assert "refused" not in summary.counts
+    with db.sessions() as session:
+        run = session.scalars(select(Run).where(Run.external_id == str(upstream.submission(KERNEL)["id"]))).one()
+        assert run.held_for_review and run.sol_score == 1.2
+
+
+# --- One id, one result -------------------------------------------------------------------------
+
+
+def test_an_id_listed_under_two_kernels_with_other_figures_is_refused_both_times(db):
+    upstream = FakeUpstream()
+    copy = dict(upstream.submission(KERNEL), kernel_id=39, latency_ms=0.05, sol_score=0.9)
+    upstream.submissions[39].append(copy)
+    summary = ingest(db, upstream)
+
+    assert summary.counts["refused"] == {"duplicate_id": 2}
+    named = [line for line in summary.errors if "one id, two results" in line]
+    assert len(named) == 2
+    assert any(line.startswith("warning: kernel 39 (") and "under another workload" in line for line in named)
+    assert any(line.startswith(f"warning: kernel {KERNEL} (") and "under another workload" in line for line in named)
+    assert str(copy["id"]) not in stored(db)
+
+
+def test_an_id_listed_twice_alike_is_stored_once(db):
+    upstream = FakeUpstream()
+    upstream.submissions[KERNEL].append(dict(upstream.submission(KERNEL)))
+    summary = ingest(db, upstream)
+    assert "refused" not in summary.counts
+    assert summary.counts["skipped"] == {"duplicate": 1}
+    assert str(upstream.submission(KERNEL)["id"]) in stored(db)
+
+
+def test_an_id_listed_twice_in_one_kernel_with_other_figures_is_refused_both_times(db):
+    upstream = FakeUpstream()
+    upstream.submissions[KERNEL].append(dict(upstream.submission(KERNEL), latency_ms=0.5))
+    summary = ingest(db, upstream)
+    assert summary.counts["refused"] == {"duplicate_id": 2}
+    assert str(upstream.submission(KERNEL)["id"]) not in stored(db)
+
+
+def test_a_stored_run_never_moves_to_another_workload(db):
+    upstream = FakeUpstream()
+    ingest(db, upstream)
+    before = stored(db)
+    moved = upstream.submissions[KERNEL].pop(0)
+    upstream.submissions[39].append(dict(moved, kernel_id=39, latency_ms=0.05))
+    summary = ingest(db, upstream)
+
+    assert summary.counts["refused"] == {"duplicate_id": 1}
+    assert any("stored as a result of another" in line for line in summary.errors)
+    assert stored(db)[str(moved["id"])] == before[str(moved["id"])]
+
+
+# --- A changed figure is a new observation -------------------------------------------------------
+
+
+def test_a_figure_the_source_changes_is_kept_in_the_run_history_and_shown(db, make_app):
+    upstream = FakeUpstream()
+    ingest(db, upstream, clock=datetime(2026, 8, 1, tzinfo=UTC))
+    submission = upstream.submission(KERNEL)
+    old_latency = submission["latency_ms"]
+    submission["latency_ms"] = 0.5
+    submission["sol_score"] = 0.25
+    summary = ingest(db, upstream, clock=datetime(2026, 9, 2, tzinfo=UTC))
+    assert summary.counts["updated"] == {"run": 1}
+
+    client = make_app(db)
+    page = client.get(f"/runs/sol-submission-{submission['id']}.json").json()
+    assert page["figureChanges"] == [
+        {
+            "changedAt": "2026-09-02T00:00:00Z",
+            "figure": "latency (mean)",
+            "was": f"{old_latency * 1000:.4g} µs",
+            "now": "500.0 µs",
+        },
+        {"changedAt": "2026-09-02T00:00:00Z", "figure": "sol_score", "was": json.dumps(0.0), "now": "0.25"},
+    ]
+    html = client.get(f"/runs/sol-submission-{submission['id']}").text
+    assert "The source changed this figure on 2026-09-02" in html
