@@ -3,11 +3,12 @@ one upstream id stands for one result; a figure the source changes is kept in th
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from kernelindex.db.tables import Run
@@ -148,22 +149,33 @@ def test_a_figure_the_source_changes_is_kept_in_the_run_history_and_shown(db, ma
     upstream = FakeUpstream()
     ingest(db, upstream, clock=datetime(2026, 8, 1, tzinfo=UTC))
     submission = upstream.submission(KERNEL)
-    old_latency = submission["latency_ms"]
-    submission["latency_ms"] = 0.5
-    submission["sol_score"] = 0.25
+    old = (submission["latency_ms"], submission["sol_score"])
+    submission.update(latency_ms=0.5, sol_score=0.25)
     summary = ingest(db, upstream, clock=datetime(2026, 9, 2, tzinfo=UTC))
     assert summary.counts["updated"] == {"run": 1}
 
-    client = make_app(db)
-    page = client.get(f"/runs/sol-submission-{submission['id']}.json").json()
-    assert page["figureChanges"] == [
-        {
-            "changedAt": "2026-09-02T00:00:00Z",
-            "figure": "latency (mean)",
-            "was": f"{old_latency * 1000:.4g} µs",
-            "now": "500.0 µs",
-        },
-        {"changedAt": "2026-09-02T00:00:00Z", "figure": "sol_score", "was": json.dumps(0.0), "now": "0.25"},
+    name = f"sol-submission-{submission['id']}"
+    with TestClient(make_app(db)) as client:
+        page = client.get(f"/runs/{name}.json").json()
+        html = BeautifulSoup(client.get(f"/runs/{name}").text, "html.parser")
+        api = client.get(f"/api/v1/runs/{name}").json()
+    first, second = api["history"]
+    assert first["figureChanges"] == []
+    assert second["figureChanges"] == [
+        {"figure": "latencyNs.mean", "was": round(old[0] * 1_000_000), "now": 500_000},
+        {"figure": "sol_score", "was": old[1], "now": 0.25},
+        {"figure": "latency_ms", "was": old[0], "now": 0.5},
     ]
-    html = client.get(f"/runs/sol-submission-{submission['id']}").text
-    assert "The source changed this figure on 2026-09-02" in html
+    assert [line["figure"] for line in page["figureChanges"]] == ["latency (mean)", "SOL score", "Latency"]
+    assert page["figureChanges"][1] == {
+        "changedOn": "2026-09-02",
+        "figure": "SOL score",
+        "was": repr(old[1]),
+        "now": "0.25",
+    }
+    shown = [p.get_text(" ", strip=True) for p in html.select("p.figure-change")]
+    assert (
+        shown[0]
+        == f"The source changed this figure on 2026-09-02: latency (mean) was {page['figureChanges'][0]['was']}, now 500 µs."
+    )
+    assert len(shown) == 3
