@@ -174,8 +174,6 @@ def test_a_figure_the_source_changes_is_kept_in_the_run_history_and_shown(db, ma
         "now": "0.25",
     }
     shown = [p.get_text(" ", strip=True) for p in html.select("p.figure-change")]
-    assert (
-        shown[0]
-        == f"The source changed this figure on 2026-09-02: latency (mean) was {page['figureChanges'][0]['was']}, now 500 µs."
-    )
+    was = page["figureChanges"][0]["was"]
+    assert shown[0] == f"The source changed this figure on 2026-09-02: latency (mean) was {was}, now 500 µs."
     assert len(shown) == 3
