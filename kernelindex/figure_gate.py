@@ -114,8 +114,13 @@ def number(name: str, value: object, *, text: bool = False) -> Number:
 
 
 def _within(name: str, value: Number, low: Number, high: Number, what: str, *, low_open: bool = False) -> None:
-    below = value <= low if low_open else value < low
-    if below or value > high:
+    # A float stands for its decimal text (as ``scaled`` reads it): 1e-06 ms is 1 ns, though the
+    # binary float is a hair below. Compared exactly only near a bound: Decimal costs.
+    exact = value
+    if isinstance(value, float) and not (2 * float(low) < value < float(high) / 2):
+        exact = Decimal(repr(value))
+    below = exact <= low if low_open else exact < low
+    if below or exact > high:
         raise Refused(Reason.OUT_OF_RANGE, f"{name} is {shown(value)}, outside {what}")
 
 
