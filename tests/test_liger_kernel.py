@@ -401,6 +401,7 @@ def test_a_row_with_no_figure_is_refused_and_named_by_file_and_line(db, liger_sl
     [
         (11, '{"B": 8', "malformed_row", "extra_benchmark_config_str: Value error, Expecting ',' delimiter"),
         (11, "[8, 2048]", "malformed_row", "extra_benchmark_config_str: Value error, expected a JSON object"),
+        (11, '{"B": 1e999999}', "malformed_row", "extra_benchmark_config_str: Value error, 1e999999 is not a finite"),
         (13, "yesterday", "malformed_row", "timestamp: Value error, Invalid isoformat string"),
         (0, "cross entropy", "malformed_row", "kernel_name: String should match pattern"),
         (7, "", "malformed_row", "x_value: Value error, empty"),

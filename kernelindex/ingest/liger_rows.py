@@ -95,6 +95,14 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    # JSON reads 1e999999 as infinity, which no manifest can hold.
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is not a finite number")
+    return value
+
+
 @dataclass(frozen=True)
 class WorkloadKey:
     """One sweep definition: operation × mode × swept axis × fixed configuration (canonical JSON)."""
@@ -196,7 +204,7 @@ class Row(BaseModel):
             return {}
         if not isinstance(value, str):
             raise ValueError("expected JSON text")
-        config = json.loads(value, parse_constant=_reject_constant)
+        config = json.loads(value, parse_constant=_reject_constant, parse_float=_finite_float)
         if not isinstance(config, dict):
             raise ValueError("expected a JSON object")
         for key, item in config.items():
