@@ -142,6 +142,23 @@ def test_a_stored_run_never_moves_to_another_workload(db):
     assert stored(db)[str(moved["id"])] == before[str(moved["id"])]
 
 
+def test_a_new_workload_cannot_take_a_stored_run(db):
+    upstream = FakeUpstream()
+    newcomer = upstream.kernels.pop(62)
+    ingest(db, upstream)
+    before = stored(db)
+    upstream.kernels[62] = newcomer
+    taken = dict(upstream.submissions[KERNEL].pop(0), kernel_id=62)
+    upstream.submissions[62].append(taken)
+    summary = ingest(db, upstream)
+
+    assert summary.counts["refused"] == {"duplicate_id": 1}
+    assert summary.counts["added"]["workload"] == 1
+    after = stored(db)
+    assert after[str(taken["id"])] == before[str(taken["id"])]
+    assert {external_id for external_id, run in after.items() if run[0] == "62"} == {"33453", "20107", "15511"}
+
+
 # --- A changed figure is a new observation -------------------------------------------------------
 
 

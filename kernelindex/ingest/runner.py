@@ -35,6 +35,7 @@ from kernelindex.store.ingest import (
     mark_missing_workloads,
     source_by_id,
     start_report,
+    stored_run_names,
     stored_units,
     workload_ids,
 )
@@ -204,6 +205,10 @@ def run_ingest(
             named = Counter(batch.external_id for batch in group)
             held = stored_units(session, source, list(named))
             new = [batch for batch in group if batch.external_id not in held and named[batch.external_id] == 1]
+            # A new workload listing a run the store holds under another goes through ``apply_batch``,
+            # which refuses to move it, rather than failing the group's inserts.
+            taken = stored_run_names(session, [run.stored.name for batch in new for run in batch.runs])
+            new = [batch for batch in new if not any(run.stored.name in taken for run in batch.runs)]
             if new:
                 try:
                     with session.begin_nested():

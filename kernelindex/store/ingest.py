@@ -448,6 +448,14 @@ def stored_units(session: Session, source: Source, units: Sequence[str]) -> set[
     return set(found)
 
 
+def stored_run_names(session: Session, names: Sequence[str]) -> set[str]:
+    """Which of ``names`` the store holds a run of (read a few thousand at a time)."""
+    found: set[str] = set()
+    for start in range(0, len(names), 5000):
+        found.update(session.scalars(select(Run.name).where(Run.name.in_(names[start : start + 5000]))))
+    return found
+
+
 def apply_new_batches(session: Session, source: Source, batches: Sequence[Batch], now: datetime) -> Counter[str]:
     """Write batches whose workloads the store does not hold yet, all at once, in the caller's
     transaction: the rows ``apply_batch`` would write, as a few multi-row inserts (``COPY`` on
