@@ -95,6 +95,17 @@ def test_a_sol_score_above_one_is_held_for_review(db):
         assert run.held_for_review and run.sol_score == 1.2
 
 
+@pytest.mark.parametrize(("value", "sentence"), [(True, "true, a boolean"), (1e308, "1e+308, outside 1 ns")])
+def test_a_bad_case_bound_fails_its_kernel_alone_with_a_sentence(db, value, sentence):
+    upstream = FakeUpstream()
+    upstream.kernels[KERNEL]["workloads"][0]["sol_ms"] = value
+    summary = ingest(db, upstream)
+    assert summary.status == "partial"
+    assert summary.errors[0].startswith(f"kernel {KERNEL} (")
+    assert f"workloads.0.sol_ms: Value error, sol_ms is {sentence}" in summary.errors[0]
+    assert {run[0] for run in stored(db).values()} == {"39", "62"}
+
+
 # --- One id, one result -------------------------------------------------------------------------
 
 

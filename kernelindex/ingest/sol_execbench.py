@@ -24,7 +24,7 @@ from functools import partial
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from kernelindex.figure_gate import Reason, Refused, count, latency_ns, positive, score
 from kernelindex.ingest.http import Fetcher, UpstreamError
@@ -122,10 +122,20 @@ class UpstreamTensor(Upstream):
     description: str | None = None
 
 
+def _case_latency(value: Any, info: ValidationInfo) -> Any:
+    """A case's T_b or T_SOL through the figure gate: a boolean or 1e308 fails its kernel with a
+    sentence (they define the workload; no part of it is stored without them)."""
+    if value is not None:
+        latency_ns(str(info.field_name), value, "ms")
+    return value
+
+
 class UpstreamCase(Upstream):
     axes: dict[str, int | float | str | bool]
-    baseline_latency_ms: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    sol_ms: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    baseline_latency_ms: float | None = None
+    sol_ms: float | None = None
+
+    _figures = field_validator("baseline_latency_ms", "sol_ms", mode="before")(_case_latency)
 
 
 class KernelDetail(Upstream):
@@ -140,6 +150,8 @@ class KernelDetail(Upstream):
     outputs: dict[str, UpstreamTensor]
     baseline_latency_ms: float | None = None
     latency_unit: str | None = None
+
+    _figures = field_validator("baseline_latency_ms", mode="before")(_case_latency)
     sol_is_dummy: bool | None = None
     workloads: list[UpstreamCase] = Field(min_length=1)
 
