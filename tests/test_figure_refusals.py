@@ -95,7 +95,9 @@ def test_a_sol_score_above_one_is_held_for_review(db):
         assert run.held_for_review and run.sol_score == 1.2
 
 
-@pytest.mark.parametrize(("value", "sentence"), [(True, "true, a boolean"), (1e308, "1e+308, outside 1 ns")])
+@pytest.mark.parametrize(
+    ("value", "sentence"), [(True, "true, a boolean"), (1e308, "1e+308, outside a positive figure up to 3.6e+06")]
+)
 def test_a_bad_case_bound_fails_its_kernel_alone_with_a_sentence(db, value, sentence):
     upstream = FakeUpstream()
     upstream.kernels[KERNEL]["workloads"][0]["sol_ms"] = value
