@@ -8,12 +8,15 @@ from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup
+from click.testing import CliRunner
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from kernelindex.cli import main
 from kernelindex.db.tables import Run
 from kernelindex.ingest.runner import run_ingest
-from tests.upstream import FakeUpstream
+from tests.servers import serving
+from tests.upstream import FakeUpstream, served
 
 KERNEL = 40
 
@@ -106,6 +109,24 @@ def test_a_bad_case_bound_fails_its_kernel_alone_with_a_sentence(db, value, sent
     assert summary.errors[0].startswith(f"kernel {KERNEL} (")
     assert f"workloads.0.sol_ms: Value error, sol_ms is {sentence}" in summary.errors[0]
     assert {run[0] for run in stored(db).values()} == {"39", "62"}
+
+
+def test_the_command_line_prints_each_refusal_as_a_sentence_not_a_traceback(tmp_path):
+    upstream = FakeUpstream()
+    upstream.submission(KERNEL)["latency_ms"] = 1e308
+    upstream.submission(39)["sol_score"] = True
+    url = f"sqlite:///{tmp_path}/cli.db"
+    with serving(served(upstream)) as base:
+        result = CliRunner().invoke(
+            main,
+            ["ingest", "sol-execbench", "--base-url", f"{base}/api", "--database-url", url],
+            catch_exceptions=False,
+        )
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output and "OverflowError" not in result.output
+    text = " ".join(result.output.split())
+    assert f"submission {upstream.submission(KERNEL)['id']}: refused: latency_ms is 1e+308, outside 1 ns" in text
+    assert f"submission {upstream.submission(39)['id']}: refused: sol_score is true, a boolean" in text
 
 
 # --- One id, one result -------------------------------------------------------------------------
