@@ -158,11 +158,12 @@ def bounded(name: str, value: object, low: float, high: float, *, text: bool = F
 def count(name: str, value: object, *, text: bool = False) -> int:
     """A count: a non-negative integer (a whole float such as ``16.0`` is refused: the type is wrong)."""
     checked = number(name, value, text=text)
+    # In range first: ``int(Decimal("1e999999"))`` would build a million-digit number.
+    _within(name, checked, 0, MAX_COUNT, f"0 to {MAX_COUNT}")
     if isinstance(checked, Decimal) and checked == checked.to_integral_value() and "." not in str(value):
         checked = int(checked)
     if not isinstance(checked, int):
         raise Refused(Reason.WRONG_TYPE, f"{name} is {shown(value)}, not a whole number")
-    _within(name, checked, 0, MAX_COUNT, f"0 to {MAX_COUNT}")
     return checked
 
 

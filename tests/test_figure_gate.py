@@ -155,6 +155,15 @@ def test_each_refusal_is_one_sentence_with_its_reason(value: Any, reason: Reason
     assert refused.value.reason is reason and refused.value.sentence.startswith(sentence)
 
 
+@given(CSV_CELLS)
+def test_a_csv_cell_passes_as_a_count_only_when_it_is_a_whole_number_in_range(cell: str) -> None:
+    try:
+        checked = count("n", cell, text=True)
+    except Refused:
+        return
+    assert isinstance(checked, int) and 0 <= checked <= 2**53 - 1 and Decimal(cell.strip()) == checked
+
+
 def test_a_unit_of_no_time_is_refused() -> None:
     with pytest.raises(Refused) as refused:
         latency_ns("x", 1.0, "fortnight")
