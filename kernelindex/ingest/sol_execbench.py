@@ -376,15 +376,14 @@ def sol_figures(submission: Submission) -> SolFigures:
     """The submission's figures checked (``Refused`` names the first that is not a figure):
     latency in ms, ``sol_score`` within the source's range, counts, a positive speed-up."""
     ns = latency_ns("latency_ms", submission.latency_ms, "ms")
-    metrics: dict[str, int | float] = {"latency_ms": submission.latency_ms}
+    # Floats, as the source declares them (and as they were stored before the gate: 1 is 1.0).
+    metrics: dict[str, int | float] = {"latency_ms": float(submission.latency_ms)}
     beyond = False
     if submission.sol_score is not None:
-        value = score("sol_score", submission.sol_score, SOL_SCORE_RANGE[0], SOL_SCORE_HELD_UP_TO)
-        beyond = value > SOL_SCORE_RANGE[1]
-        metrics["sol_score"] = submission.sol_score
+        metrics["sol_score"] = score("sol_score", submission.sol_score, SOL_SCORE_RANGE[0], SOL_SCORE_HELD_UP_TO)
+        beyond = metrics["sol_score"] > SOL_SCORE_RANGE[1]
     if submission.avg_speedup is not None:
-        positive("avg_speedup", submission.avg_speedup)
-        metrics["avg_speedup"] = submission.avg_speedup
+        metrics["avg_speedup"] = positive("avg_speedup", submission.avg_speedup)
     for name in ("fast_1_count", "fast_1_total"):
         if (value := getattr(submission, name)) is not None:
             metrics[name] = count(name, value)
