@@ -184,6 +184,45 @@ def test_rows_without_a_latency_are_skipped_and_named(db: Any, tables: Path) -> 
     assert summary.counts["rows"]["read"] == summary.counts["rows"]["mapped"] + summary.counts["rows"]["not_mapped"]
 
 
+@pytest.mark.parametrize(
+    ("latencies", "reason", "named"),
+    [
+        ([0.05, 1e308, 0.07], "out_of_range", "row 2: refused: latency is 1e+308, outside 1 ns to 1 hour"),
+        ([0.05, float("nan"), float("inf")], "not_finite", "row 2 and 1 more: refused: latency is nan, not a finite"),
+        (pa.array(["0.05", "0.06", "0.07"]), "wrong_type", "refused: the column latency holds string, not numbers"),
+    ],
+)
+def test_a_latency_that_is_no_time_is_refused_and_earlier_figures_kept(
+    db: Any, tables: Path, latencies: Any, reason: str, named: str
+) -> None:
+    relative = "h200_sxm/moe/vllm/0.24.0/moe_perf.parquet"
+    run_ingest(db, data_dir=str(tables), data_version="0.12.0")
+    with db.sessions() as session:
+        before = sorted(session.execute(select(Run.name, Run.digest)).all())
+    rows = moe_rows("VLLM", "0.24.0", "vllm_fused_moe", {1: 0.05, 8: 0.06, 16: 0.07})
+    table = pa.Table.from_pylist(rows)
+    column = latencies if isinstance(latencies, pa.Array) else pa.array(latencies, pa.float64())
+    write_table(tables, relative, table.set_column(table.column_names.index("latency"), "latency", column))
+    summary = run_ingest(db, data_dir=str(tables), data_version="0.12.0")
+
+    refused = summary.counts["refused"]
+    assert list(refused) == [reason] and refused[reason] == (
+        3 if reason == "wrong_type" else 1 + (reason == "not_finite")
+    )
+    assert any(line.startswith(f"warning: {relative}") and named in line for line in summary.errors), summary.errors
+    assert summary.counts["rows"]["read"] == summary.counts["rows"]["mapped"] + summary.counts["rows"]["not_mapped"]
+    with db.sessions() as session:
+        after = dict(session.execute(select(Run.name, Run.digest)).all())
+        latencies_ns = [
+            result["latencyNs"]["mean"]
+            for manifest in session.scalars(select(Run.manifest_json))
+            for result in json.loads(manifest)["spec"]["caseResults"]
+        ]
+    assert all(0 < value <= 3_600 * 10**9 for value in latencies_ns)
+    # The SGLang run, in a file the bad one does not touch, is as it was.
+    assert {name: digest for name, digest in before if "sglang" in name}.items() <= after.items()
+
+
 def test_a_device_that_contradicts_its_folder_is_reported_not_relabelled(db: Any, tables: Path) -> None:
     rows = moe_rows("VLLM", "0.22.0", "vllm_fused_moe", {1: 0.05, 8: 0.06})
     rows[1]["device"] = "NVIDIA H100"

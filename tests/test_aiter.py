@@ -225,17 +225,35 @@ def test_every_row_is_a_run_or_skipped_by_reason_with_file_and_row_named(aiter_s
     )
 
 
-@pytest.mark.parametrize(
-    ("value", "reason", "message"),
-    [("abc", "bad_time", "the time (us) is not a number"), ("", "missing_time", "no time (us is empty)")],
-)
-def test_a_time_that_is_not_a_number_skips_its_row_alone(aiter_slice, value, reason, message):
-    edit(aiter_slice, BATCHED, 2, ",68.9821,", f",{value},")
+def test_a_row_without_a_time_is_skipped_alone(aiter_slice):
+    edit(aiter_slice, BATCHED, 2, ",68.9821,", ",,")
     adapter = adapter_on(aiter_slice)
     discovery = adapter.discover()
 
-    assert discovery.skipped[reason] == 1
-    assert any(f"{BATCHED}: row(s) 2 skipped: {message}" in warning for warning in discovery.warnings)
+    assert discovery.skipped["missing_time"] == 1
+    assert any(f"{BATCHED}: row(s) 2 skipped: no time (us is empty)" in warning for warning in discovery.warnings)
+    identities = set(mapped(adapter))
+    assert "batched_gemm/a8w8/B=16,M=32,N=1280,K=8192" not in identities
+    assert "batched_gemm/a8w8/B=16,M=64,N=1280,K=8192" in identities
+
+
+@pytest.mark.parametrize(
+    ("old", "value", "reason", "sentence"),
+    [
+        (",68.9821,", "abc", "wrong_type", "us is 'abc', not a number"),
+        (",68.9821,", "NaN", "not_finite", "us is 'NaN', not a finite number"),
+        (",68.9821,", "1e999999", "out_of_range", "us is 1E+999999, outside 1 ns to 1 hour"),
+        (",68.9821,", "true", "wrong_type", "us is 'true', not a number"),
+    ],
+)
+def test_a_time_that_is_no_figure_refuses_its_row_alone(aiter_slice, old, value, reason, sentence):
+    edit(aiter_slice, BATCHED, 2, old, f",{value},")
+    adapter = adapter_on(aiter_slice)
+    discovery = adapter.discover()
+
+    assert discovery.refused.counts == {reason: 1}
+    named = [line for line in discovery.refused.lines() if line.startswith(f"{BATCHED}:2: refused: ")]
+    assert len(named) == 1 and sentence in named[0], discovery.refused.lines()
     identities = set(mapped(adapter))
     assert "batched_gemm/a8w8/B=16,M=32,N=1280,K=8192" not in identities
     assert "batched_gemm/a8w8/B=16,M=64,N=1280,K=8192" in identities

@@ -254,7 +254,12 @@ def test_workload_detail_by_slug_and_by_digest(client):
     by_digest = get_json(client, f"/api/v1/workloads/{by_slug['digest']}")
     assert by_digest == by_slug
     assert by_slug["history"] == [
-        {"digest": by_slug["digest"], "recordedAt": by_slug["history"][0]["recordedAt"], "supersededAt": None}
+        {
+            "digest": by_slug["digest"],
+            "recordedAt": by_slug["history"][0]["recordedAt"],
+            "supersededAt": None,
+            "figureChanges": [],
+        }
     ]
 
 

@@ -75,6 +75,14 @@ def runs_by_file(db) -> dict[str, int]:  # type: ignore[no-untyped-def]
     return counts
 
 
+def stored_runs(db) -> dict[str, tuple[str, int]]:  # type: ignore[no-untyped-def]
+    with db.sessions() as session:
+        return {
+            name: (digest, latency)
+            for name, digest, latency in session.execute(select(Run.name, Run.digest, Run.latency_ns))
+        }
+
+
 def edit_timing_file(root: Path, commit: str, path: str, change: Callable[[dict[str, Any]], None]) -> None:
     file = root / "files" / commit / path
     data = json.loads(file.read_text())
@@ -381,12 +389,6 @@ def test_another_trial_count_is_another_protocol(db, snapshot):
         pytest.param(b'{"level1": {"19_ReLU.py": ', "not valid JSON", id="truncated"),
         pytest.param(b'{"level1": {"19_ReLU.py": {"mean": NaN}}}', "not valid JSON", id="nan-literal"),
         pytest.param(b"[1, 2, 3]", "expected an object of levels", id="a-list"),
-        pytest.param(
-            b'{"level1": {"19_ReLU.py": {"mean": "0.5", "std": 0.1, "min": 0.4, "max": 0.6, '
-            b'"num_trials": 100, "hardware": "NVIDIA L40S", "device": "cuda:0"}}}',
-            "level1/19_ReLU.py: mean",
-            id="time-as-text",
-        ),
         pytest.param(b'{"leve11": {}}', "is not a level", id="not-a-level"),
         pytest.param(b'{"level1": {"../secrets.py": null}}', "is not a problem file name", id="odd-problem-name"),
     ],
@@ -444,6 +446,32 @@ def test_zero_or_negative_times_are_skipped(db, snapshot):
     assert summary.counts["skipped"]["latency_out_of_range"] == 1
     assert any("level1/19_ReLU.py" in line and "zero, negative" in line for line in summary.errors)
     assert runs_by_file(db)[f"{H100}@{LATE[:7]}"] == 5
+
+
+@pytest.mark.parametrize(
+    ("change", "reason", "sentence"),
+    [
+        ({"mean": 1e308}, "out_of_range", "mean is 1e+308, outside 1 ns to 1 hour"),
+        ({"max": True}, "wrong_type", "max is true, a boolean, not a number"),
+        ({"mean": "0.5"}, "wrong_type", "mean is the text '0.5', not a number"),
+    ],
+)
+def test_an_entry_that_is_no_time_is_refused_alone(db, snapshot, change, reason, sentence):
+    run_ingest(db, snapshot)
+    before = stored_runs(db)
+    edit_timing_file(snapshot, LATE, H100, lambda data: data["level1"]["19_ReLU.py"].update(change))
+    summary = run_ingest(db, snapshot)
+    assert summary.status == "succeeded"
+    assert summary.counts["refused"] == {reason: 1}
+    assert any(
+        line.startswith(f"warning: {H100} at {LATE[:12]}: level1/19_ReLU.py: refused: {sentence}")
+        for line in summary.errors
+    )
+    after = stored_runs(db)
+    assert {name: after[name] for name in before} == before  # every stored figure as it was
+    # The edited file is a new version of it: its other entries are stored, the refused one is not.
+    added = set(after) - set(before)
+    assert len(added) == 5 and not any("-l1-19-" in name for name in added)
 
 
 def test_unknown_mode_and_retired_folder(db, snapshot):

@@ -374,7 +374,7 @@ def test_live_ingest_through_a_real_raw_host_gives_the_same_store(db, liger_slic
 # --- Bad input: reported by file, never half-written ------------------------------------
 
 
-def test_a_malformed_row_is_skipped_and_named_by_file_and_line(db, liger_slice):
+def test_a_row_with_no_figure_is_refused_and_named_by_file_and_line(db, liger_slice):
     bad = line_of(liger_slice, MAIN, "jsd,torch,full,speed,ms,V,", ",4096,")
     edit(
         liger_slice,
@@ -384,10 +384,11 @@ def test_a_malformed_row_is_skipped_and_named_by_file_and_line(db, liger_slice):
     summary = ingest(db.sessions, Settings(database_url=db.url), "liger-kernel", snapshot=liger_slice)
 
     assert summary.status == "succeeded"
-    assert summary.counts["skipped"] == {"malformed_row": 1, "memory_without_speed_run": 1}
+    assert summary.counts["skipped"] == {"memory_without_speed_run": 1}
+    assert summary.counts["refused"] == {"wrong_type": 1}
     # The torch sweep now lacks a case the liger sweep has: not like with like.
     assert summary.counts["anomalies"] == {"case_set_differs": 1}
-    assert f"warning: {MAIN}:{bad + 1}: y_value_50: Input should be a valid decimal" in summary.errors
+    assert f"warning: {MAIN}:{bad + 1}: refused: y_value_50 is 'abc', not a number" in summary.errors
     with db.sessions() as session:
         run = session.scalars(select(Run).where(Run.name.like("liger-jsd-full-v-%-torch-h100-pcie-%"))).one()
         metrics = json.loads(run.manifest_json)["spec"]["sourceNative"]["metrics"]
@@ -398,12 +399,9 @@ def test_a_malformed_row_is_skipped_and_named_by_file_and_line(db, liger_slice):
 @pytest.mark.parametrize(
     ("field", "value", "reason", "message"),
     [
-        (8, "fast", "malformed_row", "y_value_50: Input should be a valid decimal"),
-        (9, "0", "malformed_row", "y_value_20: Input should be greater than 0"),
-        (10, "nan", "malformed_row", "y_value_80: Input should be a finite number"),
-        (8, "0.0000001", "malformed_row", "a latency below one nanosecond"),
         (11, '{"B": 8', "malformed_row", "extra_benchmark_config_str: Value error, Expecting ',' delimiter"),
         (11, "[8, 2048]", "malformed_row", "extra_benchmark_config_str: Value error, expected a JSON object"),
+        (11, '{"B": 1e999999}', "malformed_row", "extra_benchmark_config_str: Value error, 1e999999 is not a finite"),
         (13, "yesterday", "malformed_row", "timestamp: Value error, Invalid isoformat string"),
         (0, "cross entropy", "malformed_row", "kernel_name: String should match pattern"),
         (7, "", "malformed_row", "x_value: Value error, empty"),
@@ -428,6 +426,33 @@ def test_a_row_that_cannot_be_used_is_skipped_by_reason(liger_slice, field, valu
         assert discovery.warnings == []
     else:
         assert len(named) == 1 and message in named[0], discovery.warnings
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason", "sentence"),
+    [
+        (8, "fast", "wrong_type", "y_value_50 is 'fast', not a number"),
+        (8, "true", "wrong_type", "y_value_50 is 'true', not a number"),
+        (9, "0", "out_of_range", "y_value_20 is 0, outside 1 ns to 1 hour"),
+        (10, "nan", "not_finite", "y_value_80 is 'nan', not a finite number"),
+        (8, "0.0000001", "out_of_range", "y_value_50 is 1E-7, outside 1 ns to 1 hour"),
+        (8, "1e999999", "out_of_range", "y_value_50 is 1E+999999, outside 1 ns to 1 hour"),
+        (9, "1e308", "out_of_range", "y_value_20 is 1E+308, outside 1 ns to 1 hour"),
+    ],
+)
+def test_a_row_whose_figure_is_no_time_is_refused_alone(liger_slice, field, value, reason, sentence):
+    bad = line_of(liger_slice, MAIN, "cross_entropy,liger,full,speed,ms,V,", ",4096,")
+    edit(
+        liger_slice,
+        MAIN,
+        lambda lines: [with_field(line, field, value) if i == bad else line for i, line in enumerate(lines)],
+    )
+    discovery = adapter_on(liger_slice).discover()
+
+    assert discovery.refused.counts == {reason: 1} and discovery.skipped == {}
+    assert discovery.errors == [] and discovery.complete
+    named = discovery.refused.lines()
+    assert len(named) == 1 and named[0].startswith(f"{MAIN}:{bad + 1}: refused: {sentence}"), named
 
 
 def test_a_row_with_fewer_fields_than_the_header_is_malformed(liger_slice):

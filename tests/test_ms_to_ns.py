@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kernelindex.ingest.values import ms_to_ns
+from kernelindex.figure_gate import ms_to_ns
 
 
 def exact(value: float) -> int:

@@ -184,6 +184,8 @@ class AIConfigurator:
             discovery.warnings.append(f"{file.relative}: {data.num_rows} rows not mapped: {checked.schema.unmapped}")
             return data.num_rows
         discovery.skipped.update(checked.skipped)
+        discovery.refused.update(checked.refused)
+        discovery.rows["not_mapped"] += checked.refused.total
         discovery.rows["not_mapped"] += sum(checked.skipped.values())
         discovery.warnings += checked.warnings
         discovery.rows["mapped"] += checked.table.num_rows

@@ -20,9 +20,9 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
+from kernelindex.figure_gate import ms_to_ns
 from kernelindex.gpus import Gpu
 from kernelindex.ingest.aiconfigurator_rows import NativeScalar, RunKey, RunRows, WorkloadKey
-from kernelindex.ingest.values import ms_to_ns
 from kernelindex.manifests import (
     API_VERSION,
     BenchmarkProtocol,

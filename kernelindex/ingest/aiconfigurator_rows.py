@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kernelindex.figure_gate import MAX_LATENCY_NS, MIN_LATENCY_NS, NS_PER, Reason, Refusals, Refused
 from kernelindex.gpus import Gpu
 from kernelindex.ingest.aiconfigurator_tables import Schema, TableFile, classify
 
@@ -100,6 +101,7 @@ class Checked:
     schema: Schema
     skipped: Counter[str] = field(default_factory=Counter)
     warnings: list[str] = field(default_factory=list)
+    refused: Refusals = field(default_factory=Refusals)
 
 
 def read(file: TableFile, columns: list[str] | None = None) -> pa.Table:
@@ -124,9 +126,26 @@ def check(file: TableFile, system: System, table: pa.Table) -> Checked:
     if schema.unmapped:
         return checked
     assert schema.latency is not None
-    latency = pc.cast(table.column(schema.latency), pa.float64(), safe=False)
-    keep = pc.fill_null(pc.and_(pc.is_finite(latency), pc.greater(latency, 0.0)), False)
-    missing = table.num_rows - pc.sum(pc.cast(keep, pa.int64())).as_py() if table.num_rows else 0
+    column = table.column(schema.latency)
+    if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
+        # The figure gate's rule for a whole column: a Parquet latency is a typed number.
+        sentence = f"the column {schema.latency} holds {column.type}, not numbers (milliseconds)"
+        checked.refused.add(file.relative, Refused(Reason.WRONG_TYPE, sentence), rows=table.num_rows)
+        checked.table = table.slice(0, 0)
+        return checked
+    latency = pc.cast(column, pa.float64())
+    # The gate's rules, as column operations: finite, and 1 ns to an hour once in ns. A missing
+    # latency, or one of zero or less, is no result and is skipped as ever.
+    finite = pc.fill_null(pc.is_finite(latency), False)
+    positive = pc.and_(finite, pc.fill_null(pc.greater(latency, 0.0), False))
+    low, high = MIN_LATENCY_NS / NS_PER["ms"], MAX_LATENCY_NS / NS_PER["ms"]
+    in_range = pc.and_(pc.greater_equal(latency, low), pc.less_equal(latency, high))
+    _refuse(file, checked, pc.invert(pc.is_finite(latency)), latency, Reason.NOT_FINITE, "not a finite number")
+    _refuse(file, checked, pc.and_(positive, pc.invert(in_range)), latency, Reason.OUT_OF_RANGE,
+            f"outside 1 ns to 1 hour (in ms: {low:g} to {high:g})")  # fmt: skip
+    keep = pc.and_(positive, in_range)
+    kept = pc.sum(pc.cast(keep, pa.int64())).as_py() or 0
+    missing = table.num_rows - kept - checked.refused.total
     if missing:
         checked.skipped["latency_missing_or_not_positive"] += missing
         checked.warnings.append(f"{file.relative}: {missing} rows without a positive latency, skipped")
@@ -146,6 +165,18 @@ def check(file: TableFile, system: System, table: pa.Table) -> Checked:
                 )
     checked.table = table.filter(keep)
     return checked
+
+
+def _refuse(file: TableFile, checked: Checked, rows: Any, latency: Any, reason: Reason, what: str) -> None:
+    """Count the rows the ``rows`` mask selects as refused for ``reason``, naming the first."""
+    found = pc.indices_nonzero(pc.fill_null(rows, False))
+    if len(found) == 0:
+        return
+    first = found[0].as_py()
+    name = checked.schema.latency
+    sentence = f"{name} is {latency[first].as_py()!r}, {what}"
+    where = f"{file.relative}: row {first + 1}" + (f" and {len(found) - 1} more" if len(found) > 1 else "")
+    checked.refused.add(where, Refused(reason, sentence), rows=len(found))
 
 
 def workload_keys(file: TableFile, checked: Checked) -> list[WorkloadKey]:

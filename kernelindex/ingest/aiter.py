@@ -110,6 +110,7 @@ class Aiter:
             rows_read += reading.rows_read
             discovery.skipped.update(reading.skipped)
             discovery.warnings += reading.warnings
+            discovery.refused.update(reading.refused)
             self.drift |= reading.drift
             for row in reading.rows:
                 by_workload[row.workload.external_id].append(row)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from functools import cache
 from typing import Any
@@ -267,9 +268,9 @@ def _native(text: str) -> int | float | str:
     """A table value as the manifest keeps it: a number where it is one, else the text as written."""
     if re.fullmatch(r"-?\d{1,15}", text):
         return int(text)
-    if re.fullmatch(r"-?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?", text):
-        return float(text)
-    return text
+    if re.fullmatch(r"-?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?", text) and math.isfinite(number := float(text)):
+        return number
+    return text  # as written, also where it overflows a float (1e999)
 
 
 def run_identity(row: TunedRow) -> list[Any]:

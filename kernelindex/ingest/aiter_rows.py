@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
+from kernelindex.figure_gate import Refusals, Refused, bounded, latency_ns, spread
+
 CONFIGS = "aiter/configs/"
 MODEL_CONFIGS = f"{CONFIGS}model_configs/"
 
@@ -145,6 +147,7 @@ class TableReading:
     skipped: Counter[str] = field(default_factory=Counter)
     warnings: list[str] = field(default_factory=list)
     drift: set[str] = field(default_factory=set)
+    refused: Refusals = field(default_factory=Refusals)
     rows_read: int = 0
 
 
@@ -187,18 +190,35 @@ def _whole(text: str) -> int | None:
     return int(text) if re.fullmatch(r"-?\d+", text.strip()) else None
 
 
+# The columns beside the time that the manifest keeps as numbers, and their bounds; the others
+# (err1: "6.2%") are kept as text.
+NUMERIC_FIGURES = {"tflops": 1e9, "bw": 1e9, "errRatio": 1.0, "err_ratio": 1.0}
+TIME_FIGURES = ("us1", "us2")
+
+
 def _time_ns(text: str) -> tuple[int | None, str | None]:
-    """Microseconds as written to whole nanoseconds (exact decimal arithmetic), or a skip reason."""
-    if not text.strip():
+    """Microseconds as written to whole nanoseconds through the figure gate (exact decimal
+    arithmetic), or a skip reason: empty, or a number of zero or less. Any other value that is not
+    a time between 1 ns and an hour raises ``Refused``."""
+    cell = text.strip()
+    if not cell:
         return None, "missing_time"
     try:
-        us = Decimal(text.strip())
+        if Decimal(cell) <= 0:
+            return None, "no_positive_time"
     except InvalidOperation:
-        return None, "bad_time"
-    if not us.is_finite():
-        return None, "no_positive_time"
-    ns = int((us * 1000).to_integral_value())
-    return (ns, None) if ns > 0 else (None, "no_positive_time")
+        pass  # the gate names what it is
+    return latency_ns(TIME_COLUMN, cell, "us", text=True), None
+
+
+def _check_figures(values: dict[str, str]) -> None:
+    """``Refused`` for a figure column beside the time that holds no figure of its kind."""
+    for column, high in NUMERIC_FIGURES.items():
+        if values.get(column, "").strip():
+            bounded(column, values[column], 0, high, text=True)
+    for column in TIME_FIGURES:
+        if values.get(column, "").strip():
+            spread(column, values[column], "us", text=True)
 
 
 def read_table(path: str, body: bytes, last_change: LastChange, url: str) -> TableReading:
@@ -233,7 +253,11 @@ def read_table(path: str, body: bytes, last_change: LastChange, url: str) -> Tab
         reading.drift |= {f"aiter table column {column}" for column in header if column not in known}
         table = _Table(path, family, header, last_change)
         for number, fields in body_rows:
-            row, reason = table.row(number, fields)
+            try:
+                row, reason = table.row(number, fields)
+            except Refused as refused:
+                reading.refused.add(f"{path}:{number}", refused)
+                continue
             if row is None:
                 assert reason is not None
                 skipped_lines[reason].append(number)
@@ -285,6 +309,7 @@ class _Table:
         ns, reason = _time_ns(values[TIME_COLUMN])
         if ns is None:
             return None, reason
+        _check_figures(values)
         return (
             TunedRow(
                 path=self.path,

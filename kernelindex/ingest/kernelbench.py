@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
+from functools import partial
 
 from pydantic import ValidationError
 
@@ -41,9 +42,11 @@ from kernelindex.ingest.kernelbench_files import (
     TimingEntry,
     TimingFile,
     TimingFileError,
+    non_positive_time,
     parse_timing_file,
     problem_external_id,
     problem_path,
+    timing_figures,
 )
 from kernelindex.ingest.kernelbench_manifests import (
     environment_manifest,
@@ -56,7 +59,7 @@ from kernelindex.ingest.kernelbench_manifests import (
 from kernelindex.ingest.problem_shapes import ProblemFacts, ProblemNotReadable, read_problem
 from kernelindex.ingest.reading import Opened, Reading
 from kernelindex.ingest.runner import Discovery
-from kernelindex.ingest.values import first_error, ms_to_ns
+from kernelindex.ingest.values import first_error
 from kernelindex.manifests import BenchmarkProtocol, ExecutionEnvironment, Implementation
 from kernelindex.store.batch import Batch, RunRecord, SourceInfo, UnitFailure
 
@@ -82,8 +85,6 @@ SOURCE = SourceInfo(
         'the device name PyTorch reported, as each timing file records it (hardware, such as "NVIDIA H100 80GB HBM3")'
     ),
 )
-# Past this a figure is no time (LatencyNs allows at most 10**15 ns).
-MAX_LATENCY_NS = 10**15
 MAX_CODE_CHARS = 200_000
 
 
@@ -226,9 +227,11 @@ class KernelBench:
             if gpu is None:
                 discovery.skipped["unknown_gpu"] += 1
                 unknown_gpus[entry.hardware] += 1
-            elif not all(0 < ms_to_ns(value) <= MAX_LATENCY_NS for value in (entry.mean, entry.min, entry.max)):
+            elif non_positive_time(entry):
                 discovery.skipped["latency_out_of_range"] += 1
                 out_of_range.append(f"{level}/{name}")
+            elif discovery.refused.admit(f"{file.label()}: {level}/{name}", partial(timing_figures, entry)) is None:
+                continue  # refused by the figure gate, and named
             elif blob is None:
                 discovery.skipped["problem_missing"] += 1
                 missing.append(f"{level}/{name}")

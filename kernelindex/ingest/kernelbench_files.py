@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from kernelindex.figure_gate import latency_ns, spread
 from kernelindex.gpus import Gpu
 from kernelindex.ingest.github import Commit
 
@@ -63,22 +64,39 @@ MODES = {
 # One line of upstream text: no control characters (PostgreSQL cannot store NUL; the others have
 # no place in a name).
 Line = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
-Milliseconds = Annotated[float, Field(allow_inf_nan=False)]
 
 
 class TimingEntry(BaseModel):
-    """One problem's figures in a timing file. Types are strict (``"0.5"`` or ``true`` is not a
-    time); unknown extra fields are kept aside and reported as drift."""
+    """One problem's figures in a timing file. Types are strict; the figures (``mean``, ``std``,
+    ``min``, ``max``, in ms) are taken as published and checked by the figure gate
+    (``timing_figures``), so one entry that is not a time (``"0.5"``, ``true``, ``1e308``) is
+    refused alone and the rest of its file is read. Unknown extra fields are kept aside and
+    reported as drift."""
 
     model_config = ConfigDict(extra="allow", strict=True, frozen=True)
 
-    mean: Milliseconds
-    std: Annotated[float, Field(ge=0, allow_inf_nan=False)]
-    min: Milliseconds
-    max: Milliseconds
+    mean: Any
+    std: Any
+    min: Any
+    max: Any
     num_trials: Annotated[int, Field(ge=1)]
     hardware: Line
     device: Line
+
+
+def timing_figures(entry: TimingEntry) -> tuple[int, int, int]:
+    """The entry's mean, min and max in ns; ``Refused`` for the first figure that is not a time in ms."""
+    mean, low, high = (latency_ns(name, getattr(entry, name), "ms") for name in ("mean", "min", "max"))
+    spread("std", entry.std, "ms")
+    return mean, low, high
+
+
+def non_positive_time(entry: TimingEntry) -> bool:
+    """Whether a figure is a number of zero or less: no time at all, skipped as ever (not refused)."""
+    return any(
+        isinstance(value, int | float) and not isinstance(value, bool) and value <= 0
+        for value in (entry.mean, entry.min, entry.max)
+    )
 
 
 class TimingFileError(ValueError):

@@ -111,6 +111,7 @@ class LigerKernel:
                 continue
             discovery.skipped.update(reading.skipped)
             discovery.warnings += reading.warnings
+            discovery.refused.update(reading.refused)
             self.drift |= reading.drift
             for row in reading.rows:
                 by_workload[row.workload].append(row)

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from kernelindex.figure_gate import ms_to_ns
 from kernelindex.gpus import Gpu
 from kernelindex.ingest.liger_rows import WorkloadKey
 from kernelindex.ingest.liger_sweeps import SweepRun, Sweeps
-from kernelindex.ingest.values import ms_to_ns
 from kernelindex.manifests import (
     API_VERSION,
     BenchmarkProtocol,

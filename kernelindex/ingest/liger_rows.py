@@ -26,8 +26,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 
+from kernelindex.figure_gate import Refusals, Refused, latency_ns, number, positive
 from kernelindex.gpus import Gpu, gpu_for_device_name
-from kernelindex.ingest.values import first_error, holds_control_characters, ms_to_ns, utc
+from kernelindex.ingest.values import first_error, holds_control_characters, utc
 from kernelindex.manifests.types import MAX_SAFE_INTEGER
 
 DATA_FILES = (
@@ -59,7 +60,6 @@ NAMED_ROWS_PER_FILE = 20
 
 # Names that become parts of URLs and manifest names: an identifier, as the source writes them.
 Identifier = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")]
-Figure = Annotated[Decimal, Field(gt=0, allow_inf_nan=False)]
 _INTEGER = re.compile(r"[+-]?\d+")
 _DECIMAL = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
 
@@ -93,6 +93,14 @@ def axis_value(text: str) -> int | float | str:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    # JSON reads 1e999999 as infinity, which no manifest can hold.
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is not a finite number")
+    return value
 
 
 @dataclass(frozen=True)
@@ -162,9 +170,10 @@ class Row(BaseModel):
     x_name: Identifier
     x_label: Annotated[str, StringConstraints(max_length=200)]
     x_value: int | float | str
-    y_value_50: Figure
-    y_value_20: Figure
-    y_value_80: Figure
+    # The figures as written (text: this is CSV), checked by the figure gate in ``_classify``.
+    y_value_50: str
+    y_value_20: str
+    y_value_80: str
     config: dict[str, Any] = Field(alias="extra_benchmark_config_str")
     gpu_name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
     timestamp: datetime
@@ -195,7 +204,7 @@ class Row(BaseModel):
             return {}
         if not isinstance(value, str):
             raise ValueError("expected JSON text")
-        config = json.loads(value, parse_constant=_reject_constant)
+        config = json.loads(value, parse_constant=_reject_constant, parse_float=_finite_float)
         if not isinstance(config, dict):
             raise ValueError("expected a JSON object")
         for key, item in config.items():
@@ -220,6 +229,7 @@ class FileReading:
     skipped: Counter[str] = field(default_factory=Counter)
     warnings: list[str] = field(default_factory=list)
     drift: set[str] = field(default_factory=set)
+    refused: Refusals = field(default_factory=Refusals)
 
 
 def read_file(path: str, body: bytes) -> FileReading:
@@ -243,6 +253,9 @@ def read_file(path: str, body: bytes) -> FileReading:
             if isinstance(result, Measurement):
                 reading.rows.append(result)
                 continue
+            if isinstance(result, Refused):
+                reading.refused.add(f"{path}:{line}", result)
+                continue
             reading.skipped[result.reason] += 1
             if result.reason == "unknown_gpu":
                 unknown_gpus[result.detail] += 1
@@ -260,8 +273,21 @@ def read_file(path: str, body: bytes) -> FileReading:
     return reading
 
 
-def _classify(path: str, line: int, raw: dict[str | None, Any]) -> Measurement | Skip:
-    """The row as a measurement, or why it is not one."""
+def _figures(metric: str, row: Row) -> tuple[Decimal, Decimal, Decimal]:
+    """The median, 20th and 80th percentiles through the figure gate: a latency in ms (1 ns to an
+    hour) or a peak memory in MB (positive); ``Refused`` names the first that is not."""
+    columns = ("y_value_50", "y_value_20", "y_value_80")
+    for column in columns:
+        if metric == "speed":
+            latency_ns(column, getattr(row, column), "ms", text=True)
+        else:
+            positive(column, getattr(row, column), text=True)
+    median, p20, p80 = (Decimal(number(column, getattr(row, column), text=True)) for column in columns)
+    return median, p20, p80
+
+
+def _classify(path: str, line: int, raw: dict[str | None, Any]) -> Measurement | Skip | Refused:
+    """The row as a measurement, why it is not one, or the figure the gate refused."""
     if None in raw:
         return Skip("malformed_row", "more fields than the header")
     if missing := [column for column in COLUMNS if raw.get(column) is None]:
@@ -275,9 +301,10 @@ def _classify(path: str, line: int, raw: dict[str | None, Any]) -> Measurement |
     gpu = gpu_for_device_name(row.gpu_name)
     if gpu is None:
         return Skip("unknown_gpu", row.gpu_name)
-    figures = (row.y_value_50, row.y_value_20, row.y_value_80)
-    if row.metric_name == "speed" and any(ms_to_ns(figure) < 1 for figure in figures):
-        return Skip("malformed_row", "a latency below one nanosecond")
+    try:
+        median, p20, p80 = _figures(row.metric_name, row)
+    except Refused as refused:
+        return refused
     workload = WorkloadKey(
         row.kernel_name,
         row.kernel_operation_mode,
@@ -292,9 +319,9 @@ def _classify(path: str, line: int, raw: dict[str | None, Any]) -> Measurement |
         metric=row.metric_name,
         x_label=row.x_label,
         x=row.x_value,
-        median=row.y_value_50,
-        p20=row.y_value_20,
-        p80=row.y_value_80,
+        median=median,
+        p20=p20,
+        p80=p80,
         gpu=gpu,
         timestamp_text=row.timestamp_text,
     )

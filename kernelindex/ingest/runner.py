@@ -21,7 +21,9 @@ from typing import Protocol, TypeVar, runtime_checkable
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from kernelindex.figure_gate import Refusals
 from kernelindex.ingest.http import UpstreamError
+from kernelindex.ingest.identities import Identities
 from kernelindex.ingest.pipeline import mapped_units
 from kernelindex.store.batch import LIVE, Batch, ReadFrom, SourceInfo, UnitFailure
 from kernelindex.store.ingest import (
@@ -33,6 +35,7 @@ from kernelindex.store.ingest import (
     mark_missing_workloads,
     source_by_id,
     start_report,
+    stored_run_names,
     stored_units,
     workload_ids,
 )
@@ -68,6 +71,8 @@ class Discovery:
     skipped: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Figures the gate refused while listing (a row of a listing file), each named where it stood.
+    refused: Refusals = field(default_factory=Refusals)
     # Rows counted by what became of them (read, mapped, unchanged), for sources read as tables.
     rows: Counter[str] = field(default_factory=Counter)
     # Files read whole (path → (sha256, rows)): recorded when the ingest succeeds, so that the
@@ -175,12 +180,15 @@ def run_ingest(
     errors.extend(discovery.errors)
     errors.extend(f"warning: {text}" for text in discovery.warnings)
     counts.update({f"skipped.{reason}": n for reason, n in discovery.skipped.items()})
+    counts.update({f"refused.{reason}": n for reason, n in discovery.refused.counts.items()})
+    errors.extend(f"warning: {line}" for line in discovery.refused.lines())
     counts.update({f"rows.{what}": n for what, n in discovery.rows.items()})
     counts["units.listed"] = len(units)
     if discovery.errors:
         counts["files.failed"] += len(discovery.errors)
 
     written: set[str] = set()  # external ids of the workloads whose records were written
+    identities = Identities()
 
     def record(batch: Batch, wrote: bool) -> None:
         if wrote:
@@ -190,6 +198,8 @@ def run_ingest(
         counts.update({f"skipped.{reason}": n for reason, n in batch.skipped.items()})
         counts.update({f"anomalies.{name}": n for name, n in batch.anomalies.items()})
         errors.extend(f"warning: {text}" for text in batch.warnings)
+        counts.update({f"refused.{reason}": n for reason, n in batch.refused.counts.items()})
+        errors.extend(f"warning: {batch.unit}: {line}" for line in batch.refused.lines())
 
     def write(group: list[Batch]) -> None:
         """Write fetched batches in one transaction. Workloads the store does not hold yet are
@@ -201,6 +211,10 @@ def run_ingest(
             named = Counter(batch.external_id for batch in group)
             held = stored_units(session, source, list(named))
             new = [batch for batch in group if batch.external_id not in held and named[batch.external_id] == 1]
+            # A new workload listing a run the store holds under another goes through ``apply_batch``,
+            # which refuses to move it, rather than failing the group's inserts.
+            taken = stored_run_names(session, [run.stored.name for batch in new for run in batch.runs])
+            new = [batch for batch in new if not any(run.stored.name in taken for run in batch.runs)]
             if new:
                 try:
                     with session.begin_nested():
@@ -237,6 +251,7 @@ def run_ingest(
                 counts.update(written_here)
                 record(batch, wrote=any(n for key, n in written_here.items() if key.startswith(("added.", "updated."))))
         statistics.after_commit(counts["added.run"])
+        identities.written(group)
 
     pending: list[Batch] = []
     pending_runs = 0
@@ -249,6 +264,7 @@ def run_ingest(
             counts["units.failed"] += 1
             continue
         drift |= batch.drift
+        identities.admit(batch)
         pending.append(batch)
         pending_runs += len(batch.runs)
         waited = time.monotonic() - pending_since

@@ -20,16 +20,18 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from kernelindex.figure_gate import Reason, Refused, count, latency_ns, positive, score
 from kernelindex.ingest.http import Fetcher, UpstreamError
 from kernelindex.ingest.reading import Opened, Reading
 from kernelindex.ingest.runner import Discovery
 from kernelindex.ingest.snapshot import SNAPSHOT_BASE_URL, snapshot_facts, snapshot_transport
-from kernelindex.ingest.values import first_error, holds_control_characters, ms_to_ns, utc
+from kernelindex.ingest.values import first_error, holds_control_characters, utc
 from kernelindex.manifests import (
     API_VERSION,
     BenchmarkProtocol,
@@ -120,10 +122,25 @@ class UpstreamTensor(Upstream):
     description: str | None = None
 
 
+# A case's bound in ms: positive, at most an hour. Not a measured latency, so not held to 1 ns:
+# the speed-of-light bound of a small case is well below (kernel 190's is 8e-08 ms).
+CASE_BOUND_MAX_MS = 3_600_000
+
+
+def _case_latency(value: Any, info: ValidationInfo) -> Any:
+    """A case's T_b or T_SOL through the figure gate: a boolean or 1e308 fails its kernel with a
+    sentence (they define the workload; no part of it is stored without them)."""
+    if value is not None:
+        positive(str(info.field_name), value, high=CASE_BOUND_MAX_MS)
+    return value
+
+
 class UpstreamCase(Upstream):
     axes: dict[str, int | float | str | bool]
-    baseline_latency_ms: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    sol_ms: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    baseline_latency_ms: float | None = None
+    sol_ms: float | None = None
+
+    _figures = field_validator("baseline_latency_ms", "sol_ms", mode="before")(_case_latency)
 
 
 class KernelDetail(Upstream):
@@ -138,6 +155,8 @@ class KernelDetail(Upstream):
     outputs: dict[str, UpstreamTensor]
     baseline_latency_ms: float | None = None
     latency_unit: str | None = None
+
+    _figures = field_validator("baseline_latency_ms", mode="before")(_case_latency)
     sol_is_dummy: bool | None = None
     workloads: list[UpstreamCase] = Field(min_length=1)
 
@@ -149,11 +168,13 @@ class Submission(Upstream):
     kernel_name: str | None = None
     status: str
     is_correct: bool | None = None
-    sol_score: float | None = Field(default=None, allow_inf_nan=False)
-    latency_ms: float | None = Field(default=None, allow_inf_nan=False)
-    fast_1_count: int | None = None
-    fast_1_total: int | None = None
-    avg_speedup: float | None = Field(default=None, allow_inf_nan=False)
+    # The figures, as published: checked by the figure gate (``sol_figures``), which refuses a
+    # boolean, a string or a nested value where Pydantic's lax mode would read ``true`` as 1.
+    sol_score: Any = None
+    latency_ms: Any = None
+    fast_1_count: Any = None
+    fast_1_total: Any = None
+    avg_speedup: Any = None
     gpu_type: str = Field(min_length=1)
     worker_id: str | None = None
     evaluation_stack_version: str = Field(min_length=1)
@@ -334,27 +355,61 @@ def implementation_manifest(submission: Submission) -> Implementation:
     )
 
 
+# The SOL score is 1 at the speed-of-light bound and 0.5 at the baseline (§9): the range the
+# source defines is 0 to 1. A score above 1 says the kernel beat its bound, which no correct
+# kernel does: up to SOL_SCORE_HELD_UP_TO it is stored and held for review, as a latency below
+# the bound is; beyond, or below 0, it is no score the formula gives and is refused.
+SOL_SCORE_RANGE = (0.0, 1.0)
+SOL_SCORE_HELD_UP_TO = 2.0
+
+
+@dataclass(frozen=True)
+class SolFigures:
+    """A submission's figures, through the gate: ``metrics`` as published (numbers, verbatim)."""
+
+    latency_ns: int
+    metrics: dict[str, int | float]
+    beyond_bound: bool
+
+
+def sol_figures(submission: Submission) -> SolFigures:
+    """The submission's figures checked (``Refused`` names the first that is not a figure):
+    latency in ms, ``sol_score`` within the source's range, counts, a positive speed-up."""
+    ns = latency_ns("latency_ms", submission.latency_ms, "ms")
+    # Floats, as the source declares them (and as they were stored before the gate: 1 is 1.0).
+    metrics: dict[str, int | float] = {"latency_ms": float(submission.latency_ms)}
+    beyond = False
+    if submission.sol_score is not None:
+        metrics["sol_score"] = score("sol_score", submission.sol_score, SOL_SCORE_RANGE[0], SOL_SCORE_HELD_UP_TO)
+        beyond = metrics["sol_score"] > SOL_SCORE_RANGE[1]
+    if submission.avg_speedup is not None:
+        metrics["avg_speedup"] = positive("avg_speedup", submission.avg_speedup)
+    for name in ("fast_1_count", "fast_1_total"):
+        if (value := getattr(submission, name)) is not None:
+            metrics[name] = count(name, value)
+    fast, total = metrics.get("fast_1_count"), metrics.get("fast_1_total")
+    if fast is not None and total is not None and fast > total:
+        raise Refused(Reason.OUT_OF_RANGE, f"fast_1_count is {fast}, more than fast_1_total ({total})")
+    # In the order the source lists them, as before the gate: the manifest keeps it.
+    order = ("sol_score", "latency_ms", "avg_speedup", "fast_1_count", "fast_1_total")
+    return SolFigures(ns, {key: metrics[key] for key in order if key in metrics}, beyond)
+
+
+def run_name(submission: Submission) -> str:
+    return f"sol-submission-{submission.id}"
+
+
 def run_record(
     submission: Submission,
     kernel: KernelDetail,
     digests: dict[str, str],
     names: dict[str, str],
     bound_ms: float | None,
+    figures: SolFigures,
 ) -> RunRecord:
-    assert submission.latency_ms is not None
     observed = submission.finished_at or submission.submitted_at
     assert observed is not None
-    metrics = {
-        key: value
-        for key, value in {
-            "sol_score": submission.sol_score,
-            "latency_ms": submission.latency_ms,
-            "avg_speedup": submission.avg_speedup,
-            "fast_1_count": submission.fast_1_count,
-            "fast_1_total": submission.fast_1_total,
-        }.items()
-        if value is not None
-    }
+    metrics = figures.metrics
     native: dict[str, Any] = {
         "source": SOURCE_KEY,
         "benchmark": submission.kernel_name or kernel.name,
@@ -373,19 +428,19 @@ def run_record(
         }
     labels = {"worker": submission.worker_id[:300]} if submission.worker_id else None
     submitter = submission.username or "unknown submitter"
-    latency_ns = ms_to_ns(submission.latency_ms)
+    latency = figures.latency_ns
     manifest = BenchmarkRun.model_validate(
         {
             "apiVersion": API_VERSION,
             "kind": "BenchmarkRun",
             "metadata": {
-                "name": f"sol-submission-{submission.id}",
+                "name": run_name(submission),
                 "title": f"{submitter} · {kernel.name} · {submission.gpu_type}"[:300],
                 **({"labels": labels} if labels else {}),
             },
             "spec": {
                 "status": "passed",
-                "timing": {"latencyNs": {"mean": latency_ns}, "primaryStatistic": "mean"},
+                "timing": {"latencyNs": {"mean": latency}, "primaryStatistic": "mean"},
                 "observedAt": utc(observed),
                 "sourceNative": native,
                 **digests,
@@ -398,12 +453,12 @@ def run_record(
         protocol=names["protocol"],
         environment=names["environment"],
         external_id=str(submission.id),
-        sol_score=submission.sol_score,
+        sol_score=float(metrics["sol_score"]) if "sol_score" in metrics else None,
         upstream_withdrawn=submission.is_disqualified,
         upstream_withdrawn_reason=(submission.disqualification_reason or "disqualified by the source")
         if submission.is_disqualified
         else None,
-        held_for_review=is_faster_than_bound(latency_ns, bound_ms),
+        held_for_review=figures.beyond_bound or is_faster_than_bound(latency, bound_ms),
     )
 
 
@@ -415,7 +470,9 @@ def skip_reason(submission: Submission, kernel_id: int) -> str | None:
         return "not_completed"
     if submission.is_correct is not True:
         return "incorrect"
-    if submission.latency_ms is None or submission.latency_ms <= 0:
+    latency = submission.latency_ms
+    # A latency of zero or less is no result (counted, as ever); any other value goes to the gate.
+    if latency is None or (isinstance(latency, int | float) and not isinstance(latency, bool) and latency <= 0):
         return "non_positive_latency"
     if submission.finished_at is None and submission.submitted_at is None:
         return "no_timestamp"
@@ -547,6 +604,11 @@ class SolExecBench:
             environment = environments.setdefault(
                 env_key, environment_manifest(submission.gpu_type, submission.evaluation_stack_version)
             )
+            figures = batch.refused.admit(f"submission {submission.id}", partial(sol_figures, submission))
+            if figures is None:
+                # Still listed upstream: a stored copy keeps its figures and is not marked missing.
+                batch.withheld.add(run_name(submission))
+                continue
             try:
                 implementation = implementation_manifest(submission)
                 record = run_record(
@@ -564,6 +626,7 @@ class SolExecBench:
                         "environment": environment.metadata.name,
                     },
                     bound_ms=bound,
+                    figures=figures,
                 )
             except ValidationError as exc:
                 batch.skipped["invalid"] += 1
@@ -577,7 +640,7 @@ class SolExecBench:
 
     def _submissions(self, kernel: KernelDetail, batch: KernelReading) -> Iterator[Submission]:
         """Every submission of a kernel across pages, each once, in upstream order."""
-        seen: set[int] = set()
+        seen: dict[int, dict[str, Any]] = {}
         offset, total = 0, None
         # A bound on pages, so an upstream that ignores offset cannot loop us forever.
         max_pages = 10_000
@@ -601,11 +664,14 @@ class SolExecBench:
                     batch.skipped["invalid"] += 1
                     batch.warnings.append(f"kernel {kernel.id}: a submission is malformed ({first_error(exc)})")
                     continue
-                if submission.id in seen:
+                if submission.id in seen and seen[submission.id] == raw:
                     batch.skipped["duplicate"] += 1
                     continue
-                seen.add(submission.id)
-                new += 1
+                # Listed again with other figures, both copies go on, and the ingest refuses both
+                # (``kernelindex.ingest.identities``).
+                if submission.id not in seen:
+                    seen[submission.id] = raw
+                    new += 1
                 if holds_control_characters(raw):
                     batch.skipped["control_characters"] += 1
                     continue

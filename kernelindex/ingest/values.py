@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import Any
 
 from pydantic import ValidationError
@@ -29,27 +28,6 @@ def utc(value: datetime) -> datetime:
     """A timestamp in UTC: one without a zone is read as UTC (sources say so, or write none);
     an explicit offset is converted."""
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-# Below this many nanoseconds the float product ``value * 1e6`` is within 2.3e-4 of the exact
-# product of the decimal text (each float is within 2**-53 of what it stands for, relatively, and
-# the product adds as much), so it rounds the same way unless it lies within ``_TIE_MARGIN`` of a
-# tie. Larger values, and those near a tie, take the exact decimal path.
-_FAST_BELOW_NS = 1e12
-_TIE_MARGIN = 1e-3
-
-
-def ms_to_ns(value: float | Decimal) -> int:
-    """Milliseconds as published (decimal text) to integer nanoseconds, without float drift: the
-    decimal text times a million, rounded half to even. An ingest converts millions of figures,
-    so a float whose product is far from a tie is converted without building a ``Decimal``."""
-    if isinstance(value, float):
-        product = value * 1_000_000
-        nearest = round(product)
-        if abs(product) < _FAST_BELOW_NS and abs(abs(product - nearest) - 0.5) > _TIE_MARGIN:
-            return nearest
-    exact = value if isinstance(value, Decimal) else Decimal(repr(value))
-    return int((exact * 1_000_000).to_integral_value())
 
 
 def first_error(error: ValidationError, whole: str = "body") -> str:

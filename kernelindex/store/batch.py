@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 
+from kernelindex.figure_gate import Refusals
 from kernelindex.manifests import (
     BenchmarkProtocol,
     BenchmarkRun,
@@ -128,6 +129,11 @@ class Batch:
     anomalies: Counter[str] = field(default_factory=Counter)
     drift: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
+    # Rows whose figures the gate refused (``kernelindex.figure_gate``): never stored.
+    refused: Refusals = field(default_factory=Refusals)
+    # Runs the upstream lists for this workload but that were refused for their identity (listed
+    # twice with other figures): not written, and not marked missing upstream either.
+    withheld: set[str] = field(default_factory=set)
     complete: bool = True
     # The upstream's own count of results for this workload, where it publishes one, and when
     # it was read (``None``: at the ingest's observation time).

@@ -10,10 +10,12 @@ from sqlalchemy.orm import Session, aliased
 
 from kernelindex import urls
 from kernelindex.db.tables import Environment, ManifestVersion, Run, Source
+from kernelindex.manifests import ManifestError
 from kernelindex.store.keyset import Expr
+from kernelindex.store.manifests import run_manifest
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import with_references
-from kernelindex.store.schemas import ManifestVersionItem, SourceRefItem
+from kernelindex.store.schemas import FigureChange, ManifestVersionItem, SourceRefItem
 
 # Made once: an alias builds a proxy of each of the table's columns.
 _FASTER = aliased(Run)
@@ -38,14 +40,52 @@ def rank_expression() -> ColumnElement[int]:
 
 
 def history(session: Session, kind: str, name: str) -> list[ManifestVersionItem]:
-    """Every digest the record of ``kind`` named ``name`` has had, oldest first."""
-    versions = session.scalars(
-        select(ManifestVersion)
-        .where(ManifestVersion.kind == kind, ManifestVersion.name == name)
-        .order_by(ManifestVersion.recorded_at, ManifestVersion.id)
+    """Every digest the record of ``kind`` named ``name`` has had, oldest first. For a run, each
+    version after the first names the figures that changed from the one before: a figure the
+    source changes is a new observation, kept beside the old (PRODUCT.md §3)."""
+    versions = list(
+        session.scalars(
+            select(ManifestVersion)
+            .where(ManifestVersion.kind == kind, ManifestVersion.name == name)
+            .order_by(ManifestVersion.recorded_at, ManifestVersion.id)
+        )
     )
+    items = []
+    for position, version in enumerate(versions):
+        changes = []
+        if kind == "BenchmarkRun" and position:
+            changes = _figure_changes(versions[position - 1], version)
+        items.append(
+            ManifestVersionItem(
+                digest=version.digest,
+                recorded_at=version.recorded_at,
+                superseded_at=version.superseded_at,
+                figure_changes=changes,
+            )
+        )
+    return items
+
+
+def _figures(version: ManifestVersion) -> dict[str, int | float]:
+    """A run version's figures by name: its latencies (``latencyNs.mean``) and numeric metrics."""
+    try:
+        spec = run_manifest(version).spec
+    except ManifestError:
+        return {}
+    figures: dict[str, int | float] = {f"latencyNs.{key}": value for key, value in spec.timing.latency_ns.items()}
+    native = spec.source_native
+    for key, value in (native.metrics if native else {}).items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            figures[key] = value
+    return figures
+
+
+def _figure_changes(earlier: ManifestVersion, later: ManifestVersion) -> list[FigureChange]:
+    was, now = _figures(earlier), _figures(later)
     return [
-        ManifestVersionItem(digest=v.digest, recorded_at=v.recorded_at, superseded_at=v.superseded_at) for v in versions
+        FigureChange(figure=name, was=was.get(name), now=now.get(name))
+        for name in [*was, *(name for name in now if name not in was)]
+        if was.get(name) != now.get(name)
     ]
 
 

@@ -21,6 +21,7 @@ from kernelindex.db.tables import (
     Workload,
     WorkloadCase,
 )
+from kernelindex.figure_gate import Reason, Refused
 from kernelindex.gpus import gpu_slug
 from kernelindex.manifests import BenchmarkProtocol, ExecutionEnvironment
 from kernelindex.manifests import Implementation as ImplementationManifest
@@ -83,12 +84,19 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
     listed = [record.stored.name for record in batch.runs]
     # Names and digests only: most runs of a re-ingest are unchanged, and a full row carries
     # its manifest's text. The rows of changed runs are loaded below, few at a time.
-    stored = {
-        name: (digest, missing)
-        for name, digest, missing in session.execute(
-            select(Run.name, Run.digest, Run.missing_since.is_not(None)).where(Run.name.in_(listed))
-        )
-    }
+    stored = {}
+    for name, digest, missing, workload_id in session.execute(
+        select(Run.name, Run.digest, Run.missing_since.is_not(None), Run.workload_id).where(Run.name.in_(listed))
+    ):
+        if workload_id != workload.id:
+            # A run never moves to another workload: the upstream listing it under this one now
+            # is refused, and the stored run keeps its figures and its workload.
+            _refuse_moved(batch, name)
+            continue
+        stored[name] = (digest, missing)
+    if batch.withheld:
+        batch.runs = [record for record in batch.runs if record.stored.name not in batch.withheld]
+        listed = [record.stored.name for record in batch.runs]
     changed = existing_by_name(
         session,
         Run,
@@ -140,7 +148,7 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
                 Run.workload_id == workload.id,
                 Run.source_id == source.id,
                 Run.missing_since.is_(None),
-                Run.name.not_in(listed),
+                Run.name.not_in([*listed, *batch.withheld]),
             )
             .values(missing_since=now, last_seen_at=source.last_observed_at or now)
         )
@@ -148,6 +156,19 @@ def apply_batch(session: Session, source: Source, batch: Batch, now: datetime) -
         counts["flag.missing_upstream"] += cast(CursorResult[Any], gone).rowcount
     index_batch(session, batch, workload, counts)
     return counts
+
+
+def _refuse_moved(batch: Batch, name: str) -> None:
+    record = next(record for record in batch.runs if record.stored.name == name)
+    batch.withheld.add(name)
+    batch.refused.add(
+        f"{record.external_id} ({name})",
+        Refused(
+            Reason.DUPLICATE_ID,
+            "the source lists it under this workload, but it is stored as a result of another; "
+            "it keeps its workload and figures",
+        ),
+    )
 
 
 def _put_shared(
@@ -425,6 +446,14 @@ def stored_units(session: Session, source: Source, units: Sequence[str]) -> set[
         select(Workload.external_id).where(Workload.source_id == source.id, Workload.external_id.in_(units))
     )
     return set(found)
+
+
+def stored_run_names(session: Session, names: Sequence[str]) -> set[str]:
+    """Which of ``names`` the store holds a run of (read a few thousand at a time)."""
+    found: set[str] = set()
+    for start in range(0, len(names), 5000):
+        found.update(session.scalars(select(Run.name).where(Run.name.in_(names[start : start + 5000]))))
+    return found
 
 
 def apply_new_batches(session: Session, source: Source, batches: Sequence[Batch], now: datetime) -> Counter[str]:

@@ -80,12 +80,22 @@ class EnvironmentManifest(ApiModel):
     manifest: Annotated[dict[str, Any], ManifestOf(ExecutionEnvironment)]
 
 
+class FigureChange(ApiModel):
+    """A figure the source published differently from one version of a run to the next."""
+
+    figure: str = Field(description='"latencyNs.<statistic>" or the source-native metric\'s name')
+    was: int | float | None = Field(description="as the earlier version held it (latencies in ns); null: absent")
+    now: int | float | None = Field(description="as this version holds it; null: absent")
+
+
 class ManifestVersionItem(ApiModel):
-    """One digest a record has had; the current one has no ``supersededAt``."""
+    """One digest a record has had; the current one has no ``supersededAt``. A run's version
+    after its first lists the figures that changed from the version before (``figureChanges``)."""
 
     digest: DigestText
     recorded_at: datetime
     superseded_at: datetime | None
+    figure_changes: list[FigureChange] = Field(default_factory=list)
 
 
 class SourceRefItem(ApiModel):

@@ -24,7 +24,7 @@ from kernelindex.store.manifests import (
 )
 from kernelindex.store.run_queries import Run, RunStanding, review_of
 from kernelindex.store.runs import RunView, to_view
-from kernelindex.store.schemas import ManifestVersionItem, Review
+from kernelindex.store.schemas import FigureChange, ManifestVersionItem, Review
 from kernelindex.store.upstream import UpstreamRecord, upstream_record
 from kernelindex.web.case_chart import CaseDistribution, case_distribution
 from kernelindex.web.errors import BadRequest
@@ -88,6 +88,15 @@ class VersionRow(Part):
     digest: str
     recorded_at: datetime
     superseded_at: datetime | None
+
+
+class FigureChangeLine(Part):
+    """ "The source changed this figure on <date>: <figure> was X, now Y", in parts."""
+
+    changed_on: str
+    figure: str
+    was: str
+    now: str
 
 
 class CitationFormat(Part):
@@ -247,6 +256,7 @@ class RunPage(PageContext):
     cases: CaseDistribution
     manifests: list[ManifestBlock]
     history: list[VersionRow]
+    figure_changes: list[FigureChangeLine]  # figures the source changed, oldest first
     citation: Citation
     workload_slug: str
     attestations: list[AttestationPart]
@@ -361,6 +371,9 @@ def build_run_page(
         history=[
             VersionRow(digest=v.digest, recorded_at=v.recorded_at, superseded_at=v.superseded_at) for v in versions
         ],
+        figure_changes=[
+            _change_line(version.recorded_at, change) for version in versions for change in version.figure_changes
+        ],
         citation=citation_part(run_citable(run, f"{base_url}/runs/{run.name}", accessed), f"/runs/{run.name}/cite"),
         workload_slug=view.workload_slug,
         attestations=[attestation_part(a) for a in attestations],
@@ -381,6 +394,19 @@ def build_run_page(
         ),
         rerun=rerun,
     )
+
+
+def _change_line(changed_at: datetime, change: FigureChange) -> FigureChangeLine:
+    statistic = change.figure.removeprefix("latencyNs.")
+    latency_figure = statistic != change.figure
+    label = f"latency ({statistic})" if latency_figure else field_label(change.figure).label
+
+    def shown(value: int | float | None) -> str:
+        if value is None:
+            return "absent"
+        return latency(value) if latency_figure else field_value(change.figure, value)
+
+    return FigureChangeLine(changed_on=day_text(changed_at), figure=label, was=shown(change.was), now=shown(change.now))
 
 
 def _is_sol_execbench(manifest: BenchmarkRun) -> bool:
