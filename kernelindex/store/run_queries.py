@@ -22,6 +22,7 @@ from kernelindex.store.manifests import manifest_document
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import (
     availability_text,
+    bound_share,
     environment_label,
     run_facts,
     run_metrics,
@@ -227,6 +228,7 @@ def runs_to_compare(session: Session, names: Sequence[str]) -> tuple[list[Compar
                 latency_ns=run.latency_ns,
                 primary_statistic=run.primary_statistic,
                 sol_score=run.sol_score,
+                share_of_bound=bound_share(run),
                 avg_speedup=_number(metrics.get("avg_speedup")),
                 fast_count=_count(metrics.get("fast_1_count")),
                 fast_total=_count(metrics.get("fast_1_total")),
