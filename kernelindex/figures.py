@@ -62,10 +62,13 @@ LATENCY = FigureKind(
         "of case medians, …); stored in integer nanoseconds and written to four significant figures."
     ),
     anchor="latency",
-    written="209.8 µs mean; four significant figures, one unit (ns, µs, ms, s) per column or table, chosen from its values",
+    written=(
+        "209.8 µs mean; four significant figures, one unit (ns, µs, ms, s) per column or table, chosen from its values"
+    ),
     statistic=(
-        "named with the figure: a case's median or mean over its timed samples; for a suite, the aggregate over "
-        "its cases (SOL-ExecBench: the geometric mean of case latencies, inferred; reruns: geometric mean of case medians)"
+        "named with the figure: a case's median or mean over its timed samples; for a suite, the aggregate "
+        "over its cases (SOL-ExecBench: the geometric mean of case latencies, inferred; reruns: geometric "
+        "mean of case medians)"
     ),
     comes_from="the source that published the run, or the registry's controlled reruns",
     example="/runs/sol-submission-16893",
@@ -96,10 +99,10 @@ SHARE_OF_BOUND = FigureKind(
         "registry and naming its bound; 100 % would reach the bound. Shown only where the bound is known."
     ),
     anchor="share-of-bound",
-    written="4.5 % of SOL bound (SOL-ExecBench T_SOL); one decimal from 1 %, one significant figure below (0.5 %, 0.05 %)",
-    statistic=(
-        "the run's primary latency against the geometric mean of the per-case bounds of the cases it measured"
+    written=(
+        "4.5 % of SOL bound (SOL-ExecBench T_SOL); one decimal from 1 %, one significant figure below (0.5 %, 0.05 %)"
     ),
+    statistic=("the run's primary latency against the geometric mean of the per-case bounds of the cases it measured"),
     comes_from=(
         "computed by the registry: for a SOL-ExecBench run, from the source's own per-case T_SOL; for a controlled "
         "rerun, from the GPU's datasheet peaks (and, apart, from the ceilings the runner measured)"

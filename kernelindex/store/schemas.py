@@ -124,7 +124,10 @@ class WorkloadItem(ApiModel):
     model_slug: str | None = Field(description="the origin model's slug, for /api/v1/models/{slug}")
     case_count: int
     eligible_runs: int = Field(description="runs that may be ranked (PRODUCT.md §5), across comparison groups")
-    best_sol_score: float | None = Field(description="highest SOL score of an eligible run (0–1); ×100 for % of SOL")
+    best_sol_score: float | None = Field(
+        description="highest SOL score of an eligible run: SOL-ExecBench's own sol_score (0–1), "
+        "not a share of the speed of light (/figures#sol-score)"
+    )
     fastest: FastestRun | None = Field(
         description="the fastest eligible run over every comparison group (the leaderboard's headline), "
         "with the GPU and environment it was measured in"

@@ -16,11 +16,11 @@ from pydantic.alias_generators import to_camel
 from kernelindex import urls
 from kernelindex.compare import MAX_RUNS, ComparedRun, CompareError, Comparison, check_run_names, compare_runs
 from kernelindex.compare import Field as AlignedField
+from kernelindex.figures import Share
 from kernelindex.manifests.types import EvidenceLevel, format_utc
 from kernelindex.store.run_queries import runs_to_compare
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
-from kernelindex.figures import Share
 from kernelindex.web.format import date, latency_column, ratio, score, short_digest
 from kernelindex.web.pages import PageContext, cached_response, page_route, render_page
 
