@@ -103,7 +103,8 @@ class RunRow(Part):
     latency: str
     statistic: str
     sol_score: float | None  # the source's own score (SOL-ExecBench's ``sol_score``), a number
-    sol_score_text: str | None  # "0.874", shown under the source's own name, "SOL score"
+    sol_score_text: str | None  # "0.874", in a column headed with the source's own name, "SOL score"
+    sol_score_figure: str | None  # "SOL score 0.874": the score with its name, as a sentence gives it
     share_of_bound: ShareOfBound | None  # computed by the registry, only where the bound is known
     vs_best: float | None
     vs_best_text: str
@@ -340,6 +341,7 @@ def _row(view: RunView, ranked: RankedRun | None, case_count: int, implementatio
         statistic=view.primary_statistic,
         sol_score=view.sol_score,
         sol_score_text=None if view.sol_score is None else figures.source_score(view.sol_score),
+        sol_score_figure=figures.sol_score(view.sol_score),
         share_of_bound=share_part(view.share_of_bound),
         vs_best=ranked.vs_best if ranked else None,
         vs_best_text=ratio(ranked.vs_best) if ranked else "–",

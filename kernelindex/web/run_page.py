@@ -230,7 +230,8 @@ class RunPage(PageContext):
     comparison_key: str
     not_ranked_because: list[str]
     sol_score: float | None  # the source's own score, a number as in every JSON twin and the API
-    sol_score_text: str | None  # "0.806", shown as "SOL score 0.806"
+    sol_score_text: str | None  # "0.806"
+    sol_score_figure: str | None  # "SOL score 0.806": the score under the source's own name
     share_of_bound: ShareOfBound | None  # computed by the registry, only where the bound is known
     times_reference: str | None
     cases_faster: str | None
@@ -335,6 +336,7 @@ def build_run_page(
         not_ranked_because=standing.reasons,
         sol_score=view.sol_score,
         sol_score_text=None if view.sol_score is None else figures.source_score(view.sol_score),
+        sol_score_figure=figures.sol_score(view.sol_score),
         share_of_bound=share_part(view.share_of_bound),
         times_reference=figures.times_reference(_number(metrics.get("avg_speedup"))),
         cases_faster=figures.cases_faster(_count(fast), _count(total)),
