@@ -364,9 +364,12 @@ INTRODUCTION = (
 )
 JSON_NOTE = (
     "In the JSON twins and the API a figure has the same name and type everywhere: `latencyNs` (integer "
-    "nanoseconds), `solScore` (a number from 0 to 1, or null), `shareOfBound` (an object `{percent, bound, "
-    "label, words, text}`, or null where no bound is known), `vsBest` (a number), `avgSpeedup` (a number). "
-    "`compare.csv` carries the same values as numbers, its column headings the labels below."
+    "nanoseconds; `latency` is the text a page shows), `solScore` (a number from 0 to 1, or null; pages add "
+    '`solScoreText` "0.874" and `solScoreFigure` "SOL score 0.874"), `shareOfBound` (an object '
+    "`{percent, bound, label, words, text}`, or null where no bound is known; `percent` is a number, `bound` "
+    "one of the bound keys above), `vsBest` (a number), `avgSpeedup` (a number). Leaderboard rows no longer carry "
+    "`percentOfSol`, which wrote the SOL score as a percentage. `compare.csv` carries the same values as "
+    "numbers (`shareOfBound` as its percentage), each row labelled as on the page."
 )
 
 
