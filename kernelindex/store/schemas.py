@@ -288,6 +288,14 @@ class WorkloadDetail(WorkloadItem):
     completeness: Completeness = Field(description="how many of the upstream's results for it are stored")
 
 
+class ShareOfBoundItem(ApiModel):
+    """A share of a named bound the run's latency reaches, computed by the registry (/figures#share-of-bound)."""
+
+    percent: float = Field(description="the bound's latency over the run's, × 100 (T_SOL ÷ T × 100)")
+    bound: str = Field(description="the bound: datasheet, sol-execbench (its own T_SOL) or measured-ceilings")
+    label: str = Field(description="how the pages head it, e.g. '% of SOL bound (datasheet)'")
+
+
 class RunItem(ApiModel):
     name: str = Field(examples=["sol-submission-16893"])
     digest: DigestText
@@ -299,7 +307,13 @@ class RunItem(ApiModel):
     eligible: bool = Field(description="may be ranked: passed, not withdrawn, not disqualified, not held for review")
     latency_ns: int = Field(description="the primary statistic's latency, in integer nanoseconds")
     primary_statistic: str
-    sol_score: float | None
+    sol_score: float | None = Field(
+        description="SOL-ExecBench's own SOL score (0–1; 0.5 at its baseline, 1 at its bound), as published; "
+        "not a share of the speed of light (/figures#sol-score)"
+    )
+    share_of_bound: ShareOfBoundItem | None = Field(
+        default=None, description="the share of a known bound the latency reaches; null where no bound is known"
+    )
     observed_at: datetime
     comparison_key: DigestText
     workload: str = Field(description="the workload's slug")
