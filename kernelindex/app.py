@@ -29,6 +29,7 @@ from kernelindex.web import (
     cite,
     compare,
     exports,
+    figures_page,
     home,
     manifests,
     records,
@@ -150,6 +151,7 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
         runs,
         reruns,
         catalog,
+        figures_page,
     ):
         app.include_router(module.router)
 

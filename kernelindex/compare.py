@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kernelindex import figures
+from kernelindex.figures import Share
 from kernelindex.manifests.types import EvidenceLevel, RunStatus
 from kernelindex.ranking import RunFacts, ineligibility_reasons
 
@@ -63,6 +65,8 @@ class ComparedRun:
     withdrawn: bool = False
     upstream_withdrawn: bool = False
     held_for_review: bool = False
+    # The share of a known bound the run reaches, computed by the registry; None where no bound is known.
+    share_of_bound: Share | None = None
 
     def facts(self) -> RunFacts:
         return RunFacts(
@@ -179,8 +183,9 @@ def _fields(runs: Sequence[ComparedRun], fastest_ns: int | None) -> list[Field]:
         rows.append(("vsFastest", "vs fastest here", [run.latency_ns / fastest_ns for run in runs]))
     rows += [
         ("rank", "Rank in its group", [run.rank for run in runs]),
-        ("solScore", "% of SOL", [run.sol_score for run in runs]),
-        ("avgSpeedup", "× reference", [run.avg_speedup for run in runs]),
+        ("solScore", figures.SOL_SCORE.label, [run.sol_score for run in runs]),
+        ("shareOfBound", figures.SHARE_OF_BOUND.label, [run.share_of_bound for run in runs]),
+        ("avgSpeedup", figures.TIMES_REFERENCE.label, [run.avg_speedup for run in runs]),
         ("casesFaster", "Cases faster", [_cases(run) for run in runs]),
         ("workload", "Workload", [run.workload_slug for run in runs]),
         ("implementation", "Implementation", [run.project for run in runs]),

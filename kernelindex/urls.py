@@ -108,6 +108,11 @@ def sources() -> str:
     return "/sources"
 
 
+def figures(anchor: str | None = None) -> str:
+    """What each kind of figure on the site is (``docs/FIGURES.md``), at one kind's section."""
+    return f"/figures#{anchor}" if anchor else "/figures"
+
+
 def protocol(name: str) -> str:
     return f"/protocols/{_segment(name)}"
 

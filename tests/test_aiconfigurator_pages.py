@@ -148,20 +148,20 @@ def test_a_case_ranks_every_framework_and_version_by_its_latency_there(site, moe
             "TensorRT-LLM",
             "1.3.0rc20",
             "moe_torch_flow",
-            "45.0 µs mean",
+            "45.00 µs mean",
             "1.00×",
         ],
-        ["2", "vLLM 0.22.0 · vllm_fused_moe", "vLLM", "0.22.0", "vllm_fused_moe", "50.0 µs mean", "1.11×"],
+        ["2", "vLLM 0.22.0 · vllm_fused_moe", "vLLM", "0.22.0", "vllm_fused_moe", "50.00 µs mean", "1.11×"],
         [
             "3",
             "SGLang 0.5.10 · sglang_fused_moe_triton",
             "SGLang",
             "0.5.10",
             "sglang_fused_moe_triton",
-            "60.0 µs mean",
+            "60.00 µs mean",
             "1.33×",
         ],
-        ["4", "vLLM 0.24.0 · vllm_fused_moe", "vLLM", "0.24.0", "vllm_fused_moe", "65.0 µs mean", "1.44×"],
+        ["4", "vLLM 0.24.0 · vllm_fused_moe", "vLLM", "0.24.0", "vllm_fused_moe", "65.00 µs mean", "1.44×"],
     ]
     selected = soup.select_one("#case-ranking select[name=case] option[selected]")
     assert selected is not None and selected["value"] == "1" and "num_tokens=16" in text(selected)
@@ -373,8 +373,8 @@ def test_regressions_lists_the_planted_one_with_both_runs_linked(site, catalogue
         "num_tokens=16",
         "NVIDIA H200",
         "vLLM · vllm_fused_moe",
-        "vLLM 0.24.0 65.0 µs",
-        "vLLM 0.22.0 50.0 µs",
+        "vLLM 0.24.0 65.00 µs",
+        "vLLM 0.22.0 50.00 µs",
         "30%",
     ]
     assert rows[0].select_one("a.newer-run")["href"] == f"/runs/{run_name(catalogue, '0.24.0')}"

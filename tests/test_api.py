@@ -359,6 +359,12 @@ def test_run_detail_by_name_and_digest_with_manifests_that_recompute(client):
     assert data["availability"]["text"] == "license unknown · no source · no install recipe"
     assert data["metrics"]["fast_1_count"] == 16
     assert data["latencyNs"] == 209838 and data["primaryStatistic"] == "mean"
+    # The source's score is a number under its own name; the share of its bound is named apart.
+    assert data["solScore"] == 0.805502
+    assert (data["shareOfBound"]["bound"], data["shareOfBound"]["label"]) == (
+        "sol-execbench",
+        "% of SOL bound (SOL-ExecBench T_SOL)",
+    )
     assert data["manifests"]["protocol"]["digest"] == (
         "sha256:2964c5c4ed9cb0dcdc0f74674035bc71bf5e66620939e38441060f76434ed3e5"
     )

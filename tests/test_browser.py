@@ -71,12 +71,12 @@ def test_reader_path_from_home_to_a_comparison(browser, committed_catalogue_url,
         page.click('nav.groups a:has-text("stack v1.0")')
         assert page.locator('nav.groups a[aria-current="page"]').inner_text().startswith("NVIDIA B200 · stack v1.0")
         first = page.locator("table.ranked tbody tr").first
-        assert "ac4k" in first.inner_text() and "210 µs" in first.inner_text()
+        assert "ac4k" in first.inner_text() and "209.8 µs" in first.inner_text()
         page.screenshot(path=screenshots / "4-leaderboard-039-v1.0.png", full_page=True)
 
         first.locator('a:has-text("Run detail")').click()
         page.wait_for_url("**/runs/sol-submission-16893")
-        assert "210 µs" in page.locator("#measurement").inner_text()
+        assert "209.8 µs" in page.locator("#measurement").inner_text()
         page.screenshot(path=screenshots / "5-run.png", full_page=True)
 
         with page.expect_navigation():
@@ -180,6 +180,6 @@ def test_community_path_from_sign_up_to_a_withdrawal(browser, committed_catalogu
         reader.screenshot(path=screenshots / "3-withdrawn-run.png", full_page=True)
         reader.goto(f"{base}{board}")
         first = reader.locator("table.ranked tbody tr").first.inner_text()
-        assert "26.1 µs" in first  # sol-submission-36339 is #1 now
+        assert "26.09 µs" in first  # sol-submission-36339 is #1 now
         assert "withdrawn by a maintainer" in reader.locator("table.ineligible").inner_text()
         reader.screenshot(path=screenshots / "4-leaderboard-after.png", full_page=True)

@@ -128,14 +128,14 @@ def test_a_v1_0_and_a_v1_1_run_differ_in_stack_and_protocol_but_give_one_reason(
 
 
 def test_a_field_differs_only_where_the_shown_values_differ():
-    # 26,085 ns and 26,091 ns both read "26.1 µs", observed on one day at different hours.
+    # 26,085 ns and 26,087 ns both read "26.09 µs", observed on one day at different hours.
     runs = [
         run("a", latency_ns=26085, observed_at=datetime(2026, 8, 1, 9, tzinfo=UTC)),
-        run("b", latency_ns=26091, observed_at=datetime(2026, 8, 1, 17, tzinfo=UTC)),
+        run("b", latency_ns=26087, observed_at=datetime(2026, 8, 1, 17, tzinfo=UTC)),
     ]
     result = comparison_result(compare_runs(runs), runs)
     shown = {f.key: (f.display, f.differs) for f in result.fields}
-    assert shown["latencyNs"] == (["26.1 µs", "26.1 µs"], False)
+    assert shown["latencyNs"] == (["26.09 µs", "26.09 µs"], False)
     assert shown["observedAt"] == (["2026-08-01", "2026-08-01"], False)
     assert shown["vsFastest"] == (["1.00×", "1.00×"], False)
     assert shown["digest"][1] is True
@@ -172,9 +172,15 @@ def test_two_runs_of_one_group_get_a_winner(client):
     assert data["reasons"] == []
     fields = {f["key"]: f for f in data["fields"]}
     assert fields["latencyNs"]["values"] == [26085, 25913]
-    assert fields["latencyNs"]["display"] == ["26.1 µs", "25.9 µs"]
+    assert fields["latencyNs"]["display"] == ["26.09 µs", "25.91 µs"]
     assert fields["rank"]["values"] == [2, 1]
     assert fields["solScore"]["values"] == [0.873128, 0.873692]
+    # The source's own score under its own name, and the share of its bound named apart.
+    assert (fields["solScore"]["label"], fields["solScore"]["display"]) == ("SOL score", ["0.873", "0.874"])
+    assert fields["shareOfBound"]["label"] == "% of SOL bound"
+    assert all(isinstance(value, float) for value in fields["shareOfBound"]["values"])
+    assert all(text.endswith(" % (SOL-ExecBench T_SOL)") for text in fields["shareOfBound"]["display"])
+    assert not any(f["label"] == "% of SOL" for f in data["fields"])
     assert fields["casesFaster"]["values"] == ["16/16", "16/16"]
     assert fields["casesFaster"]["differs"] is False
     assert fields["workload"]["values"] == [L040, L040]
@@ -254,6 +260,8 @@ def test_csv_export_parses_and_matches_the_json(client):
     assert response.headers["etag"]
     rows = list(csv.reader(io.StringIO(response.text)))
     assert rows[0] == ["field", "label", *names, "differs"]
+    labels = {row[0]: row[1] for row in rows[1:]}
+    assert (labels["solScore"], labels["shareOfBound"]) == ("SOL score", "% of SOL bound")
     data = client.get(f"/compare.json?{query(names)}").json()["comparison"]
     assert len(rows) == 1 + len(data["fields"])
     for row, expected in zip(rows[1:], data["fields"], strict=True):

@@ -88,8 +88,8 @@ def test_the_matrix_lists_fifty_implementations_a_page_by_name(site):
     assert matrix_titles(site, "?matrix=2") == [f"Kernel {n:02d}" for n in range(50, 60)]
     # Each GPU's figure is over every implementation, not the page's.
     assert [text(tr.select("td")[0]) for tr in html.select("table.cross-gpu tbody tr")] == [
-        "1.00 µs mean",
-        "1.50 µs mean",
+        "1.000 µs mean",
+        "1.500 µs mean",
     ]
 
 

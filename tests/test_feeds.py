@@ -89,16 +89,16 @@ def test_workload_feed_lists_every_record_of_the_workload(client, loaded_db):
     assert [(e.findtext(f"{A}id"), e.findtext(f"{A}title"), e.findtext(f"{A}summary")) for e in entries] == [
         (
             "tag:kernelindex.dev,2026:records/sol-submission-36270",
-            "Conv2d residual block on NVIDIA B200 · stack v1.1: Geometric, 25.9 µs",
+            "Conv2d residual block on NVIDIA B200 · stack v1.1: Geometric, 25.91 µs",
             "Geometric set a new record for Conv2d residual block (l1-040-conv2d-residual-block) on "
-            "NVIDIA B200 · stack v1.1: 25.9 µs, 1.07× faster than sol-submission-36257 (27.7 µs); "
+            "NVIDIA B200 · stack v1.1: 25.91 µs, 1.07× faster than sol-submission-36257 (27.74 µs); "
             "run sol-submission-36270.",
         ),
         (
             "tag:kernelindex.dev,2026:records/sol-submission-36257",
-            "Conv2d residual block on NVIDIA B200 · stack v1.1: Geometric, 27.7 µs",
+            "Conv2d residual block on NVIDIA B200 · stack v1.1: Geometric, 27.74 µs",
             "Geometric set the first record for Conv2d residual block (l1-040-conv2d-residual-block) on "
-            "NVIDIA B200 · stack v1.1: 27.7 µs, run sol-submission-36257.",
+            "NVIDIA B200 · stack v1.1: 27.74 µs, run sol-submission-36257.",
         ),
     ]
     assert [r.run_name for r in records] == ["sol-submission-36270", "sol-submission-36257"]
@@ -185,7 +185,7 @@ def test_atom_feed_refuses_naive_times():
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(1.2281, "1.23×"), (2.0, "2.00×"), (12.34, "12.3×"), (1.0049, "0.5%"), (1.00049, "0.05%"), (1.003, "0.3%")],
+    [(1.2281, "1.23×"), (2.0, "2.00×"), (12.34, "12.3×"), (1.0049, "0.5 %"), (1.00049, "0.05 %"), (1.003, "0.3 %")],
 )
 def test_improvement_factor_shows_small_gains_without_reading_as_none(value, text):
     assert improvement_factor(value) == text

@@ -74,7 +74,7 @@ def test_workloads_filtered_by_gpu_render_the_figures_and_mark_the_unmeasured(si
     assert [row.select_one("td a")["href"] for row in rows] == [f"/workloads/{slug}" for slug in order]
     first = rows[0]
     assert first.select_one("a[href='/runs/p-eager-l40s']") is not None
-    assert "90.0 µs" in text(first) and "PyTorch" in text(first)
+    assert "90.00 µs" in text(first) and "PyTorch" in text(first)
     assert [row.get("class") for row in rows[1:]] == [["unmeasured"], ["unmeasured"]]
     assert all("not measured on it" in text(row) for row in rows[1:])
     assert "1 of 3 matching workloads measured on it" in text(listing.select_one(".gpu-filter"))

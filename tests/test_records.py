@@ -218,13 +218,13 @@ CONV2D_RECORD = {
     "run": "sol-submission-36270",
     "runUrl": "/runs/sol-submission-36270",
     "latencyNs": 25913,
-    "latency": "25.9 µs",
+    "latency": "25.91 µs",
     "previousRun": "sol-submission-36257",
     "previousRunUrl": "/runs/sol-submission-36257",
     "previousLatencyNs": 27739,
     "improvement": 27739 / 25913,
     "improvementRatio": "1.07×",
-    "improvementText": "1.07× faster than sol-submission-36257 (27.7 µs)",
+    "improvementText": "1.07× faster than sol-submission-36257 (27.74 µs)",
 }
 # Just after 36270 was observed: the first record on the page is 36270's.
 CURSOR = "2026-08-12T12:38:21Z"
@@ -273,8 +273,8 @@ def test_records_page_row_shows_what_a_reader_needs(client):
         "Conv2d residual block l1-040 feed",
         "NVIDIA B200 · stack v1.1",
         "Geometric",
-        "25.9 µs",
-        "1.07× faster than 27.7 µs",
+        "25.91 µs",
+        "1.07× faster than 27.74 µs",
         "sol-submission-36270",
     ]
     assert [td.get("class") for td in row.select("td")] == [

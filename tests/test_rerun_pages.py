@@ -70,10 +70,14 @@ def test_the_leaderboard_gains_an_h200_group_with_evidence_badges(client, reruns
     shown = html(client, f"/workloads/{ADAIN}?group={h200['key'].removeprefix('sha256:')[:16]}")
     assert "Controlled rerun comparison" in shown.select_one("#leaderboard").get_text()
     headers = [th.get_text(strip=True) for th in shown.select("table.ranked thead th")]
-    assert "% of speed of light" in headers and "% SOL" not in headers
+    # The share names its bound; no source score column where no run has one.
+    assert "% of SOL bound (datasheet)" in headers and "SOL score" not in headers
+    assert not any(header in {"% SOL", "% of SOL", "% of speed of light"} for header in headers)
     share = client.get(f"/runs/{names[0]}.json").json()["rerun"]["percentOfSolBound"]
-    # The ranked table rounds the exact share, the run page the share of the rounded bound: within a point.
-    assert abs(float(ranked[names[0]]["percentOfSol"].removesuffix("%")) - float(share.removesuffix("%"))) <= 1
+    row_share = ranked[names[0]]["shareOfBound"]
+    assert row_share["bound"] == "datasheet" and ranked[names[0]]["solScore"] is None
+    # The ranked table takes the exact share, the run page the share of the rounded bound: within a point.
+    assert abs(row_share["percent"] - float(share.removesuffix(" %"))) <= 1
     badges = [badge.get_text(strip=True) for badge in shown.select("#leaderboard .badge")]
     assert "Independently replicated" in badges and "KernelIndex verified" in badges
 
@@ -86,7 +90,7 @@ def test_the_cases_table_shows_the_h200_bound_beside_t_sol(client, reruns) -> No
     first = [td.get_text(strip=True) for td in table.select("tbody tr")[0].select("td")]
     # Case 0: 8 x 32 x 480 x 640 float32; 12 bytes an element must move, at the H200's datasheet
     # 4.8 TB/s (the speed of light) and at the test's measured 4.2 TB/s (achievable).
-    assert first[-2:] == ["197 µs", "225 µs"]
+    assert first[-2:] == ["196.6 µs", "224.7 µs"]
     data = client.get(f"/workloads/{ADAIN}.json").json()
     case = data["cases"][0]
     assert (case["rerunSolBoundNs"], case["rerunAchievableBoundNs"]) == (196_609, 224_695)
@@ -105,8 +109,19 @@ def test_the_run_page_shows_cases_chart_signature_and_source(client, reruns) -> 
     # 4.8 TB/s (speed of light) and at the test copy rate of 4.2 TB/s (achievable).
     case = client.get(f"/runs/{names[0]}.json").json()["rerun"]["cases"][0]
     assert case["medianNs"] == 120_172 and case["solBoundNs"] == 196_609 and case["achievableBoundNs"] == 224_695
-    assert cells[0] == "0" and cells[2] == "120 µs"
-    assert cells[5:9] == ["197 µs", "163.6%", "225 µs", "187.0%"]
+    assert cells[0] == "0" and cells[2] == "120.2 µs"
+    assert cells[5:9] == ["196.6 µs", "163.6 %", "224.7 µs", "187.0 %"]
+    headers = [th.get_text(strip=True) for th in section.select("table thead th")]
+    assert headers[5:9] == ["speed of light", "% of SOL bound (datasheet)", "achievable", "% of measured ceilings"]
+    # Every latency of the per-case table in one unit.
+    units = {
+        word
+        for row in rows
+        for td in row.select("td")[2:5]
+        for word in td.get_text(" ").split()
+        if word in {"ns", "µs", "ms", "s"}
+    }
+    assert units == {"µs"}
     assert len(section.select("svg .box")) == 16 and len(section.select("svg .bound")) == 16
     assert len(section.select("svg .achievable")) == 16
     signature = json.loads(bundles[0])["signature"]
@@ -136,15 +151,15 @@ def test_the_run_page_reads_in_words_and_draws_each_case_against_its_bound(clien
     native, value = facts["Runner key"]
     assert native.get_text(strip=True) == "runner_key_id"
     assert value.get_text(strip=True) == json.loads(bundles[0])["signature"]["keyId"]  # no JSON quotes
-    assert facts["Share of the speed of light reached"][0].get_text(strip=True) == "percent_of_sol_bound"
-    assert facts["Share of the achievable bound reached"][0].get_text(strip=True) == "percent_of_achievable_bound"
+    assert facts["% of SOL bound (datasheet)"][0].get_text(strip=True) == "percent_of_sol_bound"
+    assert facts["% of measured ceilings"][0].get_text(strip=True) == "percent_of_achievable_bound"
     svg = measurements.select_one("figure.chart.cases svg")
-    assert svg["role"] == "img" and svg.select_one("title").get_text() == "Share of the speed of light per case"
+    assert svg["role"] == "img" and svg.select_one("title").get_text() == "% of SOL bound (datasheet) per case"
     assert len(svg.select("rect.bar")) == 16
     rows = measurements.select("table.cases-table tbody tr")
     shares = [row.select_one("td").get_text(strip=True) for row in rows]
     # Case 0's speed of light of 196.6 µs against its median of 120.2 µs, as the rerun table says.
-    assert len(rows) == 16 and shares[0] == "163.6%"
+    assert len(rows) == 16 and shares[0] == "163.6 %"
     assert shares == [text.get_text() for text in svg.select("text.value")]
     assert page.select_one("p.dates").get_text(" ", strip=True).startswith("Measured 2026-")
     upstream = page.select_one("p.dates a.upstream")

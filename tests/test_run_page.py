@@ -59,18 +59,18 @@ def test_sol_run_title_names_implementation_workload_and_gpu_with_the_run_name_s
     page = page_of(client, f"/runs/{SOL_RUN}")
     assert text(page.select_one("h1")) == "Geometric · Conv2d residual block · NVIDIA B200"
     assert text(page.select_one("p.run-name")) == f"Run {SOL_RUN}"
-    assert page.select_one("title").get_text().startswith("Geometric · Conv2d residual block · NVIDIA B200 · 25.9 µs")
+    assert page.select_one("title").get_text().startswith("Geometric · Conv2d residual block · NVIDIA B200 · 25.91 µs")
     assert client.get(f"/runs/{SOL_RUN}.json").json()["title"] == "Geometric · Conv2d residual block · NVIDIA B200"
 
 
 def test_sol_statistic_is_named_as_computed_in_the_hero_measurements_and_protocol(client):
     page = page_of(client, f"/runs/{SOL_RUN}")
     hero = page.select_one(".hero-figure")
-    assert text(hero) == "25.9 µs geometric mean of case latencies (inferred)"
+    assert text(hero) == "25.91 µs geometric mean of case latencies (inferred)"
     assert hero.select_one("a.inferred")["href"] == "#protocol-note"
     assert "geometric mean" in text(page.select_one("#protocol-note"))
     assert facts(page.select_one("#measurements"))["Latency, geometric mean of case latencies"] == (
-        "25.9 µs",
+        "25.91 µs",
         "latencyNs.mean",
     )
     assert facts(page.select_one("#workload"))["Suite"] == ("16 cases · geometric mean of case latencies", None)
@@ -84,6 +84,23 @@ def test_sol_statistic_is_named_as_computed_in_the_hero_measurements_and_protoco
         "geometric mean of case latencies",
         True,
     )
+
+
+def test_run_16893_shows_its_latency_to_four_figures_and_its_source_score_under_its_own_name(client):
+    page = page_of(client, "/runs/sol-submission-16893")
+    assert text(page.select_one(".hero-figure")).startswith("209.8 µs ")
+    figures = text(page.select_one("p.figures"))
+    assert figures.startswith("SOL score 0.806 · 4.05× reference · 16/16 cases faster")
+    # The share of SOL-ExecBench's own bound, computed by the registry and naming it, never "of SOL" alone.
+    assert figures.endswith(" % of SOL bound (SOL-ExecBench T_SOL)") and not re.search(r"of SOL(?! bound)", figures)
+    assert page.select_one("p.figures a")["href"] == "/figures#sol-score"
+    data = client.get("/runs/sol-submission-16893.json").json()
+    assert data["latency"] == "209.8 µs"
+    assert data["solScore"] == 0.805502 and isinstance(data["solScore"], float)
+    assert data["solScoreText"] == "0.806"
+    share = data["shareOfBound"]
+    assert (share["bound"], share["label"]) == ("sol-execbench", "% of SOL bound (SOL-ExecBench T_SOL)")
+    assert isinstance(share["percent"], float) and share["text"] == f"{share['percent']:.1f} %"
 
 
 def test_sol_source_fields_have_human_labels_their_own_names_and_unquoted_values(client):
@@ -218,6 +235,7 @@ def test_liger_run_draws_its_cases_with_a_table_of_the_same_figures(more_sources
         ("latency_ms", 0.209838, "0.209838 ms"),
         ("avg_speedup", 4.049, "4.049×"),
         ("bound_ns", 72825, "72,825 ns"),
+        ("percent_of_sol_bound", 4.67, "4.67 %"),
         ("runner_key_id", "ed25519:c29063d8fc9b3779", "ed25519:c29063d8fc9b3779"),
         ("peak_memory_mb", 12.5, "12.5"),
         ("flag", True, "yes"),
@@ -228,7 +246,11 @@ def test_field_values_are_shown_as_published_with_their_unit(name, value, shown)
 
 
 def test_every_label_reads_as_words_and_an_unknown_field_gets_its_own():
-    assert all(label.label[0].isupper() and "_" not in label.label for label in FIELD_LABELS.values())
+    # A share's label begins with its unit, as every share on the site: "% of SOL bound (datasheet)".
+    assert all(
+        (label.label[0].isupper() or label.label.startswith("% of ")) and "_" not in label.label
+        for label in FIELD_LABELS.values()
+    )
     assert field_label("peak_memory_mb").label == "Peak memory mb"
 
 

@@ -22,7 +22,7 @@ def test_a_case_no_run_measured_breaks_the_line_and_its_band():
     # The lone first case gets a whisker; the two neighbours share one band.
     assert len(series.whiskers) == 1 and len(series.bands) == 1
     assert series.whiskers[0].y_high < series.markers[0].y < series.whiskers[0].y_low
-    assert [marker.label for marker in series.markers] == ["a, n 1: 10.0 µs", "a, n 4: 40.0 µs", "a, n 8: 80.0 µs"]
+    assert [marker.label for marker in series.markers] == ["a, n 1: 10.00 µs", "a, n 4: 40.00 µs", "a, n 8: 80.00 µs"]
 
 
 def test_a_dense_sweep_draws_its_lines_without_a_marker_per_case():
@@ -34,7 +34,7 @@ def test_a_dense_sweep_draws_its_lines_without_a_marker_per_case():
     )
     chart = sweep_chart("n", values, True, [full, sparse])
     assert chart.series[0].markers == []
-    assert [marker.label for marker in chart.series[1].markers] == ["sparse, n 1100: 7.00 µs"]
+    assert [marker.label for marker in chart.series[1].markers] == ["sparse, n 1100: 7.000 µs"]
     assert chart.series[0].path.count("L") == 199
 
 
@@ -125,10 +125,10 @@ def test_records_of_one_day_get_a_week_around_them_and_one_label_for_the_current
     assert chart is not None
     labels = [tick.label for tick in chart.x_ticks]
     assert "2026-08-12" in labels and len(labels) == len(set(labels)) >= 3
-    assert chart.label == "Geometric, 25.9 µs"
+    assert chart.label == "Geometric, 25.91 µs"
     assert [point.title for point in chart.points] == [
-        "2026-08-12: Geometric, 27.7 µs, first record",
-        "2026-08-12: Geometric, 25.9 µs, 1.07× faster",
+        "2026-08-12: Geometric, 27.74 µs, first record",
+        "2026-08-12: Geometric, 25.91 µs, 1.07× faster",
     ]
     assert chart.label_anchor in {"start", "end"} and chart.left <= chart.label_x <= chart.right_edge
 
@@ -136,7 +136,7 @@ def test_records_of_one_day_get_a_week_around_them_and_one_label_for_the_current
 def test_a_tiny_gain_is_a_percentage_not_one_times_faster():
     points = [RecordPoint(day(8, 1), 26_091, "A", None), RecordPoint(day(8, 9), 26_013, "B", 26_091 / 26_013)]
     chart = history_chart(points)
-    assert chart is not None and chart.points[1].title.endswith("0.3% faster")
+    assert chart is not None and chart.points[1].title.endswith("0.3 % faster")
 
 
 # A bar chart's title, description and headings, which these tests do not look at.

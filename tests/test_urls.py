@@ -37,6 +37,8 @@ BUILT = [
     urls.rerun_source("kernelindex-039-triton"),
     urls.records(before="2026-08-01T00:00:00+00:00"),
     urls.records_feed(),
+    urls.figures(),
+    urls.figures("sol-score"),
     urls.regressions(gpu="h200", framework="vLLM", page=2),
     urls.search("conv2d", kind="workload"),
     urls.compare(["a", "b"]),

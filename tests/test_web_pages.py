@@ -58,17 +58,21 @@ def test_leaderboard_has_the_eight_sections_in_order(client):
 def test_leaderboard_of_040_ranks_and_figures_follow_the_rules(client):
     page = html(client, f"/workloads/{L040}")
     fastest = text(page.select_one("#fastest"))
-    assert fastest.startswith("Fastest reported 25.9 µs mean · 87% of SOL Geometric on NVIDIA B200 · stack v1.1")
+    # SOL-ExecBench's score under its own name; the share of its T_SOL bound, computed here, named apart.
+    assert fastest.startswith(
+        "Fastest reported 25.91 µs mean · SOL score 0.874 · 4.5 % of SOL bound (SOL-ExecBench T_SOL) "
+        "Geometric on NVIDIA B200 · stack v1.1"
+    )
     assert "Reported by source; not independently reproduced." in fastest
     # One row per implementation by default: Geometric's three submissions are one implementation.
     ranked = table_rows(page.select_one("table.ranked"))
-    assert [row[1:6] for row in ranked] == [["1", "Geometric best of 3", "25.9 µs mean", "87%", "1.00×"]]
-    assert ranked[0][6] == "Reported license unknown · no source · no install recipe"
+    assert [row[1:7] for row in ranked] == [["1", "Geometric best of 3", "25.91 µs mean", "0.874", "4.5 %", "1.00×"]]
+    assert ranked[0][7] == "Reported license unknown · no source · no install recipe"
     all_runs = html(client, page.select_one("nav.run-modes a")["href"])
-    assert [row[1:6] for row in table_rows(all_runs.select_one("table.ranked"))] == [
-        ["1", "Geometric", "25.9 µs mean", "87%", "1.00×"],
-        ["2", "Geometric", "26.1 µs mean", "87%", "1.01×"],
-        ["3", "Geometric", "27.7 µs mean", "87%", "1.07×"],
+    assert [row[1:7] for row in table_rows(all_runs.select_one("table.ranked"))] == [
+        ["1", "Geometric", "25.91 µs mean", "0.874", "4.5 %", "1.00×"],
+        ["2", "Geometric", "26.09 µs mean", "0.873", "4.4 %", "1.01×"],
+        ["3", "Geometric", "27.74 µs mean", "0.867", "4.2 %", "1.07×"],
     ]
     not_measured = page.select_one("#records p.not-measured")
     first = NOT_MEASURED_040_LINKS[0]["product"]
@@ -77,8 +81,8 @@ def test_leaderboard_of_040_ranks_and_figures_follow_the_rules(client):
     assert links == [(link["product"], link["url"]) for link in NOT_MEASURED_040_LINKS]
     history = table_rows(page.select_one("#history table"))
     assert history == [
-        ["2026-08-12", "Geometric", "25.9 µs", "1.07× faster"],
-        ["2026-08-12", "Geometric", "27.7 µs", "first record"],
+        ["2026-08-12", "Geometric", "25.91 µs", "1.07× faster"],
+        ["2026-08-12", "Geometric", "27.74 µs", "first record"],
     ]
     # Both records fall on one day: the time axis spans a week around it, one tick a day.
     chart = page.select_one("#history svg")
@@ -136,7 +140,14 @@ def test_leaderboard_of_039_never_ranks_across_stacks(client):
     # Following the v1.0 group's link selects that group, on the page and in its JSON twin.
     v1_0_url = groups["NVIDIA B200 · stack v1.0"]["url"]
     page = html(client, v1_0_url)
-    assert table_rows(page.select_one("table.ranked"))[0][1:6] == ["1", "ac4k", "210 µs mean", "81%", "1.00×"]
+    assert table_rows(page.select_one("table.ranked"))[0][1:7] == [
+        "1",
+        "ac4k",
+        "209.8 µs mean",
+        "0.806",
+        "10.0 %",
+        "1.00×",
+    ]
     assert page.select_one('nav.groups a[aria-current="page"]').get_text().startswith("NVIDIA B200 · stack v1.0")
     path, query = v1_0_url.split("?", 1)
     v1_0 = client.get(f"{path}.json?{query}").json()
@@ -202,9 +213,9 @@ def test_leaderboard_bad_parameters_are_400_with_a_message(client, query, messag
 def test_run_page_of_16893_shows_what_is_known(client):
     page = html(client, "/runs/sol-submission-16893")
     measurement = text(page.select_one("#measurement"))
-    assert "210 µs geometric mean of case latencies (inferred)" in measurement
+    assert "209.8 µs geometric mean of case latencies (inferred)" in measurement
     assert "Rank 1 of 1 in its comparison group" in measurement
-    assert "SOL 0.8055 · 4.05× reference · 16/16 cases faster" in measurement
+    assert "SOL score 0.806 · 4.05× reference · 16/16 cases faster" in measurement
     assert "Reported by source; not independently reproduced." in measurement
     identity = page.select_one("#identity")
     data = client.get("/runs/sol-submission-16893.json").json()
@@ -252,8 +263,8 @@ def test_run_page_has_the_ten_sections_in_order(client):
 
 def test_run_json_twin_has_exact_values_and_verifiable_manifests(client):
     data = client.get("/runs/sol-submission-16893.json").json()
-    assert (data["latencyNs"], data["latency"], data["statistic"]) == (209838, "210 µs", "mean")
-    assert (data["rank"], data["groupSize"], data["solScore"]) == (1, 1, "0.8055")
+    assert (data["latencyNs"], data["latency"], data["statistic"]) == (209838, "209.8 µs", "mean")
+    assert (data["rank"], data["groupSize"], data["solScore"]) == (1, 1, 0.805502)
     assert (data["timesReference"], data["casesFaster"]) == ("4.05× reference", "16/16 cases faster")
     assert data["evidenceSentence"] == "Reported by source; not independently reproduced."
     protocol = next(b for b in data["manifests"] if b["role"] == "protocol")

@@ -40,22 +40,22 @@ def rows(table) -> list[list[str]]:  # type: ignore[no-untyped-def]
 def test_the_cross_gpu_table_holds_each_gpus_best_eligible_run_in_gpu_order(site):
     html = page(site, f"/workloads/{NEW_WORKLOAD}")
     section = html.select_one("section#across-gpus")
-    # B200, H100 and L40S in the registry's GPU order (not by speed); the failed 1.00 µs run on
+    # B200, H100 and L40S in the registry's GPU order (not by speed); the failed 1.000 µs run on
     # the L40S is no figure, and the H100's best is over its two setups.
     assert [row[:5] for row in rows(section.select_one("table.cross-gpu"))] == [
-        ["NVIDIA B200", "15.0 µs mean", "PyTorch torch.compile, max-autotune", "NVIDIA B200 · Cloud One", "2"],
+        ["NVIDIA B200", "15.00 µs mean", "PyTorch torch.compile, max-autotune", "NVIDIA B200 · Cloud One", "2"],
         [
             "NVIDIA H100 SXM",
-            "26.0 µs mean",
+            "26.00 µs mean",
             "PyTorch torch.compile, max-autotune",
             "NVIDIA H100 SXM · Cloud One (best of 2 setups)",
             "3",
         ],
-        ["NVIDIA L40S", "90.0 µs mean", "PyTorch eager", "NVIDIA L40S · Lab Two", "1"],
+        ["NVIDIA L40S", "90.00 µs mean", "PyTorch eager", "NVIDIA L40S · Lab Two", "1"],
     ]
     links = [a["href"] for a in section.select("table.cross-gpu a") if a["href"].startswith("/runs/")]
     assert links == ["/runs/p-compile-b200", "/runs/p-compile-h100-a", "/runs/p-eager-l40s"]
-    assert "1.00 µs" not in text(section)
+    assert "1.000 µs" not in text(section)
 
 
 def test_the_matrix_has_a_row_per_implementation_and_a_column_per_gpu(site):
@@ -67,8 +67,8 @@ def test_the_matrix_has_a_row_per_implementation_and_a_column_per_gpu(site):
         "NVIDIA L40S",
     ]
     assert rows(matrix) == [
-        ["PyTorch eager", "20.0 µs", "28.0 µs", "90.0 µs"],
-        ["PyTorch torch.compile, max-autotune", "15.0 µs", "26.0 µs", "–"],
+        ["PyTorch eager", "20.00 µs", "28.00 µs", "90.00 µs"],
+        ["PyTorch torch.compile, max-autotune", "15.00 µs", "26.00 µs", "–"],
     ]
     assert [a["href"] for a in matrix.select("tbody tr:first-child a")] == [
         "/runs/p-eager-b200",
@@ -87,7 +87,7 @@ def test_the_cross_gpu_view_says_gpus_are_never_ranked_and_charts_each_gpu(site)
     labelled_by = svg["aria-labelledby"].split()
     assert [svg.select_one(f"#{ident}").name for ident in labelled_by] == ["title", "desc"]
     assert [text(label) for label in svg.select("text.row-label")] == ["NVIDIA B200", "NVIDIA H100 SXM", "NVIDIA L40S"]
-    assert [text(label) for label in svg.select("text.value")] == ["15.0 µs", "26.0 µs", "90.0 µs"]
+    assert [text(label) for label in svg.select("text.value")] == ["15.00 µs", "26.00 µs", "90.00 µs"]
     # Log scale: 15 → 26 µs is a shorter step than 26 → 90 µs, in proportion to the logs.
     x = [float(dot["cx"]) for dot in svg.select("circle.point")]
     assert x[0] < x[1] < x[2]
@@ -123,7 +123,7 @@ def test_page_json_twin_and_api_give_the_same_cross_gpu_figures(site):
     # The page shows what the twin holds.
     html = page(site, f"/workloads/{NEW_WORKLOAD}")
     shown = [row[1] for row in rows(html.select_one("table.cross-gpu"))]
-    assert shown == [f"{g['best']['latencyNs'] / 1000:.1f} µs mean" for g in twin["crossGpu"]["gpus"]]
+    assert shown == [f"{g['best']['latencyNs'] / 1000:.2f} µs mean" for g in twin["crossGpu"]["gpus"]]
 
 
 def test_groups_of_one_gpu_in_two_setups_are_told_apart(site):
@@ -224,10 +224,10 @@ def test_the_sweep_table_has_cases_by_implementations_with_spread_and_memory(sit
         "PyTorch · torch median (p20–p80)",
     ]
     assert rows(table) == [
-        ["1", "4096", "10.0 µs 9.00 µs–11.0 µs", "512 MB", "15.0 µs 13.5 µs–16.5 µs"],
-        ["2", "8192", "20.0 µs 18.0 µs–22.0 µs", "512 MB", "30.0 µs 27.0 µs–33.0 µs"],
-        ["3", "16384", "40.0 µs 36.0 µs–44.0 µs", "–", "60.0 µs 54.0 µs–66.0 µs"],
-        ["4", "32768", "80.0 µs 72.0 µs–88.0 µs", "–", "not measured"],
+        ["1", "4096", "10.00 µs 9.000 µs–11.00 µs", "512 MB", "15.00 µs 13.50 µs–16.50 µs"],
+        ["2", "8192", "20.00 µs 18.00 µs–22.00 µs", "512 MB", "30.00 µs 27.00 µs–33.00 µs"],
+        ["3", "16384", "40.00 µs 36.00 µs–44.00 µs", "–", "60.00 µs 54.00 µs–66.00 µs"],
+        ["4", "32768", "80.00 µs 72.00 µs–88.00 µs", "–", "not measured"],
     ]
     assert "never ranked" in text(section.select_one("figcaption"))
 
@@ -242,7 +242,7 @@ def test_the_sweep_chart_draws_a_line_and_band_per_implementation_on_a_log_axis(
     liger, torch = series
     assert liger.select_one("path.line")["d"].count("L") == 3 and torch.select_one("path.line")["d"].count("L") == 2
     assert len(liger.select("polygon.band")) == 1 and len(torch.select("polygon.band")) == 1
-    assert text(liger.select_one("circle.marker title")) == "Liger-Kernel · liger, vocab_size 4096: 10.0 µs"
+    assert text(liger.select_one("circle.marker title")) == "Liger-Kernel · liger, vocab_size 4096: 10.00 µs"
     # Numeric, log-spaced axis: each doubling of vocab_size is the same step.
     xs = [float(point["cx"]) for point in liger.select("circle.marker")]
     steps = [round(b - a, 1) for a, b in pairwise(xs)]
@@ -259,7 +259,7 @@ def test_the_sweep_chart_draws_a_line_and_band_per_implementation_on_a_log_axis(
 def test_a_run_that_measured_part_of_the_sweep_says_so_in_the_leaderboard(site):
     html = page(site, f"/workloads/{SWEEP_WORKLOAD}")
     ranked = rows(html.select_one("table.ranked"))
-    assert [row[3] for row in ranked] == ["28.3 µs geomean", "30.0 µs geomean 3 of 4 cases"]
+    assert [row[3] for row in ranked] == ["28.28 µs geomean", "30.00 µs geomean 3 of 4 cases"]
     twin = site.get(f"/workloads/{SWEEP_WORKLOAD}.json").json()
     assert [row["casesText"] for row in twin["ranked"]] == [None, "3 of 4 cases"]
     assert [column["casesMeasured"] for column in twin["sweep"]["columns"]] == [4, 3]
@@ -276,10 +276,10 @@ def test_two_releases_on_one_gpu_are_two_groups_named_by_their_software(site):
     html = page(site, other["url"])
     assert text(html.select_one("#sweep h2")) == "Sweep over vocab_size: NVIDIA H100 SXM · sweep_kernel 0.6.0"
     assert [row[2] for row in rows(html.select_one("table.sweep-table"))] == [
-        "20.0 µs 18.0 µs–22.0 µs",
-        "40.0 µs 36.0 µs–44.0 µs",
-        "80.0 µs 72.0 µs–88.0 µs",
-        "160 µs 144 µs–176 µs",
+        "20.00 µs 18.00 µs–22.00 µs",
+        "40.00 µs 36.00 µs–44.00 µs",
+        "80.00 µs 72.00 µs–88.00 µs",
+        "160.0 µs 144.0 µs–176.0 µs",
     ]
 
 

@@ -71,7 +71,7 @@ MODEL_ALIASES = {
 SKIP_REASONS = {
     "missing_time": "no time (us is empty)",
     "bad_time": "the time (us) is not a number",
-    "no_positive_time": "the time (us) is not a positive finite number of nanoseconds",
+    "no_positive_time": "the time (us) is not a positive finite number of microseconds that rounds to at least 1 ns",
     "bad_shape": "a shape column is not a whole number",
     "bad_cu_num": "cu_num is not a whole number",
     "malformed_row": "the row has a different number of fields than the header",

@@ -14,6 +14,7 @@ from kernelindex import urls
 from kernelindex.compare import ComparedRun
 from kernelindex.db.tables import Environment, Implementation, Workload
 from kernelindex.db.tables import Run as Run  # the run row that find_run returns, for its callers' annotations
+from kernelindex.figures import Share
 from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.ranking import ineligibility_reasons, is_eligible
 from kernelindex.store.common import history, name_by_ref, rank_expression, source_ref
@@ -22,6 +23,7 @@ from kernelindex.store.manifests import manifest_document
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import (
     availability_text,
+    bound_share,
     environment_label,
     run_facts,
     run_metrics,
@@ -38,6 +40,7 @@ from kernelindex.store.schemas import (
     RunItem,
     RunManifest,
     RunManifests,
+    ShareOfBoundItem,
     Withdrawal,
     WorkloadManifest,
 )
@@ -102,6 +105,7 @@ def run_fields(run: Run) -> dict[str, Any]:
         "latency_ns": run.latency_ns,
         "primary_statistic": run.primary_statistic,
         "sol_score": run.sol_score,
+        "share_of_bound": share_item(bound_share(run)),
         "observed_at": run.observed_at,
         "comparison_key": run.comparison_key,
         "workload": run.workload.name,
@@ -114,6 +118,13 @@ def run_fields(run: Run) -> dict[str, Any]:
         "url": urls.run(run.name),
         "api_url": urls.api_run(run.name),
     }
+
+
+def share_item(share: Share | None) -> ShareOfBoundItem | None:
+    """A share of a bound as the API gives it; None where no bound is known."""
+    if share is None:
+        return None
+    return ShareOfBoundItem(percent=round(share.percent, 4), bound=share.bound.key, label=share.label)
 
 
 def _run_item(run: Run) -> RunItem:
@@ -227,6 +238,7 @@ def runs_to_compare(session: Session, names: Sequence[str]) -> tuple[list[Compar
                 latency_ns=run.latency_ns,
                 primary_statistic=run.primary_statistic,
                 sol_score=run.sol_score,
+                share_of_bound=bound_share(run),
                 avg_speedup=_number(metrics.get("avg_speedup")),
                 fast_count=_count(metrics.get("fast_1_count")),
                 fast_total=_count(metrics.get("fast_1_total")),

@@ -15,6 +15,7 @@ from sqlalchemy import ColumnElement, Select, select
 from sqlalchemy.orm import Session, defer, joinedload
 
 from kernelindex.db.tables import Implementation, Run
+from kernelindex.figures import DATASHEET, SOL_EXECBENCH, Share, share
 from kernelindex.manifests.types import EvidenceLevel, RunStatus
 from kernelindex.ranking import RunFacts
 from kernelindex.store.by_spec import BySpec
@@ -31,6 +32,8 @@ class RunView:
     latency_ns: int
     primary_statistic: str
     sol_score: float | None
+    # The share of a known bound the latency reaches, naming the bound (``bound_share``); None: no bound.
+    share_of_bound: Share | None
     metrics: dict[str, Any]
     # How many cases the run's caseResults hold; None for a run that publishes its suite figure only.
     cases_measured: int | None
@@ -140,6 +143,29 @@ def _spec_facts_of(run: Stored) -> _SpecFacts:
 _spec_facts = BySpec(_spec_facts_of, size=4096)
 
 
+# The comparability family of SOL-ExecBench's leaderboard, whose runs its own T_SOL bounds.
+SOL_EXECBENCH_FAMILY = "sol_execbench_leaderboard"
+
+
+def bound_share(run: Run) -> Share | None:
+    """The share of a known bound the run's latency reaches (PRODUCT.md §5), naming the bound; None
+    where no bound is known for the run's GPU and cases: then no share is shown at all.
+
+    A controlled rerun's import computed its GPU's datasheet speed of light (``sol_bound_ns``, the
+    geometric mean of the per-case bounds). A SOL-ExecBench run is bounded by the source's own per-case
+    T_SOL, published for the GPU its leaderboard runs on, whose geometric mean over the suite is the
+    workload's ``sol_aggregate_ms``; it applies to a run that measured the whole suite.
+    """
+    facts = _spec_facts(run)
+    bound_ns = facts.metrics.get("sol_bound_ns")
+    if isinstance(bound_ns, int | float) and not isinstance(bound_ns, bool):
+        return share(bound_ns, run.latency_ns, DATASHEET)
+    aggregate = run.workload.sol_aggregate_ms
+    if run.protocol.family == SOL_EXECBENCH_FAMILY and aggregate and facts.cases_measured is None:
+        return share(aggregate * 1_000_000, run.latency_ns, SOL_EXECBENCH)
+    return None
+
+
 def run_metrics(run: Stored) -> dict[str, Any]:
     """The source-native metrics a run's manifest carries, verbatim (a new dict; empty when it has none)."""
     return dict(_spec_facts(run).metrics)
@@ -209,6 +235,7 @@ def to_view(run: Run) -> RunView:
         latency_ns=run.latency_ns,
         primary_statistic=run.primary_statistic,
         sol_score=run.sol_score,
+        share_of_bound=bound_share(run),
         metrics=dict(facts.metrics),
         cases_measured=facts.cases_measured,
         observed_at=run.observed_at,

@@ -134,7 +134,10 @@ class WorkloadItem(ApiModel):
     model_slug: str | None = Field(description="the origin model's slug, for /api/v1/models/{slug}")
     case_count: int
     eligible_runs: int = Field(description="runs that may be ranked (PRODUCT.md §5), across comparison groups")
-    best_sol_score: float | None = Field(description="highest SOL score of an eligible run (0–1); ×100 for % of SOL")
+    best_sol_score: float | None = Field(
+        description="highest SOL score of an eligible run: SOL-ExecBench's own sol_score (0–1), "
+        "not a share of the speed of light (/figures#sol-score)"
+    )
     fastest: FastestRun | None = Field(
         description="the fastest eligible run over every comparison group (the leaderboard's headline), "
         "with the GPU and environment it was measured in"
@@ -295,6 +298,14 @@ class WorkloadDetail(WorkloadItem):
     completeness: Completeness = Field(description="how many of the upstream's results for it are stored")
 
 
+class ShareOfBoundItem(ApiModel):
+    """A share of a named bound the run's latency reaches, computed by the registry (/figures#share-of-bound)."""
+
+    percent: float = Field(description="the bound's latency over the run's, × 100 (T_SOL ÷ T × 100)")
+    bound: str = Field(description="the bound: datasheet, sol-execbench (its own T_SOL) or measured-ceilings")
+    label: str = Field(description="how the pages head it, e.g. '% of SOL bound (datasheet)'")
+
+
 class RunItem(ApiModel):
     name: str = Field(examples=["sol-submission-16893"])
     digest: DigestText
@@ -306,7 +317,13 @@ class RunItem(ApiModel):
     eligible: bool = Field(description="may be ranked: passed, not withdrawn, not disqualified, not held for review")
     latency_ns: int = Field(description="the primary statistic's latency, in integer nanoseconds")
     primary_statistic: str
-    sol_score: float | None
+    sol_score: float | None = Field(
+        description="SOL-ExecBench's own SOL score (0–1; 0.5 at its baseline, 1 at its bound), as published; "
+        "not a share of the speed of light (/figures#sol-score)"
+    )
+    share_of_bound: ShareOfBoundItem | None = Field(
+        default=None, description="the share of a known bound the latency reaches; null where no bound is known"
+    )
     observed_at: datetime
     comparison_key: DigestText
     workload: str = Field(description="the workload's slug")

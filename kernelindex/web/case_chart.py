@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kernelindex.figures import DATASHEET, share_label
 from kernelindex.manifests import BenchmarkRun
 from kernelindex.web.chart import ChartTick, log_scale
-from kernelindex.web.format import latency
+from kernelindex.web.format import latency, percent
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.rerun_part import RerunCaseRow
 
@@ -116,7 +117,8 @@ def latency_chart(figures: Sequence[CaseFigure], statistic: str, spread: str) ->
 
 
 def share_chart(figures: Sequence[CaseFigure], what: str) -> CaseChart:
-    """Per-case percentages (0–100, or beyond) as bars from zero on a linear axis."""
+    """Per-case percentages (0–100, or beyond) as bars from zero on a linear axis; ``what`` is their
+    heading, which begins with its unit ("% of SOL bound (datasheet)")."""
     top = max(100.0, max(f.value for f in figures))
     span = WIDTH - RIGHT - LEFT
 
@@ -127,17 +129,18 @@ def share_chart(figures: Sequence[CaseFigure], what: str) -> CaseChart:
         id="case-share",
         title=f"{what} per case",
         description=(
-            f"{len(figures)} cases from {min(f.value for f in figures):.1f}% to {max(f.value for f in figures):.1f}%."
+            f"{len(figures)} cases from {percent(min(f.value for f in figures))} "
+            f"to {percent(max(f.value for f in figures))}."
         ),
         kind="share",
         height=_height(len(figures)),
         axis_y=TOP + ROW * len(figures),
-        axis_title=f"{what.lower()}, %",
+        axis_title=what,
         value_heading=what,
         spread_heading=None,
-        ticks=[ChartTick(position=x(value), label=f"{value:g}%") for value in range(0, int(top) + 1, 25)],
+        ticks=[ChartTick(position=x(value), label=f"{value:g} %") for value in range(0, int(top) + 1, 25)],
         rows=[
-            CaseRow(label=f.label, y=TOP + ROW * index + ROW / 2, x=x(f.value), value=f"{f.value:.1f}%")
+            CaseRow(label=f.label, y=TOP + ROW * index + ROW / 2, x=x(f.value), value=percent(f.value))
             for index, f in enumerate(figures)
         ],
     )
@@ -181,8 +184,8 @@ def case_distribution(
         ]
         if figures:
             return CaseDistribution(
-                chart=share_chart(figures, "Share of the speed of light"),
-                note="Each case's median against its speed of light on this GPU (datasheet peaks): 100% would run "
+                chart=share_chart(figures, share_label(DATASHEET)),
+                note="Each case's median against its speed of light on this GPU (datasheet peaks): 100 % would run "
                 "at the speed of light, which no implementation can pass.",
             )
     if run.spec.case_index is not None:

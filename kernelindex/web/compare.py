@@ -16,11 +16,12 @@ from pydantic.alias_generators import to_camel
 from kernelindex import urls
 from kernelindex.compare import MAX_RUNS, ComparedRun, CompareError, Comparison, check_run_names, compare_runs
 from kernelindex.compare import Field as AlignedField
+from kernelindex.figures import Share
 from kernelindex.manifests.types import EvidenceLevel, format_utc
 from kernelindex.store.run_queries import runs_to_compare
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
-from kernelindex.web.format import date, latency, percent_of_sol, ratio, short_digest
+from kernelindex.web.format import date, latency_column, ratio, score, short_digest
 from kernelindex.web.pages import PageContext, cached_response, page_route, render_page
 
 router = APIRouter()
@@ -34,7 +35,7 @@ EVIDENCE_LABELS = {
     EvidenceLevel.REPRODUCED: "Reproduced by KernelIndex",
     EvidenceLevel.REPLICATED: "Independently replicated",
 }
-NUMBER_FIELDS = {"latencyNs", "vsFastest", "rank", "solScore", "avgSpeedup", "casesFaster"}
+NUMBER_FIELDS = {"latencyNs", "vsFastest", "rank", "solScore", "shareOfBound", "avgSpeedup", "casesFaster"}
 FIELD_KINDS: dict[str, FieldKind] = {
     **dict.fromkeys(NUMBER_FIELDS, "number"),
     "observedAt": "date",
@@ -99,6 +100,8 @@ class ComparePage(PageContext):
 
 
 def _machine(value: Any) -> Value:
+    if isinstance(value, Share):
+        return round(value.percent, 4)  # a percentage; the bound is named in ``display``
     return format_utc(value) if isinstance(value, datetime) else value
 
 
@@ -106,14 +109,14 @@ def _display(key: str, value: Any) -> str:
     if value is None:
         return "not ranked" if key == "rank" else "–"
     match key:
-        case "latencyNs":
-            return latency(value)
         case "vsFastest" | "avgSpeedup":
             return ratio(value)
         case "rank":
             return f"#{value}"
         case "solScore":
-            return percent_of_sol(value)
+            return score(value)
+        case "shareOfBound":
+            return f"{value.text} ({value.bound.name})"
         case "observedAt":
             return date(value)
         case "comparisonKey" | "digest":
@@ -121,6 +124,13 @@ def _display(key: str, value: Any) -> str:
         case "evidence":
             return EVIDENCE_LABELS.get(value, str(value))
     return str(value)
+
+
+def _display_row(key: str, values: Sequence[Any]) -> list[str]:
+    """A field's values as the page writes them; the latencies in one unit, chosen from them all."""
+    if key == "latencyNs":
+        return latency_column(values).texts
+    return [_display(key, value) for value in values]
 
 
 def _shown_differs(field: AlignedField, display: Sequence[str]) -> bool:
@@ -140,11 +150,12 @@ def comparison_result(comparison: Comparison, runs: Sequence[ComparedRun]) -> Co
             label=field.label,
             kind=FIELD_KINDS.get(field.key, "text"),
             values=[_machine(value) for value in field.values],
-            display=(display := [_display(field.key, value) for value in field.values]),
+            display=(display := _display_row(field.key, field.values)),
             differs=_shown_differs(field, display),
         )
         for field in comparison.fields
     ]
+    latencies = latency_column([run.latency_ns for run in runs]).texts
     columns = [
         ComparedColumn(
             name=run.name,
@@ -156,11 +167,11 @@ def comparison_result(comparison: Comparison, runs: Sequence[ComparedRun]) -> Co
             workload_title=run.workload_title,
             gpu=run.gpu_product,
             stack=run.stack,
-            latency=f"{latency(run.latency_ns)} {run.primary_statistic}",
+            latency=f"{latencies[index]} {run.primary_statistic}",
             winner=run.name == comparison.winner,
             remove_url=urls.compare(n for n in names if n != run.name) if len(names) > 2 else None,
         )
-        for run in runs
+        for index, run in enumerate(runs)
     ]
     return CompareResult(
         runs=columns,

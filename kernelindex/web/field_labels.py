@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernelindex.figures import DATASHEET, MEASURED_CEILINGS, share_label
+
 
 @dataclass(frozen=True)
 class FieldLabel:
@@ -51,13 +53,13 @@ FIELD_LABELS: dict[str, FieldLabel] = {
     "case_count": FieldLabel("Cases in the suite"),
     # Runs imported before the speed of light existed carry the bound at measured ceilings as bound_ns.
     "bound_ns": FieldLabel("Achievable bound (measured ceilings)", " ns"),
-    "percent_of_bound": FieldLabel("Share of the achievable bound reached", "%"),
+    "percent_of_bound": FieldLabel(share_label(MEASURED_CEILINGS), " %"),
     "limiter": FieldLabel("Achievable bound limited by"),
     "sol_bound_ns": FieldLabel("Speed-of-light bound (datasheet peaks)", " ns"),
-    "percent_of_sol_bound": FieldLabel("Share of the speed of light reached", "%"),
+    "percent_of_sol_bound": FieldLabel(share_label(DATASHEET), " %"),
     "sol_compute_precision": FieldLabel("Speed of light's compute at the peak of", mono=True),
     "achievable_bound_ns": FieldLabel("Achievable bound (measured ceilings)", " ns"),
-    "percent_of_achievable_bound": FieldLabel("Share of the achievable bound reached", "%"),
+    "percent_of_achievable_bound": FieldLabel(share_label(MEASURED_CEILINGS), " %"),
     "achievable_limiter": FieldLabel("Achievable bound limited by"),
     "torch": FieldLabel("PyTorch"),
     "python": FieldLabel("Python"),

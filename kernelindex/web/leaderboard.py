@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from sqlalchemy.orm import Session
 
-from kernelindex import urls
+from kernelindex import figures, urls
+from kernelindex.figures import LATENCY_FIGURES, Share
 from kernelindex.gpus import TRACKED_GPUS
 from kernelindex.manifests.kinds import Definition, WorkloadCase
 from kernelindex.manifests.types import EvidenceLevel
@@ -49,7 +50,6 @@ from kernelindex.web.format import (
     latency_in,
     latency_unit,
     one_unit,
-    percent_of_sol,
     ratio,
     source_figures,
 )
@@ -63,13 +63,32 @@ RUN_MODES = {"best": "Best run per implementation", "all": "All runs"}
 SORTS = {
     "rank": "Rank (fastest first)",
     "observed": "Newest first",
-    "sol": "Highest % of SOL",
+    "sol": f"Highest {figures.SOL_SCORE.label}",
     "implementation": "Implementation A–Z",
 }
 
 
 class Part(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+class ShareOfBound(Part):
+    """A share of a named bound (``kernelindex.figures``): ``percent`` of the bound ``bound`` reached."""
+
+    percent: float  # T_bound ÷ T × 100
+    bound: str  # the bound's key: "datasheet", "sol-execbench" or "measured-ceilings"
+    label: str  # "% of SOL bound (datasheet)"
+    words: str  # "of SOL bound (datasheet)", after the number in a sentence
+    text: str  # "4.5 %"
+
+
+def share_part(share: Share | None) -> ShareOfBound | None:
+    """A share as pages and JSON twins give it; None where no bound is known."""
+    if share is None:
+        return None
+    return ShareOfBound(
+        percent=round(share.percent, 4), bound=share.bound.key, label=share.label, words=share.words, text=share.text
+    )
 
 
 class RunRow(Part):
@@ -83,8 +102,10 @@ class RunRow(Part):
     latency_ns: int
     latency: str
     statistic: str
-    sol_score: float | None
-    percent_of_sol: str
+    sol_score: float | None  # the source's own score (SOL-ExecBench's ``sol_score``), a number
+    sol_score_text: str | None  # "0.874", in a column headed with the source's own name, "SOL score"
+    sol_score_figure: str | None  # "SOL score 0.874": the score with its name, as a sentence gives it
+    share_of_bound: ShareOfBound | None  # computed by the registry, only where the bound is known
     vs_best: float | None
     vs_best_text: str
     evidence: EvidenceLevel
@@ -260,6 +281,9 @@ class LeaderboardPage(PageContext):
     run_mode_links: list[SortLink]
     implementation_filter: str
     ranked: list[RunRow]
+    # The ranked table's figures beside latency, each a column only where a row of it has one.
+    score_heading: str | None  # "SOL score": the source's own score, under its own name
+    share_heading: str | None  # "% of SOL bound (datasheet)": the share of a known bound, naming it
     ranked_total: int
     page: int
     page_count: int
@@ -300,8 +324,8 @@ def _ms_column(values_ms: Sequence[float | None]) -> list[str]:
     """A column of the source's per-case figures (ms), in one unit, never more precise than given."""
     return latency_column(
         [None if value is None else value * 1_000_000 for value in values_ms],
-        [3 if value is None else source_figures(value) for value in values_ms],
-    )
+        [LATENCY_FIGURES if value is None else source_figures(value) for value in values_ms],
+    ).texts
 
 
 def _row(view: RunView, ranked: RankedRun | None, case_count: int, implementation_runs: int | None = None) -> RunRow:
@@ -316,12 +340,9 @@ def _row(view: RunView, ranked: RankedRun | None, case_count: int, implementatio
         latency=latency(view.latency_ns),
         statistic=view.primary_statistic,
         sol_score=view.sol_score,
-        # A controlled rerun has no source SOL score: the share of its GPU's datasheet speed of light stands in.
-        percent_of_sol=(
-            f"{view.metrics['percent_of_sol_bound']:.0f}%"
-            if view.sol_score is None and "percent_of_sol_bound" in view.metrics
-            else percent_of_sol(view.sol_score)
-        ),
+        sol_score_text=None if view.sol_score is None else figures.source_score(view.sol_score),
+        sol_score_figure=figures.sol_score(view.sol_score),
+        share_of_bound=share_part(view.share_of_bound),
         vs_best=ranked.vs_best if ranked else None,
         vs_best_text=ratio(ranked.vs_best) if ranked else "–",
         evidence=view.evidence,
@@ -504,7 +525,7 @@ def _case_rows(
     sols = _ms_column([case.sol_latency_ms for case in cases])
     sol_bounds = [_bound(bounds.by_position if bounds else None, position) for position in positions]
     achievable = [_bound(bounds.achievable_by_position if bounds else None, position) for position in positions]
-    sol_texts, achievable_texts = latency_column(sol_bounds), latency_column(achievable)
+    sol_texts, achievable_texts = latency_column(sol_bounds).texts, latency_column(achievable).texts
     return [
         CaseRow(
             index=window.start + index + 1,
@@ -713,7 +734,8 @@ def _cross_gpu_rows(view: CrossGpuView) -> list[CrossGpuRow]:
     """The matrix, each GPU's column of latencies in one unit."""
     cells = [[line.best_by_gpu.get(gpu.gpu) for gpu in view.gpus] for line in view.implementations]
     columns = [
-        latency_column([cell.latency_ns if cell else None for cell in column]) for column in zip(*cells, strict=True)
+        latency_column([cell.latency_ns if cell else None for cell in column]).texts
+        for column in zip(*cells, strict=True)
     ]
     return [
         CrossGpuRow(
@@ -894,6 +916,8 @@ def build_leaderboard(
         ],
         implementation_filter=implementation_filter,
         ranked=table.page,
+        score_heading=figures.SOL_SCORE.label if any(row.sol_score is not None for row in table.page) else None,
+        share_heading=next((row.share_of_bound.label for row in table.page if row.share_of_bound), None),
         ranked_total=table.total,
         page=page,
         page_count=table.page_count,
@@ -923,7 +947,7 @@ def build_leaderboard(
         sources=sources,
         cross_gpu=cross_gpu,
         cross_gpu_rows=_cross_gpu_rows(cross_gpu) if cross_gpu else [],
-        cross_gpu_fastest=latency_column([gpu.best.latency_ns for gpu in cross_gpu.gpus]) if cross_gpu else [],
+        cross_gpu_fastest=latency_column([gpu.best.latency_ns for gpu in cross_gpu.gpus]).texts if cross_gpu else [],
         cross_gpu_chart=_cross_gpu_chart(cross_gpu) if cross_gpu else None,
         matrix_pager=(
             _matrix_pager(cross_gpu, matrix_page, matrix_pages, board_url) if matrix_pages > 1 and cross_gpu else None

@@ -14,11 +14,11 @@ import math
 from datetime import datetime
 from typing import Any
 
-from kernelindex import urls
+from kernelindex import figures, urls
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.store.reruns import RerunResult
 from kernelindex.web.chart import ChartTick
-from kernelindex.web.format import latency
+from kernelindex.web.format import latency, latency_column
 from kernelindex.web.leaderboard import Part
 
 CHART_WIDTH, CHART_HEIGHT = 640, 220
@@ -89,8 +89,13 @@ class RerunPart(Part):
     cases_passed: int
     case_count: int
     sol_bound: str
-    percent_of_sol_bound: str
+    percent_of_sol_bound: str  # "" where no bound is known
     sol_compute_precision: str
+    # The headings and words of the two shares (``kernelindex.figures``), naming each bound.
+    sol_share_label: str = figures.share_label(figures.DATASHEET)
+    sol_share_words: str = figures.share_words(figures.DATASHEET)
+    achievable_share_label: str = figures.share_label(figures.MEASURED_CEILINGS)
+    achievable_share_words: str = figures.share_words(figures.MEASURED_CEILINGS)
     achievable_bound: str
     percent_of_achievable_bound: str
     source_url: str
@@ -111,20 +116,42 @@ def rerun_part(result: RerunResult, protocol_name: str) -> RerunPart:
     measured_sha = implementation["sourceSha256"]
     installed = REGISTRY.get(implementation["name"])
     rows = []
+    # Every latency of the per-case table (figures and bounds) in one unit, chosen from them all.
+    unit = latency_column(
+        [
+            value
+            for case, stored in zip(payload["cases"], result.cases, strict=True)
+            for value in (
+                case["timing"]["medianNs"],
+                case["timing"]["p10Ns"],
+                case["timing"]["p90Ns"],
+                case["timing"]["minNs"],
+                case["timing"]["maxNs"],
+                stored.bound_ns or None,
+                stored.achievable_bound_ns or None,
+            )
+        ]
+    ).unit
+
+    def written(ns: float) -> str:
+        return figures.latency_in(ns, unit)
+
     for case, stored in zip(payload["cases"], result.cases, strict=True):
         timing, worst = case["timing"], max(c.get("maxErrorOverTolerance") or 0 for c in case["correctness"])
         rows.append(
             RerunCaseRow(
                 index=case["index"],
                 axes=" ".join(f"{k}={v}" for k, v in case["axes"].items()),
-                median=latency(timing["medianNs"]),
+                median=written(timing["medianNs"]),
                 median_ns=timing["medianNs"],
-                spread=f"{latency(timing['p10Ns'])} – {latency(timing['p90Ns'])}",
-                range=f"{latency(timing['minNs'])} – {latency(timing['maxNs'])}",
-                sol_bound=_bound(stored.bound_ns),
+                spread=f"{written(timing['p10Ns'])} – {written(timing['p90Ns'])}",
+                range=f"{written(timing['minNs'])} – {written(timing['maxNs'])}",
+                sol_bound=written(stored.bound_ns) if stored.bound_ns > 0 else UNKNOWN_BOUND,
                 sol_bound_ns=stored.bound_ns,
                 percent_of_sol_bound=_percent(stored.bound_ns, timing["medianNs"]),
-                achievable_bound=_bound(stored.achievable_bound_ns),
+                achievable_bound=written(stored.achievable_bound_ns)
+                if stored.achievable_bound_ns > 0
+                else UNKNOWN_BOUND,
                 achievable_bound_ns=stored.achievable_bound_ns,
                 percent_of_achievable_bound=_percent(stored.achievable_bound_ns, timing["medianNs"]),
                 achievable_limiter=case["roofline"]["limiter"],
@@ -190,12 +217,17 @@ _PRECISIONS = {
 }
 
 
+UNKNOWN_BOUND = "not known"
+
+
 def _bound(bound_ns: int) -> str:
-    return latency(bound_ns) if bound_ns > 0 else "not known"
+    return latency(bound_ns) if bound_ns > 0 else UNKNOWN_BOUND
 
 
 def _percent(bound_ns: int, measured_ns: int) -> str:
-    return f"{100 * bound_ns / measured_ns:.1f}%" if bound_ns > 0 and measured_ns > 0 else "–"
+    """The share of a bound reached ("4.7 %", "0.5 %"); "" where the bound is not known: no share."""
+    value = figures.share_of_bound(bound_ns, measured_ns)
+    return "" if value is None else figures.percent(value)
 
 
 def _rate(record: dict[str, Any]) -> str:

@@ -6,7 +6,7 @@ import re
 from datetime import UTC, date, datetime
 from typing import Any, ClassVar
 
-from kernelindex import urls
+from kernelindex import figures, urls
 from kernelindex.accounts.markup import render_body
 from kernelindex.citations import FORMAT_LABELS, FORMATS, RENDERERS, CitableRecord, plain_text, run_title
 from kernelindex.manifests import BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment
@@ -30,8 +30,8 @@ from kernelindex.web.case_chart import CaseDistribution, case_distribution
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.field_labels import field_label, field_value
 from kernelindex.web.format import date as day_text
-from kernelindex.web.format import latency, ratio
-from kernelindex.web.leaderboard import Part
+from kernelindex.web.format import latency
+from kernelindex.web.leaderboard import Part, ShareOfBound, share_part
 from kernelindex.web.pages import PageContext
 from kernelindex.web.rerun_part import RerunPart
 from kernelindex.web.statistic import TIMING_LABELS, StatisticName, statistic_name
@@ -238,7 +238,10 @@ class RunPage(PageContext):
     group_url: str
     comparison_key: str
     not_ranked_because: list[str]
-    sol_score: str | None
+    sol_score: float | None  # the source's own score, a number as in every JSON twin and the API
+    sol_score_text: str | None  # "0.806"
+    sol_score_figure: str | None  # "SOL score 0.806": the score under the source's own name
+    share_of_bound: ShareOfBound | None  # computed by the registry, only where the bound is known
     times_reference: str | None
     cases_faster: str | None
     cases_measured: str | None  # "measured 6 of 8 cases" for a run that timed part of the suite
@@ -341,9 +344,12 @@ def build_run_page(
         group_url=f"/workloads/{view.workload_slug}?group={run.comparison_key.removeprefix('sha256:')[:16]}",
         comparison_key=run.comparison_key,
         not_ranked_because=standing.reasons,
-        sol_score=f"{view.sol_score:.4f}" if view.sol_score is not None else None,
-        times_reference=ratio(metrics["avg_speedup"]) + " reference" if "avg_speedup" in metrics else None,
-        cases_faster=f"{fast}/{total} cases faster" if fast is not None and total is not None else None,
+        sol_score=view.sol_score,
+        sol_score_text=None if view.sol_score is None else figures.source_score(view.sol_score),
+        sol_score_figure=figures.sol_score(view.sol_score),
+        share_of_bound=share_part(view.share_of_bound),
+        times_reference=figures.times_reference(_number(metrics.get("avg_speedup"))),
+        cases_faster=figures.cases_faster(_count(fast), _count(total)),
         cases_measured=f"measured {part}"
         if (part := cases_text(view.cases_measured, run.workload.case_count))
         else None,
@@ -443,6 +449,15 @@ def _banners(run: Run, rerun: RerunPart | None) -> list[str]:
     if run.missing_since:
         banners.append(f"No longer listed by the source since {run.missing_since:%Y-%m-%d}; the record is kept.")
     return banners
+
+
+def _number(value: Any) -> float | None:
+    """A source's metric as a number, or None where it is missing or not one."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _title_parts(run: Run) -> tuple[str, str, str]:
