@@ -141,10 +141,15 @@ def latency_ns(name: str, value: object, unit: str, *, text: bool = False) -> in
     return result
 
 
-def score(name: str, value: object, low: float, high: float, *, text: bool = False) -> float:
-    """A source-native score within the range its source defines, ``[low, high]``."""
+def score(
+    name: str, value: object, low: float, high: float, *, held_above: float | None = None, text: bool = False
+) -> float:
+    """A source-native score within ``[low, high]``: the range its source defines, stretched to the
+    values kept but held for review above ``held_above`` (a score past the speed-of-light bound)."""
     checked = number(name, value, text=text)
-    _within(name, checked, low, high, f"the range the source defines ({low:g} to {high:g})")
+    held = f", and up to {high:g} held for review" if held_above is not None else ""
+    stated = high if held_above is None else held_above
+    _within(name, checked, low, high, f"the range stored ({low:g} to {stated:g}{held})")
     return float(checked)
 
 

@@ -36,13 +36,16 @@ def stored(db: Any) -> dict[str, tuple[str, int, float | None, str]]:
         }
 
 
+SCORE_RANGE = "the range stored (0 to 1, and up to 2 held for review)"
+
+
 @pytest.mark.parametrize(
     ("field", "value", "reason", "sentence"),
     [
         ("latency_ms", True, "wrong_type", "latency_ms is true, a boolean, not a number"),
         ("sol_score", True, "wrong_type", "sol_score is true, a boolean, not a number"),
-        ("sol_score", -7.5, "out_of_range", "sol_score is -7.5, outside the range the source defines (0 to 2)"),
-        ("sol_score", 1e308, "out_of_range", "sol_score is 1e+308, outside the range the source defines (0 to 2)"),
+        ("sol_score", -7.5, "out_of_range", f"sol_score is -7.5, outside {SCORE_RANGE}"),
+        ("sol_score", 1e308, "out_of_range", f"sol_score is 1e+308, outside {SCORE_RANGE}"),
         ("latency_ms", 1e308, "out_of_range", "latency_ms is 1e+308, outside 1 ns to 1 hour"),
         ("latency_ms", 10**400, "out_of_range", "latency_ms is 1000000000000000000000000000000000000000…"),
         ("latency_ms", "0.2", "wrong_type", "latency_ms is the text '0.2', not a number"),
@@ -226,5 +229,5 @@ def test_a_figure_the_source_changes_is_kept_in_the_run_history_and_shown(db, ma
     }
     shown = [p.get_text(" ", strip=True) for p in html.select("p.figure-change")]
     was = page["figureChanges"][0]["was"]
-    assert shown[0] == f"The source changed this figure on 2026-09-02: latency (mean) was {was}, now 500 µs."
+    assert shown[0] == f"The source changed this figure on 2026-09-02: latency (mean) was {was}, now 500.0 µs."
     assert len(shown) == 3

@@ -380,7 +380,9 @@ def sol_figures(submission: Submission) -> SolFigures:
     metrics: dict[str, int | float] = {"latency_ms": float(submission.latency_ms)}
     beyond = False
     if submission.sol_score is not None:
-        metrics["sol_score"] = score("sol_score", submission.sol_score, SOL_SCORE_RANGE[0], SOL_SCORE_HELD_UP_TO)
+        metrics["sol_score"] = score(
+            "sol_score", submission.sol_score, SOL_SCORE_RANGE[0], SOL_SCORE_HELD_UP_TO, held_above=SOL_SCORE_RANGE[1]
+        )
         beyond = metrics["sol_score"] > SOL_SCORE_RANGE[1]
     if submission.avg_speedup is not None:
         metrics["avg_speedup"] = positive("avg_speedup", submission.avg_speedup)
