@@ -150,9 +150,7 @@ class Progress:
                 raise ProblemError(f"{path} is not a progress file: {exc}") from exc
         recorded = self.state.get("protocol", STRICT_PROTOCOL)
         if recorded != protocol:
-            raise ProblemError(
-                f"{path} records a run under {recorded}, not {protocol}: measure into another folder"
-            )
+            raise ProblemError(f"{path} records a run under {recorded}, not {protocol}: measure into another folder")
         self.state["protocol"] = protocol
         for key in list(self.state["started"]):
             self.state["done"][key] = {"status": "interrupted", "startedAt": self.state["started"].pop(key)}
