@@ -28,6 +28,7 @@ from kernelindex.web import (
     catalog,
     cite,
     compare,
+    confirmation,
     exports,
     home,
     manifests,
@@ -148,6 +149,7 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
         cite,
         runs,
         reruns,
+        confirmation,
         catalog,
     ):
         app.include_router(module.router)

@@ -467,3 +467,35 @@ def rerun_evidence(run: RerunFacts, others: Iterable[RerunFacts]) -> EvidenceLev
             return EvidenceLevel.REPLICATED
         level = EvidenceLevel.REPRODUCED
     return level
+
+
+# --- Confirming a reported figure by reruns under the source's own settings --------------------
+
+CONFIRMED, CONTRADICTED, UNCHECKED = "confirmed", "contradicted", "unchecked"
+# What torch.backends.cudnn.allow_tf32 changes, the one setting in which strict v2 differs from a
+# KernelBench timing: cuDNN convolutions (and transposed ones) and cuDNN's recurrent networks.
+_TF32_SENSITIVE = re.compile(r"conv|\b(?:lstm|gru|rnn)\b", re.IGNORECASE)
+
+
+def settings_neutral(program: str) -> bool:
+    """Whether strict v2 computes a KernelBench program with the arithmetic KernelBench's settings give
+    it: the program mentions nothing that ``torch.backends.cudnn.allow_tf32`` changes (no convolution, no
+    cuDNN RNN). Read from the program's text, so a mere mention (a comment) makes it not neutral: a strict
+    figure then never stands in for a faithful one."""
+    return _TF32_SENSITIVE.search(program) is None
+
+
+def confirmation_bound(spreads: Sequence[float], fallback: float) -> float:
+    """How far a reported figure may lie from the reruns' and still be confirmed: twice the largest
+    run-to-run spread measured (``spreads``: largest / smallest − 1 between reruns of one program,
+    mode and GPU model in separate sessions); ``fallback`` where nothing was measured twice."""
+    return 2 * max(spreads) if spreads else fallback
+
+
+def confirmation_state(reported_ns: int, rerun_ns: float, bound: float) -> tuple[str, float]:
+    """(state, ratio): the ratio is reported / rerun; confirmed when the larger figure is within
+    ``bound`` of the smaller, contradicted otherwise."""
+    if reported_ns <= 0 or rerun_ns <= 0:
+        raise ValueError("figures to compare must be positive")
+    ratio = reported_ns / rerun_ns
+    return (CONFIRMED if max(ratio, 1 / ratio) - 1 <= bound else CONTRADICTED), ratio

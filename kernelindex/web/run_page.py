@@ -27,6 +27,7 @@ from kernelindex.store.runs import RunView, to_view
 from kernelindex.store.schemas import ManifestVersionItem, Review
 from kernelindex.store.upstream import UpstreamRecord, upstream_record
 from kernelindex.web.case_chart import CaseDistribution, case_distribution
+from kernelindex.web.confirmation import ConfirmationPart
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.field_labels import field_label, field_value
 from kernelindex.web.format import date as day_text
@@ -257,6 +258,8 @@ class RunPage(PageContext):
     report_form: FormState
     source: SourceCredit | None
     rerun: RerunPart | None = None
+    # A reported KernelBench figure against the reruns that check it (None for any other run).
+    confirmation: ConfirmationPart | None = None
 
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -302,6 +305,7 @@ def build_run_page(
     signed_in: bool,
     attestation_form: FormState | None = None,
     rerun: RerunPart | None = None,
+    confirmation: ConfirmationPart | None = None,
 ) -> RunPage:
     view = to_view(run)
     manifest = run_manifest(run)
@@ -380,6 +384,7 @@ def build_run_page(
             else None
         ),
         rerun=rerun,
+        confirmation=confirmation,
     )
 
 
