@@ -137,7 +137,9 @@ def confirmations(session: Session, runs: Sequence[Run], bound: SpreadBound | No
     strict_only = {
         r.workload_id
         for r in reported
-        if not any(c.protocol == RERUN_PROTOCOL_FAITHFUL_NAME for c in candidates[(r.workload_id, _gpu(r), _mode(r))])
+        if not any(
+            c.protocol == RERUN_PROTOCOL_FAITHFUL_NAME for c in candidates[(r.workload_id, _gpu(r), _mode(r) or "")]
+        )
     }
     neutral = _neutral_programs(session, strict_only)
     result = {}
@@ -185,30 +187,11 @@ def _judge(
     run: Run, mode: str, faithful: list[_Rerun], strict: list[_Rerun], neutral: bool, bound: SpreadBound
 ) -> Confirmation:
     checking, protocol = (faithful, RERUN_PROTOCOL_FAITHFUL_NAME) if faithful else (strict, RERUN_PROTOCOL_V2_NAME)
-    common = {
-        "run_id": run.id,
-        "run_name": run.name,
-        "bound": bound.bound,
-        "bound_rule": bound.rule,
-        "reported_ns": run.latency_ns,
-        "gpu": _gpu(run),
-        "workload": run.workload.name,
-        "mode": mode,
-    }
     if not faithful and strict and not neutral:
-        return Confirmation(
-            state=UNCHECKED, by_runs=(), ratio=None, rerun_ns=None, checked_under=None, reason=STRICT_REASON, **common
-        )
+        return _confirmation(run, mode, bound, UNCHECKED, [], None, None, STRICT_REASON)
     if not checking:
-        return Confirmation(
-            state=UNCHECKED,
-            by_runs=(),
-            ratio=None,
-            rerun_ns=None,
-            checked_under=None,
-            reason="No KernelIndex rerun has measured this program in this mode on this GPU model.",
-            **common,
-        )
+        reason = "No KernelIndex rerun has measured this program in this mode on this GPU model."
+        return _confirmation(run, mode, bound, UNCHECKED, [], None, None, reason)
     rerun_ns = round(statistics.median(c.latency_ns for c in checking))
     state, ratio = confirmation_state(run.latency_ns, rerun_ns, bound.bound)
     how = (
@@ -222,14 +205,34 @@ def _judge(
         f"Checked by {len(checking)} {how} on the same GPU model: the reported figure is {ratio:.3f}× theirs, "
         f"{verdict} the bound of {bound.rule}."
     )
+    return _confirmation(run, mode, bound, state, checking, ratio, protocol, reason)
+
+
+def _confirmation(
+    run: Run,
+    mode: str,
+    bound: SpreadBound,
+    state: str,
+    checking: list[_Rerun],
+    ratio: float | None,
+    protocol: str | None,
+    reason: str,
+) -> Confirmation:
     return Confirmation(
+        run_id=run.id,
+        run_name=run.name,
         state=state,
         by_runs=tuple(sorted(c.name for c in checking)),
         ratio=ratio,
-        rerun_ns=rerun_ns,
+        bound=bound.bound,
+        bound_rule=bound.rule,
+        reported_ns=run.latency_ns,
+        rerun_ns=round(statistics.median(c.latency_ns for c in checking)) if checking else None,
         checked_under=protocol,
         reason=reason,
-        **common,
+        gpu=_gpu(run),
+        workload=run.workload.name,
+        mode=mode,
     )
 
 
