@@ -153,3 +153,64 @@ def test_the_command_line_takes_the_protocol_and_a_pattern() -> None:
     assert parser.parse_args(["kernelbench", "--key", "k", "--out", "o"]).protocol == "v2"
     with pytest.raises(SystemExit):
         parser.parse_args(["kernelbench", "--key", "k", "--out", "o", "--protocol", "v3"])
+
+
+def test_an_unsigned_run_is_signed_elsewhere_into_the_same_bundle(tmp_path: Path, restore_settings) -> None:
+    from kernelindex.rerun.cli import main
+    from kernelindex.rerun.unsigned import UnsignedError, read_unsigned, sign_files
+
+    problem = _problem(tmp_path, 1, "Conv2d_BatchNorm", CONV)
+    out = tmp_path / "unsigned"
+    out.mkdir()
+    common: dict[str, Any] = {
+        "device": torch.device("cpu"), "env": {"gpu": {"name": "stand-in"}}, "ceilings": {},
+        "flush": torch.empty(4), "timer": _stand_in_timer, "session_id": "d" * 32, "log": lambda _: None,
+    }  # fmt: skip
+    rows = run_problems([problem], ["eager"], out_dir=out, protocol=FAITHFUL, private_key=None, **common)
+    unsigned = sorted(out.glob("*.unsigned.json"))
+    assert len(unsigned) == 1 and rows[0]["path"] == unsigned[0].name and "--faithful--" in unsigned[0].name
+    assert [p.name for p in out.glob("kernelbench-*.json") if not p.name.endswith(".unsigned.json")] == []
+    payload = read_unsigned(unsigned[0])
+    assert payload["protocol"] == protocol_faithful.protocol_spec()
+
+    key_file = tmp_path / "runner.key"
+    assert main(["keygen", str(key_file)]) == 0
+    assert main(["sign", "--key", str(key_file), str(unsigned[0])]) == 0
+    signed_path = unsigned[0].with_name(unsigned[0].name.removesuffix(".unsigned.json") + ".json")
+    from kernelindex.rerun.bundle import load_private_key
+
+    key = load_private_key(key_file)
+    approved = {key_id(public_key_raw(key.public_key())): public_key_b64(key)}
+    assert verify_bundle(read_bundle(signed_path), approved) == payload
+    with pytest.raises(UnsignedError, match="exists already"):
+        sign_files([unsigned[0]], key)  # signed once
+    assert main(["sign", "--key", str(key_file), str(unsigned[0])]) == 2
+
+    for name, text in [
+        ("bad.unsigned.json", '{"format": "something-else", "payload": {}}'),
+        ("nan.unsigned.json", '{"format": "kernelindex-rerun-payload/v1", "payload": {"x": NaN}}'),
+        ("extra.unsigned.json", '{"format": "kernelindex-rerun-payload/v1", "payload": {}, "signature": {}}'),
+    ]:
+        (tmp_path / name).write_text(text)
+        with pytest.raises(UnsignedError):
+            read_unsigned(tmp_path / name)
+    with pytest.raises(UnsignedError, match="not named"):
+        read_unsigned(signed_path)
+
+
+def test_an_unsigned_run_needs_no_signing_package() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['cryptography'] = None; sys.modules['rfc8785'] = None\n"
+        "import kernelindex.rerun.kernelbench_run, kernelindex.rerun.measure, kernelindex.rerun.unsigned\n"
+        "from kernelindex.rerun.cli import build_parser\n"
+        "args = build_parser().parse_args(['kernelbench', '--unsigned', '--out', 'o'])\n"
+        "assert args.unsigned and args.key is None\n"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["kernelbench", "--out", "o"])  # a key or --unsigned
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["kernelbench", "--unsigned", "--key", "k", "--out", "o"])
