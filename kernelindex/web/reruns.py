@@ -151,7 +151,10 @@ def _standing() -> list[Fact]:
             f"{SUITE_AGREEMENT_BOUND:.0%} of the smaller and every case agrees: their confidence intervals "
             f"overlap, or their medians are within {CASE_AGREEMENT_BOUND:.0%} of the smaller (an interval "
             "measures one lease's sampling noise, often far less than the drift between two leases). An "
-            "agreeing rerun by the same operator makes both “Reproduced by KernelIndex”; only one "
+            "agreeing rerun on another physical GPU (the GPU UUID each bundle's environment names) by the same "
+            "operator makes both “Reproduced by KernelIndex”; the same GPU measured again, in another lease or "
+            "under another key, is only “repeated on the same GPU”, which leaves both “KernelIndex verified”, "
+            "since it says nothing of another GPU of the model. Only one "
             "signed by a key a maintainer approved for a different operator, on a different GPU, makes them "
             "“Independently replicated”. A key whose operator is not stated never counts as independent.",
         ),

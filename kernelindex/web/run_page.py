@@ -22,6 +22,7 @@ from kernelindex.store.manifests import (
     run_manifest,
     workload_manifest,
 )
+from kernelindex.store.reruns import RerunAgreements
 from kernelindex.store.run_queries import Run, RunStanding, review_of
 from kernelindex.store.runs import RunView, to_view
 from kernelindex.store.schemas import ManifestVersionItem, Review
@@ -43,8 +44,8 @@ EVIDENCE_SENTENCES = {
     EvidenceLevel.REPRODUCIBLE: "Reproducible: source, licence and install recipe are available.",
     EvidenceLevel.VERIFIED: "KernelIndex verified: a KernelIndex-controlled rerun produced this figure.",
     EvidenceLevel.REPRODUCED: (
-        "Reproduced by KernelIndex: another controlled rerun by the same operator, in another lease or on another "
-        "GPU or key, agrees case by case. Not independent: one operator ran both."
+        "Reproduced by KernelIndex: another controlled rerun by the same operator, on another physical GPU (its "
+        "UUID), agrees case by case. Not independent: one operator ran both."
     ),
     EvidenceLevel.REPLICATED: (
         "Independently replicated: a controlled rerun by a different approved operator, on a different GPU, "
@@ -260,6 +261,9 @@ class RunPage(PageContext):
     rerun: RerunPart | None = None
     # A reported KernelBench figure against the reruns that check it (None for any other run).
     confirmation: ConfirmationPart | None = None
+    # A rerun's agreeing reruns (names): on another physical GPU, and on the same GPU measured again.
+    reproduced_by: list[str] = []
+    repeated_on_same_gpu: list[str] = []
 
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -306,6 +310,7 @@ def build_run_page(
     attestation_form: FormState | None = None,
     rerun: RerunPart | None = None,
     confirmation: ConfirmationPart | None = None,
+    agreements: RerunAgreements | None = None,
 ) -> RunPage:
     view = to_view(run)
     manifest = run_manifest(run)
@@ -385,6 +390,8 @@ def build_run_page(
         ),
         rerun=rerun,
         confirmation=confirmation,
+        reproduced_by=agreements.reproduced_by if agreements else [],
+        repeated_on_same_gpu=agreements.repeated_on_same_gpu if agreements else [],
     )
 
 

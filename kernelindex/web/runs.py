@@ -20,7 +20,7 @@ from kernelindex.store.attestations import (
 from kernelindex.store.common import history
 from kernelindex.store.confirmation import confirmation_of_run
 from kernelindex.store.page_scopes import run_page_scopes
-from kernelindex.store.reruns import rerun_of_run
+from kernelindex.store.reruns import agreements_of_run, rerun_of_run
 from kernelindex.store.run_queries import Run, run_standing
 from kernelindex.store.run_queries import find_run as run_by_ref
 from kernelindex.store.version import LISTS
@@ -68,6 +68,7 @@ def render_run(
         attestation_form=attestation_form,
         rerun=rerun_part(result, run.protocol.name) if (result := rerun_of_run(session, run.id)) else None,
         confirmation=confirmation_part(confirmation) if confirmation is not None else None,
+        agreements=agreements_of_run(session, run) if result else None,
     )
     return render_page(request, context, status_code=status_code)
 
