@@ -28,6 +28,7 @@ from kernelindex.web import (
     catalog,
     cite,
     compare,
+    confirmation,
     exports,
     figures_page,
     home,
@@ -150,6 +151,7 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
         cite,
         runs,
         reruns,
+        confirmation,
         catalog,
         figures_page,
     ):

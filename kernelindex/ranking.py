@@ -449,21 +449,76 @@ def independent(a: RerunFacts, b: RerunFacts) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class Agreements:
+    """The reruns (run ids) that agree with one: on another physical GPU (a reproduction), or on the same
+    GPU measured again (a repetition, which reproduces nothing about the GPU), and whether any of the
+    former is independent (another approved operator)."""
+
+    reproduced_by: tuple[int, ...]
+    repeated_by: tuple[int, ...]
+    independent: bool
+
+
+def rerun_agreements(run: RerunFacts, others: Iterable[RerunFacts]) -> Agreements:
+    """Every other counting rerun of the same implementation and group that agrees with ``run``, split by
+    whether it ran on another GPU (``machine_id``: the GPU's UUID where the bundle names it)."""
+    reproduced: list[int] = []
+    repeated: list[int] = []
+    replicated = False
+    if run.counts:
+        for other in others:
+            if other.run_id == run.run_id or not other.counts:
+                continue
+            if (other.session_id, other.key_id, other.machine_id) == (run.session_id, run.key_id, run.machine_id):
+                continue  # the same lease on the same GPU under the same key: not a second run
+            if not reruns_agree(run, other):
+                continue
+            if other.machine_id == run.machine_id:
+                repeated.append(other.run_id)
+                continue
+            reproduced.append(other.run_id)
+            replicated = replicated or independent(run, other)
+    return Agreements(tuple(sorted(reproduced)), tuple(sorted(repeated)), replicated)
+
+
 def rerun_evidence(run: RerunFacts, others: Iterable[RerunFacts]) -> EvidenceLevel:
-    """``replicated`` when an independent rerun of the same implementation and group agrees,
-    ``reproduced`` when only another lease, key or GPU of the same (or an unstated) operator does,
-    ``verified`` otherwise."""
-    level = EvidenceLevel.VERIFIED
-    if not run.counts:
-        return level
-    for other in others:
-        if other.run_id == run.run_id or not other.counts:
-            continue
-        if (other.session_id, other.key_id, other.machine_id) == (run.session_id, run.key_id, run.machine_id):
-            continue  # the same lease on the same GPU under the same key: not a second run
-        if not reruns_agree(run, other):
-            continue
-        if independent(run, other):
-            return EvidenceLevel.REPLICATED
-        level = EvidenceLevel.REPRODUCED
-    return level
+    """``replicated`` when an independent rerun of the same implementation and group agrees on another
+    GPU, ``reproduced`` when only another lease or key of the same (or an unstated) operator does on
+    another GPU, ``verified`` otherwise: the same GPU measured again only repeats the measurement."""
+    agreements = rerun_agreements(run, others)
+    if agreements.independent:
+        return EvidenceLevel.REPLICATED
+    return EvidenceLevel.REPRODUCED if agreements.reproduced_by else EvidenceLevel.VERIFIED
+
+
+# --- Confirming a reported figure by reruns under the source's own settings --------------------
+
+CONFIRMED, CONTRADICTED, UNCHECKED = "confirmed", "contradicted", "unchecked"
+# What torch.backends.cudnn.allow_tf32 changes, the one setting in which strict v2 differs from a
+# KernelBench timing: cuDNN convolutions (and transposed ones) and cuDNN's recurrent networks.
+_TF32_SENSITIVE = re.compile(r"conv|\b(?:lstm|gru|rnn)\b", re.IGNORECASE)
+
+
+def settings_neutral(program: str) -> bool:
+    """Whether strict v2 computes a KernelBench program with the arithmetic KernelBench's settings give
+    it: the program mentions nothing that ``torch.backends.cudnn.allow_tf32`` changes (no convolution, no
+    cuDNN RNN). Read from the program's text, so a mere mention (a comment) makes it not neutral: a strict
+    figure then never stands in for a faithful one."""
+    return _TF32_SENSITIVE.search(program) is None
+
+
+def confirmation_bound(spreads: Sequence[float], fallback: float) -> float:
+    """How far a reported figure may lie from the reruns' and still be confirmed: twice the largest
+    run-to-run spread measured (``spreads``: largest / smallest − 1 between reruns of one program,
+    mode and GPU model in separate sessions); ``fallback`` where nothing was measured twice."""
+    return 2 * max(spreads) if spreads else fallback
+
+
+def confirmation_state(reported_ns: int, rerun_ns: float, bound: float) -> tuple[str, float]:
+    """(state, ratio): the ratio is reported / rerun; confirmed when the larger figure is within
+    ``bound`` of the smaller, contradicted otherwise."""
+    if reported_ns <= 0 or rerun_ns <= 0:
+        raise ValueError("figures to compare must be positive")
+    ratio = reported_ns / rerun_ns
+    return (CONFIRMED if max(ratio, 1 / ratio) - 1 <= bound else CONTRADICTED), ratio

@@ -133,6 +133,10 @@ def rerun_source(implementation_name: str) -> str:
     return f"/reruns/sources/{_segment(implementation_name)}.py"
 
 
+def discrepancies() -> str:
+    return "/discrepancies"
+
+
 def records(**query: Any) -> str:
     return with_query("/records", **query)
 

@@ -56,8 +56,10 @@ def test_the_bundled_reruns_load_as_reproduced_never_replicated_runs(loaded_db) 
         )
         modes_by_problem = Counter(workload for workload, _ in problems)
         assert sum(1 for modes in modes_by_problem.values() if modes == 2) >= 100
+        # Reproduced only where a second GPU agreed (lease 7 against lease 4, lease 5's ReLU); the two calls
+        # of lease 4 measured one GPU twice, which only repeats.
         kernelbench = Counter(run.evidence for run in reruns if run.workload.name.startswith("kernelbench-"))
-        assert kernelbench["reproduced"] >= 100 and kernelbench["verified"] >= 1, kernelbench
+        assert 60 <= kernelbench["reproduced"] < kernelbench["verified"], kernelbench
     # Importing stored bundles again changes nothing. Every 16th file (v1 and v2, H200 and H100
     # among them): checking all 824 again would double the test's time for the same rule.
     files = sorted((BUNDLED_RERUNS / "bundles").glob("*.json"))[::16]

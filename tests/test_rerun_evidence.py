@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from kernelindex.gpu_specs import admitted_precisions, gpu_spec_table, speed_of_light_ns
-from kernelindex.ranking import CaseFigure, RerunFacts, case_figures_agree, rerun_evidence
+from kernelindex.ranking import CaseFigure, RerunFacts, case_figures_agree, rerun_agreements, rerun_evidence
 
 BASE = RerunFacts(
     run_id=1,
@@ -42,8 +42,9 @@ def test_case_figures_agree_by_interval_overlap_or_median(a: CaseFigure, b: Case
     [
         ({"operator": "lab-b", "key_id": "ed25519:b", "machine_id": "GPU-b", "session_id": "s2"}, "replicated"),
         ({"key_id": "ed25519:b", "machine_id": "GPU-b", "session_id": "s2"}, "reproduced"),  # same operator
-        ({"session_id": "s2"}, "reproduced"),  # another lease of the same operator, key and GPU
-        ({"operator": "lab-b", "key_id": "ed25519:b", "session_id": "s2"}, "reproduced"),  # same GPU
+        ({"session_id": "s2"}, "verified"),  # another lease of the same operator, key and GPU: repeated only
+        ({"key_id": "ed25519:b", "session_id": "s2"}, "verified"),  # another key on the same GPU: repeated only
+        ({"operator": "lab-b", "key_id": "ed25519:b", "session_id": "s2"}, "verified"),  # another operator, same GPU
         ({"operator": None, "key_id": "ed25519:b", "machine_id": "GPU-b", "session_id": "s2"}, "reproduced"),
         ({"run_id": 2}, "verified"),  # same lease, key and GPU: not a second run
         ({"operator": "lab-b", "key_id": "ed25519:b", "machine_id": "GPU-b", "counts": False}, "verified"),
@@ -52,6 +53,16 @@ def test_case_figures_agree_by_interval_overlap_or_median(a: CaseFigure, b: Case
 def test_rerun_evidence_depends_on_who_ran_the_agreeing_rerun(changes: dict[str, object], level: str) -> None:
     other = replace(BASE, **{"run_id": 2, **changes})  # type: ignore[arg-type]
     assert rerun_evidence(BASE, [BASE, other]) == level
+
+
+def test_agreements_name_reproductions_on_other_gpus_apart_from_repetitions_on_the_same() -> None:
+    same_gpu = replace(BASE, run_id=2, key_id="ed25519:b", session_id="s2")
+    other_gpu = replace(BASE, run_id=3, machine_id="GPU-b", session_id="s3")
+    disagreeing = replace(BASE, run_id=4, machine_id="GPU-c", session_id="s4", latency_ns=200_000)
+    found = rerun_agreements(BASE, [BASE, same_gpu, other_gpu, disagreeing])
+    assert (found.reproduced_by, found.repeated_by, found.independent) == ((3,), (2,), False)
+    assert rerun_evidence(BASE, [same_gpu]) == "verified" and rerun_evidence(BASE, [other_gpu]) == "reproduced"
+    assert rerun_agreements(replace(BASE, counts=False), [other_gpu]).reproduced_by == ()
 
 
 def test_one_case_off_by_2x_keeps_a_different_operator_from_replicating() -> None:

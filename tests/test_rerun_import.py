@@ -162,14 +162,14 @@ def test_a_different_operator_agreeing_case_by_case_on_another_gpu_replicates(
 
 
 @pytest.mark.parametrize(
-    ("second_operator", "second_gpu"),
+    ("second_operator", "second_gpu", "level"),
     [
-        ("lab-b", "GPU-aaaa"),  # another operator on the same GPU: not independent
-        (None, "GPU-bbbb"),  # a key whose operator is not stated: never independent
+        ("lab-b", "GPU-aaaa", "verified"),  # another operator on the same GPU: only repeated, not reproduced
+        (None, "GPU-bbbb", "reproduced"),  # a key whose operator is not stated: never independent
     ],
 )
 def test_agreeing_reruns_that_are_not_independent_only_reproduce(
-    loaded_db: StoreUnderTest, key, other_key, second_operator: str | None, second_gpu: str
+    loaded_db: StoreUnderTest, key, other_key, second_operator: str | None, second_gpu: str, level: str
 ) -> None:
     keys = approved(key, other_key)
     first = _import(loaded_db, signed(make_payload(base_ns=120_000), key), keys, operator("lab-a"))
@@ -179,7 +179,7 @@ def test_agreeing_reruns_that_are_not_independent_only_reproduce(
         keys,
         operator(second_operator) if second_operator else None,
     )
-    assert _evidence(loaded_db) == {first.run_name: "reproduced", second.run_name: "reproduced"}
+    assert _evidence(loaded_db) == {first.run_name: level, second.run_name: level}
 
 
 def test_importing_again_with_a_stated_operator_records_it_and_derives_evidence_anew(

@@ -70,7 +70,7 @@ class ImportOutcome:
     workload: str
     latency_ns: int | None
     already_imported: bool
-    group_key: str | None = None  # the comparison group of a newly written run
+    group_key: str | None = None  # the comparison group of the run (derived again after an import)
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,8 @@ def import_bundle(
             raise BundleError(f"bundle {payload.bundle_id} was imported before with different content")
         if operator is not None:
             record_operator(session, payload.bundle_id, operator.id)
-        return replace(outcome, run_name=existing.run_name, already_imported=True)
+        # Its group is derived again with the new ones: a rule changed since keeps no stale label.
+        return replace(outcome, run_name=existing.run_name, already_imported=True, group_key=existing.group_key)
 
     workload = rerun_workload(session, payload.workload.slug)
     if workload is None:

@@ -33,6 +33,8 @@ class SuiteRef(Part):
     case_count: Annotated[int, Field(strict=True, gt=0)]
     # The content digest of the program measured, where the workload is a program file (KernelBench).
     fixture_sha256: Sha256Hex | None = None
+    # Whose program it is: ``kernelbench``, ``sol-execbench``.
+    source: Label | None = None
 
 
 class ImplementationRef(Part):
@@ -107,6 +109,8 @@ class CaseRecord(Part):
     correctness: list[dict[str, Any]] | None
     timing: Timing | None
     roofline: Roofline | None
+    # v2's record of how the case was measured; the source-faithful protocol's settings are read from it.
+    measurement: dict[str, Any] | None = None
 
 
 class SuiteFigure(Part):

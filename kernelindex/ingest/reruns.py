@@ -24,6 +24,7 @@ from kernelindex.gpu_specs import GpuSpec, fastest_admitted_peak, speed_of_light
 from kernelindex.ingest.rerun_checks import check_claims
 from kernelindex.ingest.rerun_payload import Payload
 from kernelindex.manifests import API_VERSION, BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment, Implementation
+from kernelindex.rerun import protocol_faithful as rerun_protocol_faithful
 from kernelindex.rerun import protocol_v2 as rerun_protocol_v2
 from kernelindex.rerun.bundle import BundleError, verify_bundle
 from kernelindex.rerun.cases import Case, cases_sha256
@@ -36,8 +37,9 @@ from kernelindex.rerun.stats import (
 )
 from kernelindex.store.batch import RerunCaseRecord, RerunRecord
 from kernelindex.store.rerun_protocols import (
+    RERUN_PROTOCOL_FAITHFUL_NAME,
     RERUN_PROTOCOL_NAMES,
-    RERUN_PROTOCOL_V2_NAME,
+    V2_TIMER_PROTOCOLS,
     published_name,
     rerun_protocol_manifest,
 )
@@ -107,8 +109,27 @@ def _check_figures(payload: Payload) -> None:
     medians = [case.timing.median_ns for case in payload.cases if case.timing is not None]
     if suite_latency_ns(medians) != payload.suite.latency_ns:
         raise BundleError(f"bundle {payload.bundle_id}: the suite figure is not the geometric mean of its cases")
-    if name == RERUN_PROTOCOL_V2_NAME:
+    if name in V2_TIMER_PROTOCOLS:
         _check_v2_figures(payload)
+    if name == RERUN_PROTOCOL_FAITHFUL_NAME:
+        _check_faithful_settings(payload)
+
+
+def _check_faithful_settings(payload: Payload) -> None:
+    """The source-faithful protocol measures KernelBench programs only, and each case must have run under
+    exactly the settings it publishes (as the runner read them back)."""
+    if payload.workload.source != rerun_protocol_faithful.SOURCE:
+        raise BundleError(
+            f"bundle {payload.bundle_id}: the source-faithful protocol measures KernelBench programs only, "
+            f"not {payload.workload.source}"
+        )
+    for case in payload.cases:
+        settings = (case.measurement or {}).get("settings")
+        if settings != rerun_protocol_faithful.SETTINGS:
+            raise BundleError(
+                f"bundle {payload.bundle_id}: case {case.index} did not record the source-faithful protocol's "
+                f"settings ({settings!r} where {rerun_protocol_faithful.SETTINGS!r} is published)"
+            )
 
 
 def _check_v2_figures(payload: Payload) -> None:

@@ -18,6 +18,8 @@ NEEDED = {
     "measure": ["cryptography", "rfc8785", "numpy", "torch", "triton"],
     "host-proof": ["numpy", "torch", "triton"],
     "kernelbench": ["cryptography", "rfc8785", "numpy", "torch", "triton"],
+    "kernelbench-unsigned": ["numpy", "torch", "triton"],
+    "sign": ["cryptography", "rfc8785"],
 }
 
 
@@ -81,11 +83,26 @@ def build_parser() -> argparse.ArgumentParser:
         "(default mode), under protocol v2, checked against a float64 run; one signed bundle per (problem, mode). "
         "A progress file in --out lets a later call continue where this one stopped.",
     )
-    kb.add_argument("--key", type=Path, required=True, help="Ed25519 private key file (from keygen)")
+    signing = kb.add_mutually_exclusive_group(required=True)
+    signing.add_argument("--key", type=Path, help="Ed25519 private key file (from keygen)")
+    signing.add_argument(
+        "--unsigned",
+        action="store_true",
+        help="write each payload unsigned (*.unsigned.json), to be signed elsewhere with `sign`: for a GPU "
+        "machine without cryptography and rfc8785",
+    )
     kb.add_argument("--out", type=Path, required=True, help="directory for bundles and progress.json")
     kb.add_argument("--levels", type=_levels, default=(1, 2, 3), help="comma-separated levels (default 1,2,3)")
     kb.add_argument("--problem", action="append", help="repeatable, e.g. level1/19_ReLU.py; default all")
     kb.add_argument("--mode", action="append", choices=["eager", "compile"], help="repeatable; default both")
+    kb.add_argument("--match", help="only problems whose key (level2/1_Conv2D_ReLU_BiasAdd.py) this regex finds")
+    kb.add_argument(
+        "--protocol",
+        choices=["v2", "faithful"],
+        default="v2",
+        help="v2: strict protocol v2 (TF32 off); faithful: KernelBench's own settings (PyTorch's defaults), "
+        "protocol kernelindex-rerun-kernelbench-faithful-v1 (default v2)",
+    )
     kb.add_argument("--limit", type=int, help="at most this many problems from the list (after --problem)")
     kb.add_argument("--budget-s", type=float, help="start no new problem after this many seconds")
     kb.add_argument("--device", default="cuda", help="torch device (default cuda)")
@@ -99,6 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
     proof.add_argument("--host-us", type=float, default=500.0, help="host busy-wait per call (default 500 us)")
     proof.add_argument("--device", default="cuda", help="torch device (default cuda)")
     proof.add_argument("--out", type=Path, help="also write the figures as JSON here")
+
+    sign = sub.add_parser(
+        "sign",
+        help="sign payloads written by `kernelbench --unsigned`",
+        description="Sign each *.unsigned.json with your key, writing the signed bundle *.json beside it.",
+    )
+    sign.add_argument("--key", type=Path, required=True, help="Ed25519 private key file (from keygen)")
+    sign.add_argument("files", type=Path, nargs="+")
 
     verify = sub.add_parser("verify", help="check a bundle's signature against an approved public key")
     verify.add_argument("bundle", type=Path)
@@ -143,11 +168,11 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
 
 def _kernelbench(args: argparse.Namespace, key: Any) -> int:
-    from kernelindex.rerun.kernelbench_problems import ProblemError, list_problems, select_problems
+    from kernelindex.rerun.kernelbench_problems import ProblemError, list_problems, matching_problems, select_problems
     from kernelindex.rerun.kernelbench_run import run_kernelbench_session
 
     try:
-        problems = select_problems(list_problems(levels=args.levels), args.problem)
+        problems = matching_problems(select_problems(list_problems(levels=args.levels), args.problem), args.match)
     except ProblemError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -155,7 +180,13 @@ def _kernelbench(args: argparse.Namespace, key: Any) -> int:
         problems = problems[: max(0, args.limit)]
     try:
         rows = run_kernelbench_session(
-            problems, args.mode or ["eager", "compile"], key, args.out, device=args.device, budget_s=args.budget_s
+            problems,
+            args.mode or ["eager", "compile"],
+            key,
+            args.out,
+            device=args.device,
+            budget_s=args.budget_s,
+            protocol=args.protocol,
         )
     except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -187,7 +218,8 @@ def _host_proof(device: str, host_us: float, out: Path | None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    missing = missing_packages(args.command)
+    unsigned = args.command == "kernelbench" and args.unsigned
+    missing = missing_packages("kernelbench-unsigned" if unsigned else args.command)
     if missing:
         print(
             f"error: {args.command} needs {', '.join(missing)}, not importable by {sys.executable}; on a machine "
@@ -197,6 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "host-proof":
         return _host_proof(args.device, args.host_us, args.out)
+    if unsigned:
+        return _kernelbench(args, None)
     from kernelindex.rerun.bundle import (
         BundleError,
         KeyFileError,
@@ -237,6 +271,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.key.stat().st_mode & 0o077:
         print(f"warning: {args.key} is readable by others; a signing key should be mode 0600", file=sys.stderr)
+    if args.command == "sign":
+        from kernelindex.rerun.unsigned import UnsignedError, sign_files
+
+        try:
+            written = sign_files(args.files, key)
+        except UnsignedError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"signed {len(written)} payload(s) with {key_id(public_key_raw(key.public_key()))}")
+        return 0
     if args.command == "kernelbench":
         return _kernelbench(args, key)
     from kernelindex.rerun.measure import run_session

@@ -23,6 +23,8 @@ LEVELS = (1, 2, 3)
 MODES = ("eager", "compile")
 PROBLEM_FILE = re.compile(r"(?P<number>[0-9]{1,6})_(?P<words>[A-Za-z0-9_.-]+)\.py")
 MAX_NAME = 200
+# The protocol of a progress file that names none (files written before protocols were named there).
+STRICT_PROTOCOL = "kernelindex-rerun-v2"
 
 
 class ProblemError(ValueError):
@@ -102,6 +104,18 @@ def list_problems(root: Path = DEFAULT_ROOT, levels: tuple[int, ...] = LEVELS) -
     return sorted(found, key=lambda p: (p.level, p.number, p.file_name))
 
 
+def matching_problems(problems: list[Problem], pattern: str | None) -> list[Problem]:
+    """The problems whose key (`level1/54_conv_standard_3D...py`) the regular expression `pattern` finds,
+    ignoring case, in listing order; all when `pattern` is None."""
+    if pattern is None:
+        return problems
+    try:
+        compiled = re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise ProblemError(f"--match {pattern!r} is not a regular expression: {exc}") from exc
+    return [p for p in problems if compiled.search(p.key)]
+
+
 def select_problems(problems: list[Problem], keys: list[str] | None) -> list[Problem]:
     """The problems named by `keys` (`level1/19_ReLU.py`), in listing order; all when `keys` is None."""
     if not keys:
@@ -121,16 +135,23 @@ class Progress:
     A pair is marked started before it is measured and done after its bundle is written. A pair found
     started but not done was cut off (the process was killed, or the machine hung on it): it is recorded
     as interrupted and not tried again, so one problem that never finishes cannot eat every later call.
+
+    The file names the protocol its pairs were measured under (a file without one is strict v2's): a run
+    under another protocol refuses it, since its pairs are not done under that protocol.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, protocol: str = STRICT_PROTOCOL) -> None:
         self.path = path
-        self.state: dict[str, Any] = {"done": {}, "started": {}}
+        self.state: dict[str, Any] = {"done": {}, "started": {}, "protocol": protocol}
         if path.exists():
             try:
                 self.state = json.loads(path.read_text(encoding="utf-8"))
             except ValueError as exc:
                 raise ProblemError(f"{path} is not a progress file: {exc}") from exc
+        recorded = self.state.get("protocol", STRICT_PROTOCOL)
+        if recorded != protocol:
+            raise ProblemError(f"{path} records a run under {recorded}, not {protocol}: measure into another folder")
+        self.state["protocol"] = protocol
         for key in list(self.state["started"]):
             self.state["done"][key] = {"status": "interrupted", "startedAt": self.state["started"].pop(key)}
         self._write()

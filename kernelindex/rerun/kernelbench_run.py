@@ -1,5 +1,5 @@
-"""Measuring KernelBench problems under protocol v2: each problem's own PyTorch program, eager and through
-torch.compile, one signed bundle per (problem, mode).
+"""Measuring KernelBench problems under protocol v2 or the source-faithful protocol: each problem's own
+PyTorch program, eager and through torch.compile, one signed bundle per (problem, mode).
 
 Per problem: the program is imported from its file; with torch's default device set to the GPU and
 torch.manual_seed(SEED) before each of get_init_inputs(), Model(...) and get_inputs(), its weights and
@@ -26,8 +26,7 @@ from typing import Any
 
 import torch
 
-from kernelindex.rerun import RUNNER_VERSION, protocol_v2
-from kernelindex.rerun.bundle import sign_payload, write_bundle
+from kernelindex.rerun import RUNNER_VERSION, protocol_faithful, protocol_v2
 from kernelindex.rerun.cases import Case, cases_sha256
 from kernelindex.rerun.correctness import check_outputs
 from kernelindex.rerun.environment import smi_query
@@ -36,6 +35,7 @@ from kernelindex.rerun.measure import rotation_sets, tensor_bytes, timed_record
 from kernelindex.rerun.payload import build_payload, case_record, new_id, utc_now
 from kernelindex.rerun.timing import poison, rotated_inputs
 from kernelindex.rerun.timing_v2 import CaseTiming
+from kernelindex.rerun.unsigned import write_unsigned
 
 IMPLEMENTATIONS = {
     "eager": ("pytorch-eager", "PyTorch eager", "The problem's Model called as written, under torch.no_grad()."),
@@ -46,6 +46,9 @@ IMPLEMENTATIONS = {
     ),
 }
 TOLERANCE = {"dtype": None, "atol": protocol_v2.KERNELBENCH_ATOL, "rtol": protocol_v2.KERNELBENCH_RTOL}
+# The protocols a KernelBench run can measure under, by the name the command line takes.
+STRICT, FAITHFUL = "v2", "faithful"
+PROTOCOLS = {STRICT: protocol_v2, FAITHFUL: protocol_faithful}
 RANDOM_REFERENCE = (
     "float32 eager program, reseeded as before every call: its forward draws random numbers, which a float64 "
     "run would not draw alike, so eager is checked only for drawing the same ones every call"
@@ -152,7 +155,28 @@ def implementation(model: torch.nn.Module, mode: str, seed: int = protocol_v2.SE
     return call
 
 
-def implementation_record(problem: Problem, mode: str) -> dict[str, Any]:
+def apply_settings(protocol: str) -> dict[str, Any]:
+    """Set the backend settings `protocol` measures under and return them as read back. The faithful
+    protocol sets PyTorch's defaults (KernelBench's settings); strict v2 sets TF32 off everywhere."""
+    wanted = protocol_faithful.SETTINGS if protocol == FAITHFUL else protocol_faithful.STRICT_SETTINGS
+    torch.backends.cuda.matmul.allow_tf32 = bool(wanted["torch.backends.cuda.matmul.allow_tf32"])
+    torch.backends.cudnn.allow_tf32 = bool(wanted["torch.backends.cudnn.allow_tf32"])
+    torch.backends.cudnn.benchmark = bool(wanted["torch.backends.cudnn.benchmark"])
+    torch.set_float32_matmul_precision(str(wanted["torch.get_float32_matmul_precision()"]))
+    return read_settings()
+
+
+def read_settings() -> dict[str, Any]:
+    """The backend settings in force, under the names `protocol_faithful.SETTINGS` uses."""
+    return {
+        "torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "torch.backends.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        "torch.backends.cudnn.benchmark": torch.backends.cudnn.benchmark,
+        "torch.get_float32_matmul_precision()": torch.get_float32_matmul_precision(),
+    }
+
+
+def implementation_record(problem: Problem, mode: str, protocol: str = STRICT) -> dict[str, Any]:
     name, runtime, description = IMPLEMENTATIONS[mode]
     versions = f"torch=={torch.__version__}"
     return {
@@ -169,6 +193,7 @@ def implementation_record(problem: Problem, mode: str) -> dict[str, Any]:
         "installRecipe": (
             f"pip install {versions} triton numpy cryptography rfc8785; python3 -m kernelindex.rerun kernelbench "
             f"--key KEYFILE --out DIR --problem {problem.key} --mode {mode}"
+            + (f" --protocol {protocol}" if protocol != STRICT else "")
         ),
     }
 
@@ -198,9 +223,11 @@ def measure_mode(
     flush: torch.Tensor,
     timer: Callable[..., CaseTiming],
     ceilings: dict[str, Any],
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The case record of one mode: first call checked (compiles), then timed under v2 and its timed
-    calls checked; the reference used is written into the record's measurement."""
+    """The case record of one mode: first call checked (compiles), then timed under v2's timer and its
+    timed calls checked; the reference used (and `settings`, the backend settings read back, where the
+    protocol records them) is written into the record's measurement."""
     slug, names = problem.slug, [f"output{i}" for i in range(len(built.refs))]
     check = _checker(names, built.refs)
     try:
@@ -229,6 +256,8 @@ def measure_mode(
     record.setdefault("measurement", {}).update(
         reference=built.reference, forwardDrawsRandomNumbers=built.random_forward
     )
+    if settings is not None:
+        record["measurement"]["settings"] = dict(settings)
     return record
 
 
@@ -254,11 +283,14 @@ def run_problems(
     deadline: float | None = None,
     clocks: Callable[[], dict[str, Any]] | None = None,
     log: Callable[[str], None] = print,
+    protocol: str = STRICT,
 ) -> list[dict[str, Any]]:
     """Measure every (problem, mode) not yet done in `out_dir`'s progress file, writing one signed bundle
-    each; stops starting new problems once `deadline` (a time.monotonic() value) has passed. `clocks`
-    reads the GPU's clocks for each bundle's `clocksAtEnd` (the CPU tests pass none)."""
-    progress = Progress(out_dir / "progress.json")
+    each under `protocol` (`STRICT` or `FAITHFUL`); stops starting new problems once `deadline` (a
+    time.monotonic() value) has passed. `clocks` reads the GPU's clocks for each bundle's `clocksAtEnd`
+    (the CPU tests pass none). The faithful protocol's settings are applied here, after the ceilings."""
+    progress = Progress(out_dir / "progress.json", _protocol_name(protocol))
+    settings = apply_settings(protocol) if protocol == FAITHFUL else None
     written = []
     for problem in problems:
         todo = [m for m in modes if not progress.is_done(problem, m)]
@@ -286,12 +318,22 @@ def run_problems(
             else:
                 try:
                     record = measure_mode(
-                        problem, case, built, mode, device=device, flush=flush, timer=timer, ceilings=ceilings
+                        problem,
+                        case,
+                        built,
+                        mode,
+                        device=device,
+                        flush=flush,
+                        timer=timer,
+                        ceilings=ceilings,
+                        settings=settings,
                     )
                 except Exception as exc:  # anything the per-step handlers missed: this pair only
                     record = case_record(problem.slug, case, ceilings, error=_message(exc))
             env_end = dict(env, clocksAtEnd=clocks() if clocks else env.get("clocksAtStart"))
-            row = _sign(problem, mode, case, record, env_end, ceilings, started, session_id, private_key, out_dir)
+            row = _sign(
+                problem, mode, case, record, env_end, ceilings, started, session_id, private_key, out_dir, protocol
+            )
             written.append(row)
             progress.finish(problem, mode, {k: written[-1][k] for k in ("status", "path", "medianNs", "message")})
             log(f"  {mode}: {written[-1]['status']} {_figure(written[-1])}")
@@ -311,20 +353,27 @@ def _sign(
     session_id: str,
     private_key: Any,
     out_dir: Path,
+    protocol: str = STRICT,
 ) -> dict[str, Any]:
     payload = build_payload(
         suite=suite_record(problem, case),
-        implementation=implementation_record(problem, mode),
+        implementation=implementation_record(problem, mode, protocol),
         environment=env,
         ceilings=ceilings,
         cases=[record],
         started_at=started,
         finished_at=utc_now(),
         session_id=session_id,
-        protocol_spec=protocol_v2.protocol_spec(),
+        protocol_spec=PROTOCOLS[protocol].protocol_spec(),
     )
-    path = out_dir / f"{problem.slug}--{IMPLEMENTATIONS[mode][0]}--{payload['bundleId'][:12]}.json"
-    write_bundle(sign_payload(payload, private_key), path)
+    tag = "--faithful" if protocol == FAITHFUL else ""
+    path = out_dir / f"{problem.slug}--{IMPLEMENTATIONS[mode][0]}{tag}--{payload['bundleId'][:12]}.json"
+    if private_key is None:  # signed later, elsewhere (`unsigned.py`)
+        path = write_unsigned(payload, path)
+    else:
+        from kernelindex.rerun.bundle import sign_payload, write_bundle  # needs cryptography: only when signing
+
+        write_bundle(sign_payload(payload, private_key), path)
     timing = record.get("timing") or {}
     return {
         "path": path.name,
@@ -336,6 +385,11 @@ def _sign(
         "message": (payload["message"] or "")[:500] or None,
         "runnerVersion": RUNNER_VERSION,
     }
+
+
+def _protocol_name(protocol: str) -> str:
+    module = PROTOCOLS[protocol]
+    return f"{module.PROTOCOL_NAME}-v{module.PROTOCOL_VERSION}"
 
 
 def _figure(row: dict[str, Any]) -> str:
@@ -369,6 +423,7 @@ def run_kernelbench_session(
     device: str = "cuda",
     budget_s: float | None = None,
     log: Callable[[str], None] = print,
+    protocol: str = STRICT,
 ) -> list[dict[str, Any]]:
     """Set up the GPU (environment, ceilings, flush buffer, blocking gate) and measure the problems; the
     rows of this call are also appended to `<out>/sessions.jsonl`."""
@@ -394,6 +449,7 @@ def run_kernelbench_session(
         deadline=deadline,
         clocks=functools.partial(smi_query, dev.index or 0, env["gpu"].get("uuid")),
         log=log,
+        protocol=protocol,
     )
     with (out_dir / "sessions.jsonl").open("a", encoding="utf-8") as fh:
         entry = {"sessionId": session_id, "startedAt": started, "finishedAt": utc_now(), "rows": rows}

@@ -18,7 +18,6 @@ from typing import Any
 import torch
 
 from kernelindex.rerun import protocol_v2
-from kernelindex.rerun.bundle import sign_payload, write_bundle
 from kernelindex.rerun.cases import Case, Suite, load_suite, select_cases
 from kernelindex.rerun.ceilings import measure_ceilings
 from kernelindex.rerun.correctness import check_outputs
@@ -290,6 +289,8 @@ def measure_workload(
             session_id=session_id,
             protocol_spec=protocol_v2.protocol_spec(),
         )
+        from kernelindex.rerun.bundle import sign_payload, write_bundle  # needs cryptography: only when signing
+
         bundle = sign_payload(payload, private_key)
         path = out_dir / f"{slug}--{impl.name}--{payload['bundleId'][:12]}.json"
         write_bundle(bundle, path)

@@ -11,14 +11,19 @@ from typing import Any
 
 from kernelindex.manifests import API_VERSION, BenchmarkProtocol
 from kernelindex.rerun import protocol as rerun_protocol_v1
+from kernelindex.rerun import protocol_faithful as rerun_protocol_faithful
 from kernelindex.rerun import protocol_v2 as rerun_protocol_v2
 
 SPECS = {
     f"{module.PROTOCOL_NAME}-v{module.PROTOCOL_VERSION}": module.protocol_spec
-    for module in (rerun_protocol_v1, rerun_protocol_v2)
+    for module in (rerun_protocol_v1, rerun_protocol_v2, rerun_protocol_faithful)
 }
 RERUN_PROTOCOL_NAMES = frozenset(SPECS)
 RERUN_PROTOCOL_V2_NAME = f"{rerun_protocol_v2.PROTOCOL_NAME}-v{rerun_protocol_v2.PROTOCOL_VERSION}"
+# The source-faithful protocol: a KernelBench program under KernelBench's own settings, v2's timer.
+RERUN_PROTOCOL_FAITHFUL_NAME = f"{rerun_protocol_faithful.PROTOCOL_NAME}-v{rerun_protocol_faithful.PROTOCOL_VERSION}"
+# Protocols measured with v2's timer, statistics and noise gate, whose bundles the importer rechecks alike.
+V2_TIMER_PROTOCOLS = frozenset({RERUN_PROTOCOL_V2_NAME, RERUN_PROTOCOL_FAITHFUL_NAME})
 # Each published version and the one that replaced it: v1's timer let host time into the interval.
 SUCCESSORS = {f"{rerun_protocol_v1.PROTOCOL_NAME}-v{rerun_protocol_v1.PROTOCOL_VERSION}": RERUN_PROTOCOL_V2_NAME}
 
@@ -37,7 +42,8 @@ def published_name(spec: Mapping[str, Any]) -> str | None:
 
 
 def rerun_protocol_manifest(spec: Mapping[str, Any]) -> BenchmarkProtocol:
-    """The BenchmarkProtocol manifest of one version, from the spec the runner copies into its bundles."""
+    """The BenchmarkProtocol manifest of one version, from the spec the runner copies into its bundles. A
+    spec that names its own title and comparability family (the source-faithful protocol) keeps them."""
     correctness = spec["correctness"]
     version = spec["version"]
     return BenchmarkProtocol.model_validate(
@@ -46,7 +52,7 @@ def rerun_protocol_manifest(spec: Mapping[str, Any]) -> BenchmarkProtocol:
             "kind": "BenchmarkProtocol",
             "metadata": {
                 "name": f"{spec['name']}-v{version}",
-                "title": f"KernelIndex rerun protocol v{version}",
+                "title": spec.get("title", f"KernelIndex rerun protocol v{version}"),
             },
             "spec": {
                 "harness": {"name": "KernelIndex rerun runner", "version": version},
@@ -67,7 +73,7 @@ def rerun_protocol_manifest(spec: Mapping[str, Any]) -> BenchmarkProtocol:
                     "trials": spec["trials"],
                     "l2Flush": True,
                 },
-                "comparability": {"family": "kernelindex_rerun", "notes": spec["notes"]},
+                "comparability": {"family": spec.get("family", "kernelindex_rerun"), "notes": spec["notes"]},
             },
         }
     )

@@ -24,7 +24,7 @@ from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Wo
 from kernelindex.manifests import Manifest
 from kernelindex.manifests.digest import comparison_key
 from kernelindex.manifests.types import EvidenceLevel, RunStatus
-from kernelindex.ranking import CaseFigure, RerunFacts, rerun_evidence
+from kernelindex.ranking import CaseFigure, RerunFacts, rerun_agreements, rerun_evidence
 from kernelindex.rerun import protocol as rerun_protocol
 from kernelindex.rerun.bundle import BundleError
 from kernelindex.rerun.cases import Case
@@ -35,10 +35,12 @@ from kernelindex.store.manifests import Outcome, Row, existing_by_name, put
 __all__ = [
     "RERUN_PROTOCOL_NAME",
     "RERUN_SOURCE",
+    "RerunAgreements",
     "RerunBounds",
     "RerunResult",
     "RerunWorkload",
     "StoredBundle",
+    "agreements_of_run",
     "bundle_text",
     "derive_rerun_evidence",
     "newest_rerun_bounds",
@@ -69,10 +71,11 @@ RERUN_PROTOCOL_NAME = f"{rerun_protocol.PROTOCOL_NAME}-v{rerun_protocol.PROTOCOL
 
 @dataclass(frozen=True)
 class StoredBundle:
-    """A bundle imported before: the digest of its file and the suite run it became."""
+    """A bundle imported before: the digest of its file, the suite run it became and its comparison group."""
 
     file_sha256: str
     run_name: str | None
+    group_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,9 @@ def stored_bundle(session: Session, bundle_id: str) -> StoredBundle | None:
     if existing is None:
         return None
     result = session.scalar(select(RerunResult).where(RerunResult.bundle_id == existing.id))
-    return StoredBundle(existing.file_sha256, result.run.name if result is not None else None)
+    if result is None:
+        return StoredBundle(existing.file_sha256, None)
+    return StoredBundle(existing.file_sha256, result.run.name, result.run.comparison_key)
 
 
 def rerun_workload(session: Session, name: str) -> RerunWorkload | None:
@@ -231,6 +236,38 @@ def derive_rerun_evidence(session: Session, *group_keys: str) -> None:
     (many at once after an import: two queries in all rather than two per group)."""
     if not group_keys:
         return
+    for reruns in _facts_by_implementation(session, group_keys).values():
+        others = [facts for _, facts in reruns]
+        for run, facts in reruns:
+            evidence = rerun_evidence(facts, others)
+            if run.evidence != evidence:
+                run.evidence = evidence
+
+
+@dataclass(frozen=True)
+class RerunAgreements:
+    """The reruns (names) that agree with one: on another physical GPU, or on the same GPU again."""
+
+    reproduced_by: list[str]
+    repeated_on_same_gpu: list[str]
+
+
+def agreements_of_run(session: Session, run: Run) -> RerunAgreements:
+    """Which reruns of the same implementation and comparison group agree with ``run`` (a rerun), split
+    by whether they measured another GPU (``ranking.rerun_agreements``)."""
+    reruns = _facts_by_implementation(session, (run.comparison_key,)).get((run.comparison_key, run.implementation_id))
+    mine = next((facts for other, facts in reruns or [] if other.id == run.id), None)
+    if reruns is None or mine is None:
+        return RerunAgreements([], [])
+    names = {other.id: other.name for other, _ in reruns}
+    found = rerun_agreements(mine, [facts for _, facts in reruns])
+    return RerunAgreements(sorted(names[i] for i in found.reproduced_by), sorted(names[i] for i in found.repeated_by))
+
+
+def _facts_by_implementation(
+    session: Session, group_keys: tuple[str, ...]
+) -> dict[tuple[str, int], list[tuple[Run, RerunFacts]]]:
+    """The reruns of the groups, each with what evidence is derived from, by (group, implementation)."""
     rows = session.execute(
         select(
             Run,
@@ -259,12 +296,7 @@ def derive_rerun_evidence(session: Session, *group_keys: str) -> None:
             counts=run.status == RunStatus.PASSED and run.withdrawn_at is None,
         )
         by_implementation[run.comparison_key, run.implementation_id].append((run, facts))
-    for reruns in by_implementation.values():
-        others = [facts for _, facts in reruns]
-        for run, facts in reruns:
-            evidence = rerun_evidence(facts, others)
-            if run.evidence != evidence:
-                run.evidence = evidence
+    return by_implementation
 
 
 def _case_figures(session: Session, result_ids: list[int]) -> dict[int, list[CaseFigure]]:

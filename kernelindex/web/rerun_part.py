@@ -154,7 +154,7 @@ def rerun_part(result: RerunResult, protocol_name: str) -> RerunPart:
                 else UNKNOWN_BOUND,
                 achievable_bound_ns=stored.achievable_bound_ns,
                 percent_of_achievable_bound=_percent(stored.achievable_bound_ns, timing["medianNs"]),
-                achievable_limiter=case["roofline"]["limiter"],
+                achievable_limiter=case["roofline"]["limiter"] if case.get("roofline") else "–",  # none: a program
                 max_error_over_tolerance=f"{worst:.3g}",
                 manifest_url=urls.manifest(stored.digest),
             )

@@ -11,12 +11,13 @@ from fastapi.responses import Response
 from kernelindex import urls
 from kernelindex.ranking import CASE_AGREEMENT_BOUND, SUITE_AGREEMENT_BOUND
 from kernelindex.rerun import protocol as rerun_protocol
+from kernelindex.rerun import protocol_faithful as rerun_protocol_faithful
 from kernelindex.rerun import protocol_v2 as rerun_protocol_v2
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.rerun.roofline import ASSUMPTION
 from kernelindex.store.manifests import manifest_document, protocol_manifest
 from kernelindex.store.protocols import protocol_by_name
-from kernelindex.store.rerun_protocols import RERUN_PROTOCOL_V2_NAME
+from kernelindex.store.rerun_protocols import RERUN_PROTOCOL_FAITHFUL_NAME, RERUN_PROTOCOL_V2_NAME
 from kernelindex.store.reruns import RERUN_PROTOCOL_NAME, bundle_text
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import NotFound
@@ -114,6 +115,21 @@ def rerun_rules_v2() -> list[Fact]:
     return [Fact(label=label, value=text) for label, text in rerun_protocol_v2.RULES] + _standing()
 
 
+def rerun_rules_faithful() -> list[Fact]:
+    """Every rule of the source-faithful protocol, and how its figures are compared: never with strict ones."""
+    comparability = Fact(
+        label="comparability",
+        value="Ranked only against runs of the same workload, this protocol and the same environment (GPU and "
+        "software stack), in a comparability family of its own: never against strict v2 reruns, which time the "
+        "same program with TF32 off, nor against the source's figures. Its purpose is to check them: its "
+        "settings are KernelBench's, so on the GPU model KernelBench timed, a faithful figure confirms or "
+        "contradicts KernelBench's published one. Its timer measures device time only (cold L2, no host launch "
+        "time), where KernelBench's mean of CUDA-event intervals includes the host's launch time of small calls.",
+    )
+    standing = [fact for fact in _standing() if fact.label != "comparability"]
+    return [Fact(label=label, value=text) for label, text in rerun_protocol_faithful.RULES] + standing + [comparability]
+
+
 def _standing() -> list[Fact]:
     """How reruns of every protocol version earn evidence and are compared."""
     return [
@@ -135,7 +151,10 @@ def _standing() -> list[Fact]:
             f"{SUITE_AGREEMENT_BOUND:.0%} of the smaller and every case agrees: their confidence intervals "
             f"overlap, or their medians are within {CASE_AGREEMENT_BOUND:.0%} of the smaller (an interval "
             "measures one lease's sampling noise, often far less than the drift between two leases). An "
-            "agreeing rerun by the same operator makes both “Reproduced by KernelIndex”; only one "
+            "agreeing rerun on another physical GPU (the GPU UUID each bundle's environment names) by the same "
+            "operator makes both “Reproduced by KernelIndex”; the same GPU measured again, in another lease or "
+            "under another key, is only “repeated on the same GPU”, which leaves both “KernelIndex verified”, "
+            "since it says nothing of another GPU of the model. Only one "
             "signed by a key a maintainer approved for a different operator, on a different GPU, makes them "
             "“Independently replicated”. A key whose operator is not stated never counts as independent.",
         ),
@@ -150,7 +169,11 @@ def _standing() -> list[Fact]:
     ]
 
 
-RULES = {RERUN_PROTOCOL_NAME: rerun_rules, RERUN_PROTOCOL_V2_NAME: rerun_rules_v2}
+RULES = {
+    RERUN_PROTOCOL_NAME: rerun_rules,
+    RERUN_PROTOCOL_V2_NAME: rerun_rules_v2,
+    RERUN_PROTOCOL_FAITHFUL_NAME: rerun_rules_faithful,
+}
 
 
 @page_route(router, "/protocols/{name}")

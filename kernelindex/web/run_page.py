@@ -22,11 +22,13 @@ from kernelindex.store.manifests import (
     run_manifest,
     workload_manifest,
 )
+from kernelindex.store.reruns import RerunAgreements
 from kernelindex.store.run_queries import Run, RunStanding, review_of
 from kernelindex.store.runs import RunView, to_view
 from kernelindex.store.schemas import FigureChange, ManifestVersionItem, Review
 from kernelindex.store.upstream import UpstreamRecord, upstream_record
 from kernelindex.web.case_chart import CaseDistribution, case_distribution
+from kernelindex.web.confirmation import ConfirmationPart
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.field_labels import field_label, field_value
 from kernelindex.web.format import date as day_text
@@ -42,8 +44,8 @@ EVIDENCE_SENTENCES = {
     EvidenceLevel.REPRODUCIBLE: "Reproducible: source, licence and install recipe are available.",
     EvidenceLevel.VERIFIED: "KernelIndex verified: a KernelIndex-controlled rerun produced this figure.",
     EvidenceLevel.REPRODUCED: (
-        "Reproduced by KernelIndex: another controlled rerun by the same operator, in another lease or on another "
-        "GPU or key, agrees case by case. Not independent: one operator ran both."
+        "Reproduced by KernelIndex: another controlled rerun by the same operator, on another physical GPU (its "
+        "UUID), agrees case by case. Not independent: one operator ran both."
     ),
     EvidenceLevel.REPLICATED: (
         "Independently replicated: a controlled rerun by a different approved operator, on a different GPU, "
@@ -270,6 +272,11 @@ class RunPage(PageContext):
     report_form: FormState
     source: SourceCredit | None
     rerun: RerunPart | None = None
+    # A reported KernelBench figure against the reruns that check it (None for any other run).
+    confirmation: ConfirmationPart | None = None
+    # A rerun's agreeing reruns (names): on another physical GPU, and on the same GPU measured again.
+    reproduced_by: list[str] = []
+    repeated_on_same_gpu: list[str] = []
 
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -315,6 +322,8 @@ def build_run_page(
     signed_in: bool,
     attestation_form: FormState | None = None,
     rerun: RerunPart | None = None,
+    confirmation: ConfirmationPart | None = None,
+    agreements: RerunAgreements | None = None,
 ) -> RunPage:
     view = to_view(run)
     manifest = run_manifest(run)
@@ -399,6 +408,9 @@ def build_run_page(
             else None
         ),
         rerun=rerun,
+        confirmation=confirmation,
+        reproduced_by=agreements.reproduced_by if agreements else [],
+        repeated_on_same_gpu=agreements.repeated_on_same_gpu if agreements else [],
     )
 
 

@@ -18,11 +18,14 @@ from kernelindex.store.attestations import (
     attestations_of_run,
 )
 from kernelindex.store.common import history
+from kernelindex.store.confirmation import confirmation_of_run
 from kernelindex.store.page_scopes import run_page_scopes
-from kernelindex.store.reruns import rerun_of_run
+from kernelindex.store.reruns import agreements_of_run, rerun_of_run
 from kernelindex.store.run_queries import Run, run_standing
 from kernelindex.store.run_queries import find_run as run_by_ref
+from kernelindex.store.version import LISTS
 from kernelindex.web.auth import current_user
+from kernelindex.web.confirmation import confirmation_part
 from kernelindex.web.deps import CheckedForm, SessionDep, client_address
 from kernelindex.web.errors import NotFound, SignInRequired
 from kernelindex.web.pages import PRIVATE_CACHE, page_route, public_url, render_page
@@ -50,6 +53,10 @@ def render_run(
     accessed: str | None = None,
     attestation_form: FormState | None = None,
 ) -> Response:
+    confirmation = confirmation_of_run(session, run)
+    if confirmation is not None:
+        # Its bound is read from every KernelBench rerun, not only this workload's.
+        depends_on(request, [LISTS])
     context = build_run_page(
         run,
         run_standing(session, run),
@@ -60,6 +67,8 @@ def render_run(
         signed_in=current_user(request, session) is not None,
         attestation_form=attestation_form,
         rerun=rerun_part(result, run.protocol.name) if (result := rerun_of_run(session, run.id)) else None,
+        confirmation=confirmation_part(confirmation) if confirmation is not None else None,
+        agreements=agreements_of_run(session, run) if result else None,
     )
     return render_page(request, context, status_code=status_code)
 

@@ -17,6 +17,7 @@ from kernelindex.manifests import BenchmarkProtocol, BenchmarkRun
 SUITE_AGGREGATES: dict[str, tuple[str, bool]] = {
     "sol_execbench_leaderboard": ("geometric mean", True),
     "kernelindex_rerun": ("geometric mean", False),
+    "kernelindex_rerun_faithful": ("geometric mean", False),
     "liger_kernel_benchmark": ("geometric mean", False),
 }
 # Statistic keys as the manifests write them, in words; a key not listed is shown as written.
