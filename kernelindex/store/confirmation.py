@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session, joinedload
 
 from kernelindex.db.rerun_tables import RerunBundle, RerunResult
 from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Source, Workload
+from kernelindex.figures import percent
 from kernelindex.manifests.types import RunStatus
 from kernelindex.ranking import (
     CONTRADICTED,
@@ -60,14 +61,16 @@ class SpreadBound:
 
     @property
     def rule(self) -> str:
+        bound = percent(self.bound * 100)
         if self.largest_spread is None:
             return (
-                f"{self.bound:.1%}: no KernelBench program has been rerun twice yet, so protocol v2's noise gate "
+                f"{bound}: no KernelBench program has been rerun twice yet, so protocol v2's noise gate "
                 "stands in for the run-to-run spread"
             )
+        groups = "group" if self.pairs == 1 else "groups"
         return (
-            f"{self.bound:.1%}: twice the largest spread ({self.largest_spread:.2%}) between reruns of one "
-            f"KernelBench program, mode and GPU model in separate sessions ({self.pairs} such groups)"
+            f"{bound}: twice the largest spread ({percent(self.largest_spread * 100)}) between reruns of one "
+            f"KernelBench program, mode and GPU model in separate sessions ({self.pairs} such {groups})"
         )
 
 

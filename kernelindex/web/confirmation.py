@@ -12,7 +12,7 @@ from fastapi.responses import Response
 from kernelindex import urls
 from kernelindex.store.confirmation import Confirmation, contradicted_figures
 from kernelindex.web.deps import SessionDep
-from kernelindex.web.format import latency
+from kernelindex.web.format import latency, percent
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.pages import PageContext, page_route, render_page
 
@@ -101,7 +101,7 @@ def _row(c: Confirmation) -> DiscrepancyRow:
         rerun=latency(c.rerun_ns),
         rerun_ns=c.rerun_ns,
         ratio=round(c.ratio, 6),
-        departure=f"{c.departure:.1%}",
+        departure=percent(c.departure * 100),
         checked_under=c.checked_under,
         by_runs=[CheckingRun(name=name, url=urls.run(name)) for name in c.by_runs],
     )
