@@ -23,11 +23,12 @@ import multiprocessing
 import pickle
 import queue
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from multiprocessing.queues import Queue
 from typing import Any, cast
 
+from kernelindex.ingest.bounds import BoundHit
 from kernelindex.ingest.http import UpstreamError
 from kernelindex.manifests import BenchmarkRun
 from kernelindex.manifests.kinds import Manifest
@@ -62,16 +63,25 @@ def fewer_collections() -> Iterator[None]:
 
 
 def map_unit(adapter: Any, unit: str) -> Batch | str:
-    """The unit's batch, or the line the ingest report gives for a unit that failed."""
+    """The unit's batch, or the line the ingest report gives for a unit that failed: one
+    sentence per failure class (the adapter's own line where it gave one), never a traceback."""
     try:
         return adapter.map(unit, adapter.fetch(unit))
-    except (UnitFailure, UpstreamError) as exc:
+    except (UnitFailure, UpstreamError, BoundHit) as exc:
         return str(exc)  # the adapter's own line, naming the unit and the URL
+    except RecursionError:
+        return f"{unit}: too deep: it nests values deeper than can be read; not stored: check the upstream"
+    except MemoryError:
+        return f"{unit}: too large to hold in memory; not stored: check the upstream"
+    except ArithmeticError as exc:
+        return f"{unit}: a number out of range ({type(exc).__name__}: {exc}); not stored: check the upstream"
     except ValueError as exc:
         return f"{unit}: {exc}"
+    except (TypeError, LookupError, AttributeError) as exc:
+        return f"{unit}: a value of the wrong type or shape ({type(exc).__name__}: {exc}); not stored: check the upstream"
 
 
-def mapped_units(adapter: Any, units: Sequence[str]) -> Iterator[tuple[str, Batch | str]]:
+def mapped_units(adapter: Any, units: Sequence[str]) -> Generator[tuple[str, Batch | str], None, None]:
     """Each unit with its batch or error line, in order; mapped in forked processes when the
     adapter allows it and the units are many enough."""
     with fewer_collections():
