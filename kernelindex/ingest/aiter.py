@@ -100,8 +100,10 @@ class Aiter:
                 if not changes:
                     raise FileError(f"{path}: no commit of {commit[:12]}'s history changed it")
                 last = LastChange(changes[0].sha, changes[0].committed_at)
-                reading = read_table(path, body, last, url)
+                reading = read_table(path, body, last, url, self.raw.fetcher.budget.bounds)
             except UpstreamError as exc:
+                if exc.bound is not None and exc.bound.fatal:
+                    raise  # the deadline or a rate limit: every later file would meet it too
                 discovery.errors.append(str(exc))  # it names the URL, which names the file
                 continue
             except FileError as exc:

@@ -34,7 +34,7 @@ DEFAULT_MAX_WAIT_S = 30.0
 # Report lines and schema-drift notes an ingest keeps (each cut to NOTE_CHARS): the report is
 # public (/sources/...), and a million unknown columns must not make it megabytes.
 MAX_NOTES = 200
-NOTE_CHARS = 300
+NOTE_CHARS = 1_000
 
 
 @dataclass(frozen=True)

@@ -56,15 +56,25 @@ class GitHubApi:
         self.prefix = f"repos/{owner}/{repo}"
 
     def _pages(self, path: str, params: dict[str, str | int]) -> list[Any]:
+        bounds = self.fetcher.budget.bounds
+        pages = min(MAX_PAGES, bounds.max_pages)
         items: list[Any] = []
-        for page in range(1, MAX_PAGES + 1):
+        for page in range(1, pages + 1):
             body = self.fetcher.get(path, {**params, "per_page": PER_PAGE, "page": page})
             if not isinstance(body, list):
                 raise UpstreamError(f"{self.fetcher.url(path)}: expected a list")
             items.extend(body)
             if len(body) < PER_PAGE:
                 return items
-        raise UpstreamError(f"{self.fetcher.url(path)}: more than {MAX_PAGES} pages")
+            if len(items) > bounds.max_listed:
+                raise UpstreamError(
+                    f"{self.fetcher.url(path)}: lists more than {bounds.max_listed} entries "
+                    "(KERNELINDEX_INGEST_MAX_LISTED); stopped there: check the upstream, or raise the cap"
+                )
+        raise UpstreamError(
+            f"{self.fetcher.url(path)}: more than {pages} pages (KERNELINDEX_INGEST_MAX_PAGES); "
+            "stopped there: check the upstream, or raise the cap"
+        )
 
     def branches(self) -> list[tuple[str, str]]:
         """``(name, head commit)`` of every branch."""
@@ -88,6 +98,11 @@ class GitHubApi:
         if body.get("truncated"):
             # A truncated listing would silently lose files; say so instead.
             raise UpstreamError(f"{self.fetcher.url(path)}: the tree is truncated")
+        if len(body["tree"]) > self.fetcher.budget.bounds.max_listed:
+            raise UpstreamError(
+                f"{self.fetcher.url(path)}: the tree lists {len(body['tree'])} entries, more than "
+                f"{self.fetcher.budget.bounds.max_listed} (KERNELINDEX_INGEST_MAX_LISTED); not read: check the upstream"
+            )
         try:
             return {entry["path"]: entry["sha"] for entry in body["tree"] if entry.get("type") == "blob"}
         except (KeyError, TypeError, AttributeError) as exc:

@@ -102,8 +102,10 @@ class LigerKernel:
         by_workload: dict[WorkloadKey, list[Measurement]] = defaultdict(list)
         for path in DATA_FILES:
             try:
-                reading = read_file(path, self.raw.file(self.ref, path))
+                reading = read_file(path, self.raw.file(self.ref, path), self.raw.fetcher.budget.bounds)
             except UpstreamError as exc:
+                if exc.bound is not None and exc.bound.fatal:
+                    raise  # the deadline or a rate limit: every later file would meet it too
                 discovery.errors.append(str(exc))  # it names the URL, which names the file
                 continue
             except FileError as exc:

@@ -78,7 +78,9 @@ def map_unit(adapter: Any, unit: str) -> Batch | str:
     except ValueError as exc:
         return f"{unit}: {exc}"
     except (TypeError, LookupError, AttributeError) as exc:
-        return f"{unit}: a value of the wrong type or shape ({type(exc).__name__}: {exc}); not stored: check the upstream"
+        return (
+            f"{unit}: a value of the wrong type or shape ({type(exc).__name__}: {exc}); not stored: check the upstream"
+        )
 
 
 def mapped_units(adapter: Any, units: Sequence[str]) -> Generator[tuple[str, Batch | str], None, None]:
