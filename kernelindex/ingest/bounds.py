@@ -105,7 +105,8 @@ class Budget:
         return found
 
     def check(self, where: str) -> None:
-        """Raise ``BoundHit`` if the deadline has passed or memory is over the ceiling (``where``: what was being read)."""
+        """Raise ``BoundHit`` if the deadline has passed or memory is over the ceiling (``where``:
+        what was being read)."""
         if self.remaining() <= 0:
             raise self.hit("deadline", deadline_sentence(where, self.bounds.deadline_s))
         if (used := self.memory()) > self.bounds.max_memory_bytes:

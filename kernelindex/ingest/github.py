@@ -19,6 +19,7 @@ from urllib.parse import unquote
 
 import httpx
 
+from kernelindex.ingest.bounds import NotARegularFile, read_regular, regular_file_problem
 from kernelindex.ingest.http import Fetcher, UpstreamError
 
 if TYPE_CHECKING:
@@ -143,7 +144,10 @@ SNAPSHOT_BRANCH = "snapshot"
 def snapshot_refs(root: Path) -> list[dict[str, Any]]:
     """``refs.json``: the recorded commits, oldest first. A snapshot of one commit may write it
     as that one object (``{"commit": …, "files": […]}``)."""
-    refs = json.loads((root / "refs.json").read_text())
+    try:
+        refs = json.loads(read_regular(root / "refs.json", root))
+    except (NotARegularFile, RecursionError) as exc:
+        raise ValueError(f"{root}/refs.json: not read ({exc or 'nested too deep'})") from None
     if isinstance(refs, dict) and "commit" in refs:
         refs = [refs]
     if not isinstance(refs, list) or not all(isinstance(ref, dict) and "commit" in ref for ref in refs):
@@ -185,9 +189,9 @@ def snapshot_transport(root: Path, owner: str, repo: str) -> httpx.MockTransport
     def tree(commit: str) -> list[dict[str, str]]:
         base = files / commit
         return [
-            {"path": path.relative_to(base).as_posix(), "type": "blob", "sha": git_blob_sha(path.read_bytes())}
+            {"path": path.relative_to(base).as_posix(), "type": "blob", "sha": git_blob_sha(read_regular(path, root))}
             for path in sorted(base.rglob("*"))
-            if path.is_file()
+            if not path.is_dir() and regular_file_problem(path, root) is None
         ]
 
     def paged(items: list[Any], request: httpx.Request) -> httpx.Response:
@@ -231,10 +235,14 @@ def snapshot_transport(root: Path, owner: str, repo: str) -> httpx.MockTransport
             return httpx.Response(404, text="404: Not Found")
         # A full hash names a recorded commit; any other ref (a branch, HEAD) is the newest one.
         ref = parts[2] if re.fullmatch(r"[0-9a-f]{40}", parts[2]) else newest
-        file = (files / ref / parts[3]).resolve()
-        if not file.is_relative_to(files.resolve()) or not file.is_file():
+        file = files / ref / parts[3]
+        if not file.exists():
             return httpx.Response(404, text="404: Not Found")
-        return httpx.Response(200, content=file.read_bytes())
+        try:
+            return httpx.Response(200, content=read_regular(file, files))
+        except NotARegularFile:
+            # A link pointing out of the snapshot, a device or a FIFO: never read.
+            return httpx.Response(404, text="404: Not Found")
 
     def handle(request: httpx.Request) -> httpx.Response:
         return api(request) if request.url.host == httpx.URL(SNAPSHOT_API).host else raw(request)

@@ -120,7 +120,7 @@ class _Unknown:
     quote is made when it is first shown, and once: quoting every enclosing expression of a
     long chain as it is read made reading quadratic (a 4 KB file took seconds)."""
 
-    __slots__ = ("_node", "_source", "_prefix", "_suffix", "_text")
+    __slots__ = ("_node", "_prefix", "_source", "_suffix", "_text")
 
     def __init__(self, node: ast.AST, source: _Source, prefix: str = "", suffix: str = ""):
         self._node, self._source, self._prefix, self._suffix = node, source, prefix, suffix

@@ -288,9 +288,9 @@ def run_ingest(
             counts["flag.missing_workloads"] += mark_missing_workloads(session, source, set(units), observed)
             if source.last_observed_at != observed:
                 source.last_observed_at = observed
-        if stopped is not None or counts["units.failed"] or discovery.errors:
-            if status != "failed" or stopped is not None:
-                status = "partial" if counts["units.ingested"] else "failed"
+        troubled = stopped is not None or counts["units.failed"] or discovery.errors
+        if troubled and (status != "failed" or stopped is not None):
+            status = "partial" if counts["units.ingested"] else "failed"
         if status == "succeeded":
             record_files(session, source_id, discovery.files, finished)
         if adapter.source.compares_versions and written:
