@@ -195,6 +195,7 @@ deadline_option = click.option(
 
 def _failure_sentence(name: str, exc: BaseException) -> str:
     """One line for an ingest that stopped on something no adapter reported, by failure class."""
+    said = (str(exc).splitlines() or [""])[0][:300]  # the first line: never a traceback carried in a message
     if isinstance(exc, RecursionError):
         what = "too deep: the upstream nests values deeper than can be read; check the upstream"
     elif isinstance(exc, MemoryError):
@@ -204,9 +205,9 @@ def _failure_sentence(name: str, exc: BaseException) -> str:
     elif isinstance(exc, SQLAlchemyError):
         what = "the store could not be written (a database error); check the database and run the ingest again"
     elif isinstance(exc, ValueError | TypeError | LookupError | UnicodeError):
-        what = f"malformed input ({type(exc).__name__}: {str(exc)[:300]}); check the upstream"
+        what = f"malformed input ({type(exc).__name__}: {said}); check the upstream"
     else:
-        what = f"an unexpected error ({type(exc).__name__}: {str(exc)[:300]}); run it again, or report it"
+        what = f"an unexpected error ({type(exc).__name__}: {said}); run it again, or report it"
     return f"{name} stopped: {what}"
 
 
