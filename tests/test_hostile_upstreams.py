@@ -442,3 +442,36 @@ def test_a_snapshot_of_links_and_fifos_is_refused_in_a_sentence(tmp_path):
     assert (kernelbench.exit_code, sol.exit_code) == (2, 2)
     assert_a_sentence(kernelbench, "KernelBench stopped: malformed input", "refs.json: a link pointing outside")
     assert_a_sentence(sol, "Snapshot refused", "not a SOL-ExecBench snapshot")
+
+
+@pytest.mark.parametrize(
+    ("raised", "sentence"),
+    [
+        (RecursionError("maximum recursion depth exceeded"), "too deep: it nests values deeper than can be read"),
+        (OverflowError("cannot convert float infinity to integer"), "a number out of range (OverflowError: cannot"),
+        (TypeError("'bool' object is not iterable"), "a value of the wrong type or shape (TypeError"),
+    ],
+)
+def test_a_failure_no_adapter_worded_is_one_line_of_a_finished_report(db, monkeypatch, raised, sentence):
+    adapter = FakeUpstream().adapter()
+
+    def discover() -> None:
+        raise raised
+
+    monkeypatch.setattr(adapter, "discover", discover)
+    summary = run_ingest(adapter, db.sessions, origin="fake upstream")
+    assert summary.status == "failed"
+    assert len(summary.errors) == 1 and summary.errors[0].startswith("could not list NVIDIA SOL-ExecBench's units: ")
+    assert sentence in summary.errors[0] and summary.errors[0].endswith("check the upstream")
+
+    unit_adapter = FakeUpstream().adapter()
+
+    def fetch(unit: str) -> None:
+        raise raised
+
+    monkeypatch.setattr(unit_adapter, "fetch", fetch)
+    summary = run_ingest(unit_adapter, db.sessions, origin="fake upstream")
+    assert summary.status == "failed" and len(summary.errors) == 3
+    assert all(
+        line.startswith(f"{unit}: ") and sentence in line for unit, line in zip(("39", "40", "62"), summary.errors)
+    )

@@ -69,18 +69,27 @@ def map_unit(adapter: Any, unit: str) -> Batch | str:
         return adapter.map(unit, adapter.fetch(unit))
     except (UnitFailure, UpstreamError, BoundHit) as exc:
         return str(exc)  # the adapter's own line, naming the unit and the URL
-    except RecursionError:
-        return f"{unit}: too deep: it nests values deeper than can be read; not stored: check the upstream"
-    except MemoryError:
-        return f"{unit}: too large to hold in memory; not stored: check the upstream"
-    except ArithmeticError as exc:
-        return f"{unit}: a number out of range ({type(exc).__name__}: {exc}); not stored: check the upstream"
-    except ValueError as exc:
-        return f"{unit}: {exc}"
-    except (TypeError, LookupError, AttributeError) as exc:
-        return (
-            f"{unit}: a value of the wrong type or shape ({type(exc).__name__}: {exc}); not stored: check the upstream"
-        )
+    except UNREPORTED as exc:
+        return failure_line(unit, exc)
+
+
+# What an adapter may let through from a value it did not expect; each is one line of the report.
+UNREPORTED = (RecursionError, MemoryError, ArithmeticError, ValueError, TypeError, LookupError, AttributeError)
+
+
+def failure_line(where: str, exc: BaseException) -> str:
+    """One sentence for a failure no adapter worded, by class: too deep, too large, out of range,
+    malformed, wrong type; ``where`` names the unit or what was being read."""
+    said = (str(exc).splitlines() or [""])[0][:300]
+    if isinstance(exc, RecursionError):
+        return f"{where}: too deep: it nests values deeper than can be read; not stored: check the upstream"
+    if isinstance(exc, MemoryError):
+        return f"{where}: too large to hold in memory; not stored: check the upstream"
+    if isinstance(exc, ArithmeticError):
+        return f"{where}: a number out of range ({type(exc).__name__}: {said}); not stored: check the upstream"
+    if isinstance(exc, ValueError):
+        return f"{where}: {exc}"  # malformed, as the parser said
+    return f"{where}: a value of the wrong type or shape ({type(exc).__name__}: {said}); not stored: check the upstream"
 
 
 def mapped_units(adapter: Any, units: Sequence[str]) -> Generator[tuple[str, Batch | str], None, None]:

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from kernelindex.ingest.bounds import MAX_NOTES, BoundHit, Budget, kept_notes
 from kernelindex.ingest.http import UpstreamError
-from kernelindex.ingest.pipeline import mapped_units
+from kernelindex.ingest.pipeline import UNREPORTED, failure_line, mapped_units
 from kernelindex.store.batch import LIVE, Batch, ReadFrom, SourceInfo, UnitFailure
 from kernelindex.store.ingest import (
     apply_batch,
@@ -175,6 +175,9 @@ def run_ingest(
     except (UnitFailure, UpstreamError, BoundHit) as exc:
         discovery, status = Discovery(units=[], complete=False), "failed"
         errors.append(f"could not list {adapter.source.name}'s units: {exc}")
+    except UNREPORTED as exc:
+        discovery, status = Discovery(units=[], complete=False), "failed"
+        errors.append(failure_line(f"could not list {adapter.source.name}'s units", exc))
     if len(discovery.units) > budget.bounds.max_listed:
         errors.append(
             f"{adapter.source.name} lists {len(discovery.units)} units, more than the {budget.bounds.max_listed} "
@@ -275,7 +278,7 @@ def run_ingest(
     mapped.close()  # stops the mapping processes, if any, at once
     if pending:
         write(pending)
-    if stopped is not None:
+    if stopped is not None and units:
         not_read = len(units) - done
         counts["units.not_read"] += not_read
         errors.append(f"stopped: {stopped}" + (f" ({not_read} units were not read)" if not_read else ""))
