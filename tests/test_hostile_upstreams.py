@@ -473,5 +473,6 @@ def test_a_failure_no_adapter_worded_is_one_line_of_a_finished_report(db, monkey
     summary = run_ingest(unit_adapter, db.sessions, origin="fake upstream")
     assert summary.status == "failed" and len(summary.errors) == 3
     assert all(
-        line.startswith(f"{unit}: ") and sentence in line for unit, line in zip(("39", "40", "62"), summary.errors)
+        line.startswith(f"{unit}: ") and sentence in line
+        for unit, line in zip(("39", "40", "62"), summary.errors, strict=True)
     )
