@@ -13,6 +13,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 from click.testing import CliRunner, Result
 from sqlalchemy import create_engine, select
@@ -21,6 +22,9 @@ from kernelindex.cli import main
 from kernelindex.db.tables import Implementation, IngestionReport, Run
 from kernelindex.ingest import aiter_rows, liger_rows
 from kernelindex.ingest.bounds import Bounds, NotARegularFile, read_regular
+from kernelindex.ingest.github import GitHubRaw
+from kernelindex.ingest.http import Fetcher
+from kernelindex.ingest.liger_kernel import LigerKernel
 from kernelindex.ingest.problem_shapes import READ_SECONDS, ProblemNotReadable, read_problem
 from kernelindex.ingest.runner import run_ingest
 from tests.hostile_upstream import (
@@ -475,4 +479,30 @@ def test_a_failure_no_adapter_worded_is_one_line_of_a_finished_report(db, monkey
     assert all(
         line.startswith(f"{unit}: ") and sentence in line
         for unit, line in zip(("39", "40", "62"), summary.errors, strict=True)
+    )
+
+
+def test_a_liger_value_of_1e999999_fails_its_file_in_a_sentence():
+    columns = list(liger_rows.COLUMNS)
+    values = {column: "x" for column in columns} | {
+        "metric_name": "speed",
+        "metric_unit": "ms",
+        "x_value": "1024",
+        "y_value_50": "1e999999",
+        "y_value_20": "1",
+        "y_value_80": "2",
+        "extra_benchmark_config_str": "{}",
+        "timestamp": "2025-01-01 00:00:00",
+        "gpu_name": "NVIDIA H100 80GB HBM3",
+    }
+    body = (",".join(columns) + "\n" + ",".join(values[column] for column in columns) + "\n").encode()
+    client = httpx.Client(
+        transport=httpx.MockTransport(lambda request: httpx.Response(200, content=body)), base_url="http://raw.test/"
+    )
+    adapter = LigerKernel(GitHubRaw(Fetcher(client, retries=0), "linkedin", "Liger-Kernel"), "main")
+    discovery = adapter.discover()
+    assert not discovery.complete and discovery.errors
+    assert all(
+        line.startswith("http://raw.test/linkedin/Liger-Kernel/main/") and "a number out of range" in line
+        for line in discovery.errors
     )

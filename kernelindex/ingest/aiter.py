@@ -34,6 +34,7 @@ from kernelindex.ingest.aiter_manifests import (
 from kernelindex.ingest.aiter_rows import CONFIGS, FileError, LastChange, TunedRow, read_table
 from kernelindex.ingest.github import GitHubApi, GitHubRaw
 from kernelindex.ingest.http import UpstreamError
+from kernelindex.ingest.pipeline import failure_line
 from kernelindex.ingest.reading import Opened, Reading
 from kernelindex.ingest.runner import Discovery
 from kernelindex.ingest.values import first_error
@@ -108,6 +109,10 @@ class Aiter:
                 continue
             except FileError as exc:
                 discovery.errors.append(f"{exc} ({url})")
+                continue
+            except (ArithmeticError, RecursionError, TypeError) as exc:
+                # A value no check expected (1e999999, nesting past the decoder's limit): the file fails alone.
+                discovery.errors.append(failure_line(url, exc))
                 continue
             rows_read += reading.rows_read
             discovery.skipped.update(reading.skipped)

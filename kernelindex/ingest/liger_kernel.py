@@ -38,6 +38,7 @@ from kernelindex.ingest.liger_manifests import (
 )
 from kernelindex.ingest.liger_rows import DATA_FILES, FileError, Measurement, WorkloadKey, read_file
 from kernelindex.ingest.liger_sweeps import arrange
+from kernelindex.ingest.pipeline import failure_line
 from kernelindex.ingest.reading import Opened, Reading
 from kernelindex.ingest.runner import Discovery
 from kernelindex.ingest.values import first_error
@@ -110,6 +111,10 @@ class LigerKernel:
                 continue
             except FileError as exc:
                 discovery.errors.append(f"{exc} ({self.raw.url(self.ref, path)})")
+                continue
+            except (ArithmeticError, RecursionError, TypeError) as exc:
+                # A value no check expected (1e999999, nesting past the decoder's limit): the file fails alone.
+                discovery.errors.append(failure_line(self.raw.url(self.ref, path), exc))
                 continue
             discovery.skipped.update(reading.skipped)
             discovery.warnings += reading.warnings
