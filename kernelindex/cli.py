@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import sys
+import tempfile
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -204,11 +206,25 @@ def _failure_sentence(name: str, exc: BaseException) -> str:
         what = f"a number out of range ({type(exc).__name__}); check the upstream"
     elif isinstance(exc, SQLAlchemyError):
         what = "the store could not be written (a database error); check the database and run the ingest again"
-    elif isinstance(exc, ValueError | TypeError | LookupError | UnicodeError):
+    elif isinstance(exc, ValueError):
         what = f"malformed input ({type(exc).__name__}: {said}); check the upstream"
+    elif isinstance(exc, TypeError):
+        what = f"a value of the wrong type ({type(exc).__name__}: {said}); check the upstream"
     else:
-        what = f"an unexpected error ({type(exc).__name__}: {said}); run it again, or report it"
+        details = _kept_traceback(exc)
+        where = f" with the details in {details}" if details else ""
+        what = f"an unexpected error ({type(exc).__name__}: {said}); run it again, or report it{where}"
     return f"{name} stopped: {what}"
+
+
+def _kept_traceback(exc: BaseException) -> str | None:
+    """Write ``exc``'s traceback to a file of its own (for a bug report), and name the file."""
+    try:
+        with tempfile.NamedTemporaryFile("w", prefix="kernelindex-ingest-", suffix=".log", delete=False) as file:
+            traceback.print_exception(exc, file=file)
+        return file.name
+    except OSError:
+        return None
 
 
 class _OneLine(logging.Formatter):

@@ -403,7 +403,7 @@ def test_shape_extraction_of_a_195000_character_file_is_linear():
     except ProblemNotReadable as exc:  # on a machine slow enough, the time limit answers instead
         assert "not read within" in str(exc)
     else:
-        assert len(facts.inputs) == 470 and facts.inputs["input0"].dtype == "unknown"
+        assert len(facts.inputs) == 470 and facts.inputs["x0"].dtype == "unknown"
     assert time.monotonic() - started < READ_SECONDS + 5
     # Files of one size, in sums eight times longer and eight times fewer, take about as long (they
     # took ten times longer when each enclosing sum was quoted as it was read).
@@ -506,3 +506,28 @@ def test_a_liger_value_of_1e999999_fails_its_file_in_a_sentence():
         line.startswith("http://raw.test/linkedin/Liger-Kernel/main/") and "a number out of range" in line
         for line in discovery.errors
     )
+
+
+def test_a_bug_is_one_sentence_with_its_traceback_kept_in_a_file(tmp_path, monkeypatch):
+    def broken(*args: object, **kwargs: object) -> None:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr("kernelindex.ingest.sources.ingest", broken)
+    result = CliRunner().invoke(
+        main,
+        [
+            "ingest",
+            "sol-execbench",
+            "--base-url",
+            "http://127.0.0.1:9/api",
+            "--database-url",
+            f"sqlite:///{tmp_path / 'store.db'}",
+        ],
+    )
+    assert result.exit_code == 2
+    assert_a_sentence(result, "NVIDIA SOL-ExecBench stopped: an unexpected error (KeyError: 'a bug')", "report it")
+    details = Path(one_line(result.output).split("with the details in ", 1)[1].split()[0])
+    try:
+        assert "Traceback" in details.read_text() and "KeyError: 'a bug'" in details.read_text()
+    finally:
+        details.unlink()
