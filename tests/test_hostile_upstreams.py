@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
 from sqlalchemy import create_engine, select
@@ -21,6 +23,7 @@ from sqlalchemy import create_engine, select
 from kernelindex.cli import main
 from kernelindex.db.tables import Implementation, IngestionReport, Run
 from kernelindex.ingest import aiter_rows, liger_rows
+from kernelindex.ingest.aiconfigurator import AIConfigurator
 from kernelindex.ingest.bounds import Bounds, NotARegularFile, read_regular
 from kernelindex.ingest.github import GitHubRaw
 from kernelindex.ingest.http import Fetcher
@@ -531,3 +534,17 @@ def test_a_bug_is_one_sentence_with_its_traceback_kept_in_a_file(tmp_path, monke
         assert "Traceback" in details.read_text() and "KeyError: 'a bug'" in details.read_text()
     finally:
         details.unlink()
+
+
+def test_a_parquet_column_of_another_type_fails_its_file_alone(tmp_path):
+    data = tmp_path / "data"
+    table = pq.read_table(AIC_DATA / "gemm/trtllm/1.3.0rc20/gemm_perf.parquet")
+    latency = table.column_names.index("latency")
+    wrong = table.set_column(latency, "latency", pa.array([[1.0]] * table.num_rows))
+    pq.write_table(wrong, _table(data, "gemm/trtllm/1.3.0rc20") / "gemm_perf.parquet")
+    good = _table(data, "gemm/sglang/0.5.14")
+    shutil.copy(AIC_DATA / "gemm/sglang/0.5.14/gemm_perf.parquet", good / "gemm_perf.parquet")
+    discovery = AIConfigurator(data, "0.12.0", datetime.now(UTC)).discover()
+    assert len(discovery.errors) == 1 and not discovery.complete
+    assert discovery.errors[0].startswith("h200_sxm/gemm/trtllm/1.3.0rc20/gemm_perf.parquet: a value of the wrong type")
+    assert discovery.units  # the other file's workloads

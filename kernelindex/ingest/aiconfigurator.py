@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
+import pyarrow as pa
 from pydantic import ValidationError
 
 from kernelindex.gpus import (
@@ -60,6 +61,7 @@ from kernelindex.ingest.aiconfigurator_tables import (
     table_files,
 )
 from kernelindex.ingest.bounds import Budget, NotARegularFile, read_regular
+from kernelindex.ingest.pipeline import failure_line
 from kernelindex.ingest.reading import Opened, Reading
 from kernelindex.ingest.runner import Discovery
 from kernelindex.ingest.values import first_error
@@ -151,7 +153,12 @@ class AIConfigurator:
             unreadable = set()
             for file in changed:
                 self.budget.check(f"{PACKAGE} data: {file.relative}")
-                counted = self._survey(file, discovery, units)
+                try:
+                    counted = self._survey(file, discovery, units)
+                except (TypeError, ArithmeticError, RecursionError, pa.ArrowException) as exc:
+                    # A column of another type than its name says, a value out of range: the file fails alone.
+                    discovery.errors.append(failure_line(file.relative, exc))
+                    counted = None
                 if counted is None:
                     unreadable.add(file.relative)
                 else:
