@@ -29,7 +29,9 @@ from kernelindex.ingest.github import GitHubRaw
 from kernelindex.ingest.http import Fetcher
 from kernelindex.ingest.liger_kernel import LigerKernel
 from kernelindex.ingest.problem_shapes import READ_SECONDS, ProblemNotReadable, read_problem
+from kernelindex.ingest.reading import bounds_of
 from kernelindex.ingest.runner import run_ingest
+from kernelindex.settings import Settings
 from tests.hostile_upstream import (
     deep_json,
     endless_submissions,
@@ -279,9 +281,8 @@ def test_the_memory_ceiling_holds_against_pages_that_never_end(database_url, sto
 
 
 def test_the_ingest_commands_say_their_bounds_in_settings_and_help():
-    from kernelindex.settings import Settings
-
     settings = Settings()
+    assert bounds_of(settings) == Bounds()  # the settings' defaults are the documented ones
     assert settings.ingest_deadline_s == 1800 and settings.ingest_max_memory_mb == 1024
     assert settings.ingest_max_body_bytes == 50 * 1024 * 1024 and settings.http_max_wait_s == 30
     assert "SECURITY.md" in CliRunner().invoke(main, ["ingest", "--help"]).output
