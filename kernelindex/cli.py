@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import sys
+import tempfile
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -153,12 +156,29 @@ def _exclusive(engine: Engine, sessions: sessionmaker[Session]) -> Iterator[None
             yield
     except IngestLocked as exc:
         err.print(f"[red]Not started:[/] {exc}")
-        sys.exit(3)
+        sys.exit(EXIT_LOCKED)
+
+
+# Exit statuses of the ingest commands (also in their --help and the README).
+EXIT_SOME_FAILED = 1
+EXIT_NOTHING_READ = 2
+EXIT_LOCKED = 3
 
 
 @main.group()
 def ingest() -> None:
-    """Pull records from an upstream source into the store."""
+    """Pull records from an upstream source into the store.
+
+    \b
+    Exit status:
+      0  every unit of every source was read and stored
+      1  some units (or sources) failed, or a bound stopped the ingest part way; the rest was stored
+      2  nothing could be read (the upstream, the snapshot or the data folder failed as a whole)
+      3  another ingest or import is writing to this store; nothing was done
+
+    Every ingest runs within bounds (a deadline, caps on pages, entries, bytes, JSON depth,
+    CSV columns, memory): see SECURITY.md, "Upstreams we do not trust".
+    """
 
 
 snapshot_option = click.option(
@@ -166,6 +186,70 @@ snapshot_option = click.option(
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Read a recorded snapshot folder instead of the live upstream.",
 )
+deadline_option = click.option(
+    "--deadline",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Stop each source's ingest after this long, keeping what was stored "
+    "(default: $KERNELINDEX_INGEST_DEADLINE_S, else 1800).",
+)
+
+
+def _failure_sentence(name: str, exc: BaseException) -> str:
+    """One line for an ingest that stopped on something no adapter reported, by failure class."""
+    said = (str(exc).splitlines() or [""])[0][:300]  # the first line: never a traceback carried in a message
+    if isinstance(exc, RecursionError):
+        what = "too deep: the upstream nests values deeper than can be read; check the upstream"
+    elif isinstance(exc, MemoryError):
+        what = "too large: the upstream sent more than fits in memory; check the upstream"
+    elif isinstance(exc, ArithmeticError):
+        what = f"a number out of range ({type(exc).__name__}); check the upstream"
+    elif isinstance(exc, SQLAlchemyError):
+        what = "the store could not be written (a database error); check the database and run the ingest again"
+    elif isinstance(exc, ValueError):
+        what = f"malformed input ({type(exc).__name__}: {said}); check the upstream"
+    elif isinstance(exc, TypeError):
+        what = f"a value of the wrong type ({type(exc).__name__}: {said}); check the upstream"
+    else:
+        details = _kept_traceback(exc)
+        where = f" with the details in {details}" if details else ""
+        what = f"an unexpected error ({type(exc).__name__}: {said}); run it again, or report it{where}"
+    return f"{name} stopped: {what}"
+
+
+def _kept_traceback(exc: BaseException) -> str | None:
+    """Write ``exc``'s traceback to a file of its own (for a bug report), and name the file."""
+    try:
+        with tempfile.NamedTemporaryFile("w", prefix="kernelindex-ingest-", suffix=".log", delete=False) as file:
+            traceback.print_exception(exc, file=file)
+        return file.name
+    except OSError:
+        return None
+
+
+class _OneLine(logging.Formatter):
+    """Log records as one line each, without a traceback: the terminal gets sentences."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        reason = f" ({record.exc_info[0].__name__})" if record.exc_info and record.exc_info[0] else ""
+        return f"{record.levelname.lower()}: {record.getMessage()}{reason}"
+
+
+@contextmanager
+def _log_in_sentences() -> Iterator[None]:
+    """While an ingest runs, the app's log reaches the terminal as one line per record."""
+    logger = logging.getLogger("kernelindex")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine())
+    handler.setLevel(logging.WARNING)
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 def _ingest(
@@ -174,10 +258,13 @@ def _ingest(
     snapshot: Path | None,
     options: dict[str, str | None],
     skip_unavailable: bool = False,
+    deadline: float | None = None,
 ) -> None:
-    """Ingest each source in turn under the ingest lock, print each report; exit 1 unless all
-    succeeded. With ``skip_unavailable``, a source read from a package that is not installed is
-    skipped with a line saying so, not failed (``ingest all`` on an install without it)."""
+    """Ingest each source in turn under the ingest lock, print each report; exit 0 if all
+    succeeded, 2 if nothing could be read, 1 otherwise (see ``ingest --help``). Whatever goes
+    wrong is a sentence, never a traceback. With ``skip_unavailable``, a source read from a
+    package that is not installed is skipped with a line saying so, not failed (``ingest all``
+    on an install without it)."""
     if snapshot is not None and any(options.values()):
         raise click.UsageError("give --snapshot or upstream options, not both")
     from kernelindex.db import migrate
@@ -188,33 +275,42 @@ def _ingest(
     from kernelindex.ingest.sources import ingest as ingest_source
 
     settings = _settings(database_url)
+    if deadline is not None:
+        settings = settings.model_copy(update={"ingest_deadline_s": deadline})
     _run_or_exit(lambda: migrate.upgrade(settings.database_url), "could not migrate the store")
     engine = make_engine(settings.database_url, timeouts=Timeouts(settings.db_connect_timeout_s))
     sessions = make_sessionmaker(engine)
     statuses = []
     current: str | None = None  # the source being ingested
     try:
-        with _exclusive(engine, sessions):
+        with _exclusive(engine, sessions), _log_in_sentences():
             for slug in slugs:
-                current = SOURCES[slug].info.name
+                current = name = SOURCES[slug].info.name
                 try:
-                    with _progress(SOURCES[slug].info.name) as progress:
+                    with _progress(name) as progress:
                         summary = ingest_source(
                             sessions, settings, slug, snapshot=snapshot, options=options, progress=progress
                         )
                 except DataDirError as exc:
                     # A source read from an installed package: the others still go on.
                     if skip_unavailable:
-                        err.print(f"[yellow]{SOURCES[slug].info.name} skipped:[/] {escape(str(exc))}")
+                        err.print(f"[yellow]{name} skipped:[/] {escape(str(exc))}")
                     else:
-                        err.print(f"[red]{SOURCES[slug].info.name} not read:[/] {escape(str(exc))}")
+                        err.print(f"[red]{name} not read:[/] {escape(str(exc))}")
                         statuses.append("failed")
+                    continue
+                except SnapshotError as exc:
+                    err.print(f"[red]Snapshot refused:[/] {escape(str(exc))}")
+                    statuses.append("failed")
+                    continue
+                except SQLAlchemyError:
+                    raise  # the store itself failed: no later source can be written either
+                except Exception as exc:  # every failure a sentence: the next source still goes on
+                    err.print(_failure_sentence(name, exc), markup=False, highlight=False)
+                    statuses.append("failed")
                     continue
                 print_report(summary)
                 statuses.append(summary.status)
-    except SnapshotError as exc:
-        err.print(f"[red]Snapshot refused:[/] {exc}")
-        sys.exit(1)
     except SQLAlchemyError as exc:
         what = f"the {current} ingest" if current else "the ingest"
         err.print(
@@ -227,7 +323,16 @@ def _ingest(
         sys.exit(1)
     finally:
         engine.dispose()
-    sys.exit(0 if all(status == "succeeded" for status in statuses) else 1)
+    sys.exit(_exit_status(statuses))
+
+
+def _exit_status(statuses: list[str]) -> int:
+    """0 if every source succeeded, 2 if none read anything (or none ran), 1 otherwise."""
+    if statuses and all(status == "succeeded" for status in statuses):
+        return 0
+    if all(status == "failed" for status in statuses):
+        return EXIT_NOTHING_READ if statuses else 0
+    return EXIT_SOME_FAILED
 
 
 def _database_stopped(what: str, url: str, exc: SQLAlchemyError) -> str:
@@ -251,9 +356,12 @@ def _database_stopped(what: str, url: str, exc: SQLAlchemyError) -> str:
 @click.option("--base-url", metavar="URL", help="The leaderboard API (default: $KERNELINDEX_SOL_EXECBENCH_URL).")
 @snapshot_option
 @database_url_option
-def ingest_sol_execbench(base_url: str | None, snapshot: Path | None, database_url: str | None) -> None:
+@deadline_option
+def ingest_sol_execbench(
+    base_url: str | None, snapshot: Path | None, database_url: str | None, deadline: float | None
+) -> None:
     """Ingest NVIDIA's SOL-ExecBench leaderboard, idempotently."""
-    _ingest(["sol-execbench"], database_url, snapshot, {"base_url": base_url})
+    _ingest(["sol-execbench"], database_url, snapshot, {"base_url": base_url}, deadline=deadline)
 
 
 api_url_option = click.option(
@@ -271,11 +379,12 @@ raw_url_option = click.option(
 @raw_url_option
 @snapshot_option
 @database_url_option
+@deadline_option
 def ingest_kernelbench(
-    api_url: str | None, raw_url: str | None, snapshot: Path | None, database_url: str | None
+    api_url: str | None, raw_url: str | None, snapshot: Path | None, database_url: str | None, deadline: float | None
 ) -> None:
     """Ingest KernelBench's baseline timings (every timing file in the repository's history), idempotently."""
-    _ingest(["kernelbench"], database_url, snapshot, {"api_url": api_url, "raw_url": raw_url})
+    _ingest(["kernelbench"], database_url, snapshot, {"api_url": api_url, "raw_url": raw_url}, deadline=deadline)
 
 
 @ingest.command("liger-kernel")
@@ -283,9 +392,12 @@ def ingest_kernelbench(
 @click.option("--ref", metavar="REF", help="The branch, tag or commit to read (default: main).")
 @snapshot_option
 @database_url_option
-def ingest_liger_kernel(raw_url: str | None, ref: str | None, snapshot: Path | None, database_url: str | None) -> None:
+@deadline_option
+def ingest_liger_kernel(
+    raw_url: str | None, ref: str | None, snapshot: Path | None, database_url: str | None, deadline: float | None
+) -> None:
     """Ingest Liger-Kernel's published benchmark CSVs, idempotently."""
-    _ingest(["liger-kernel"], database_url, snapshot, {"raw_url": raw_url, "ref": ref})
+    _ingest(["liger-kernel"], database_url, snapshot, {"raw_url": raw_url, "ref": ref}, deadline=deadline)
 
 
 @ingest.command("aiconfigurator")
@@ -298,8 +410,13 @@ def ingest_liger_kernel(raw_url: str | None, ref: str | None, snapshot: Path | N
 @click.option("--data-version", metavar="VERSION", help="The package version of --data-dir, when it does not say.")
 @snapshot_option
 @database_url_option
+@deadline_option
 def ingest_aiconfigurator(
-    data_dir: Path | None, data_version: str | None, snapshot: Path | None, database_url: str | None
+    data_dir: Path | None,
+    data_version: str | None,
+    snapshot: Path | None,
+    database_url: str | None,
+    deadline: float | None,
 ) -> None:
     """Ingest AIConfigurator's kernel latency tables, idempotently."""
     _ingest(
@@ -307,6 +424,7 @@ def ingest_aiconfigurator(
         database_url,
         snapshot,
         {"data_dir": str(data_dir) if data_dir else None, "data_version": data_version},
+        deadline=deadline,
     )
 
 
@@ -316,20 +434,27 @@ def ingest_aiconfigurator(
 @click.option("--ref", metavar="REF", help="The branch, tag or commit to read (default: main).")
 @snapshot_option
 @database_url_option
+@deadline_option
 def ingest_aiter(
-    api_url: str | None, raw_url: str | None, ref: str | None, snapshot: Path | None, database_url: str | None
+    api_url: str | None,
+    raw_url: str | None,
+    ref: str | None,
+    snapshot: Path | None,
+    database_url: str | None,
+    deadline: float | None,
 ) -> None:
     """Ingest aiter's tuned-kernel tables (the tuner's winner per shape and GPU), idempotently."""
-    _ingest(["aiter"], database_url, snapshot, {"api_url": api_url, "raw_url": raw_url, "ref": ref})
+    _ingest(["aiter"], database_url, snapshot, {"api_url": api_url, "raw_url": raw_url, "ref": ref}, deadline=deadline)
 
 
 @ingest.command("all")
 @database_url_option
-def ingest_all(database_url: str | None) -> None:
+@deadline_option
+def ingest_all(database_url: str | None, deadline: float | None) -> None:
     """Ingest every source from its live upstream, one after another (for cron or a timer)."""
     from kernelindex.ingest.sources import SOURCES
 
-    _ingest(list(SOURCES), database_url, None, {}, skip_unavailable=True)
+    _ingest(list(SOURCES), database_url, None, {}, skip_unavailable=True, deadline=deadline)
 
 
 # --- export / import ------------------------------------------------------------------

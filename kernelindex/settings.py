@@ -42,6 +42,19 @@ class Settings(BaseSettings):
     github_token: SecretStr | None = None
     http_timeout_s: float = Field(default=20.0, gt=0)
     http_retries: int = Field(default=4, ge=0, le=10)
+    # The bounds of every ingest, whatever its upstream sends (SECURITY.md, "Upstreams we do
+    # not trust"): a deadline for the whole run, the longest single wait an upstream may ask
+    # for (Retry-After), and caps on pages, entries listed, response bytes, JSON depth, CSV
+    # columns and row width, and the ingest's memory.
+    ingest_deadline_s: float = Field(default=30 * 60.0, gt=0)
+    http_max_wait_s: float = Field(default=30.0, ge=0)
+    ingest_max_pages: int = Field(default=1_000, ge=1)
+    ingest_max_listed: int = Field(default=200_000, ge=1)
+    ingest_max_body_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    ingest_max_json_depth: int = Field(default=64, ge=2)
+    ingest_max_csv_columns: int = Field(default=256, ge=1)
+    ingest_max_row_chars: int = Field(default=64 * 1024, ge=1)
+    ingest_max_memory_mb: int = Field(default=1024, ge=1)
     # Signs session cookies. Unset, a random key is generated once and kept in the store,
     # so every worker of one store signs alike and no key is ever written in a file.
     secret_key: SecretStr | None = None

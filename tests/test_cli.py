@@ -86,7 +86,7 @@ def test_ingest_refuses_a_tampered_snapshot(tmp_path):
     result = invoke(
         "ingest", "sol-execbench", "--snapshot", str(snapshot), "--database-url", f"sqlite:///{tmp_path}/s.db"
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # nothing could be read
     assert "checksum does not match" in result.output
 
 
@@ -159,7 +159,7 @@ def test_ingest_unreachable_api_fails_clearly(tmp_path):
         "--database-url",
         f"sqlite:///{tmp_path}/u.db",
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # nothing could be read
     assert "failed" in result.output and "connection failed" in result.output
 
 

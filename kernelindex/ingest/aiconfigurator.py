@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
+import pyarrow as pa
 from pydantic import ValidationError
 
 from kernelindex.gpus import (
@@ -59,6 +60,8 @@ from kernelindex.ingest.aiconfigurator_tables import (
     read_datasheet,
     table_files,
 )
+from kernelindex.ingest.bounds import Budget, NotARegularFile, read_regular
+from kernelindex.ingest.pipeline import failure_line
 from kernelindex.ingest.reading import Opened, Reading
 from kernelindex.ingest.runner import Discovery
 from kernelindex.ingest.values import first_error
@@ -116,8 +119,10 @@ class AIConfigurator:
     # fetch and map read only the tables discover listed (see kernelindex.ingest.pipeline).
     maps_in_parallel = True
 
-    def __init__(self, data_dir: Path, version: str | None, observed_at: datetime):
+    def __init__(self, data_dir: Path, version: str | None, observed_at: datetime, budget: Budget | None = None):
         self.data_dir = data_dir
+        # The ingest's deadline and memory ceiling, checked before each file is read.
+        self.budget = budget or Budget()
         self.version = version
         self.observed_at = observed_at
         self.drift: set[str] = set()
@@ -137,7 +142,9 @@ class AIConfigurator:
         A file that cannot be read is one error line."""
         discovery = Discovery(units=[])
         units: dict[str, str] = {}
-        for table, files in by_table(table_files(self.data_dir)):
+        found, refused = table_files(self.data_dir)
+        discovery.errors += refused
+        for table, files in by_table(found):
             digests = {file.relative: file_sha256(file.path) for file in files}
             changed = [file for file in files if self.known_files.get(file.relative) != digests[file.relative]]
             for file in files:
@@ -145,7 +152,13 @@ class AIConfigurator:
                     discovery.rows["unchanged"] += read_rows(file)
             unreadable = set()
             for file in changed:
-                counted = self._survey(file, discovery, units)
+                self.budget.check(f"{PACKAGE} data: {file.relative}")
+                try:
+                    counted = self._survey(file, discovery, units)
+                except (TypeError, ArithmeticError, RecursionError, pa.ArrowException) as exc:
+                    # A column of another type than its name says, a value out of range: the file fails alone.
+                    discovery.errors.append(failure_line(file.relative, exc))
+                    counted = None
                 if counted is None:
                     unreadable.add(file.relative)
                 else:
@@ -153,7 +166,7 @@ class AIConfigurator:
             if changed:
                 self._tables[table] = [file for file in files if file.relative not in unreadable]
                 self._family[table] = files[0].family
-        for system in sorted({file.system for file in table_files(self.data_dir)} & SYSTEMS.keys()):
+        for system in sorted({file.system for file in found} & SYSTEMS.keys()):
             if (sheet := read_datasheet(self.data_dir, system)) is not None:
                 discovery.datasheets[SYSTEMS[system].gpu.slug] = sheet
         discovery.complete = not discovery.errors and not discovery.rows["unchanged"]
@@ -306,7 +319,10 @@ def package_version(data_dir: Path) -> str | None:
     unpacked wheel's ``dist-info`` folder, or the installed package's."""
     named = data_dir.parent / "PACKAGE_VERSION"
     if named.exists():
-        return named.read_text(encoding="utf-8").strip() or None
+        try:
+            return read_regular(named, data_dir.parent, 1024).decode("utf-8").strip() or None
+        except (NotARegularFile, UnicodeDecodeError):
+            return None
     for info in data_dir.parent.parent.parent.glob("aiconfigurator_core-*.dist-info"):
         return info.name.removeprefix("aiconfigurator_core-").removesuffix(".dist-info")
     try:
@@ -326,4 +342,4 @@ def open_source(reading: Reading) -> Opened:
     else:
         origin, observed = f"{PACKAGE} {version or '(version unknown)'} at {data_dir.name}", None
     observed = observed or RELEASED.get(version or "") or datetime.now(UTC)
-    return Opened(AIConfigurator(data_dir, version, observed), origin, observed, [])
+    return Opened(AIConfigurator(data_dir, version, observed, reading.budget), origin, observed, [])

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from kernelindex.figure_gate import MAX_LATENCY_NS, MIN_LATENCY_NS, NS_PER, Reason, Refusals, Refused
 from kernelindex.gpus import Gpu
 from kernelindex.ingest.aiconfigurator_tables import Schema, TableFile, classify
+from kernelindex.ingest.bounds import NotARegularFile, open_regular
 
 NativeScalar = str | int | float | bool | None
 
@@ -106,7 +107,10 @@ class Checked:
 
 def read(file: TableFile, columns: list[str] | None = None) -> pa.Table:
     try:
-        return pq.read_table(file.path, columns=columns)
+        with open_regular(file.path, file.path.parent) as handle:
+            return pq.read_table(handle, columns=columns)
+    except NotARegularFile as exc:
+        raise TableError(f"{file.relative}: {exc}") from None
     except (OSError, pa.ArrowException) as exc:
         raise TableError(f"{file.relative}: not a readable Parquet table ({exc})") from None
 
@@ -114,8 +118,9 @@ def read(file: TableFile, columns: list[str] | None = None) -> pa.Table:
 def read_rows(file: TableFile) -> int:
     """A file's row count from its footer, without reading its rows (0 if it cannot be read)."""
     try:
-        return pq.read_metadata(file.path).num_rows
-    except (OSError, pa.ArrowException):
+        with open_regular(file.path, file.path.parent) as handle:
+            return pq.read_metadata(handle).num_rows
+    except (NotARegularFile, OSError, pa.ArrowException):
         return 0
 
 

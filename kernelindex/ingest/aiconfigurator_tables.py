@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from kernelindex.ingest.bounds import NotARegularFile, open_regular, read_regular, regular_file_problem
+
 # Milliseconds per call, under the name each table family uses.
 LATENCY_COLUMNS = ("latency", "avg_ms")
 # The axes a table sweeps: what changes from case to case of one workload (tokens, batch,
@@ -44,6 +46,8 @@ RUN_COLUMNS = frozenset({"framework", "version", "device", "kernel_source"})
 # Measured alongside the latency (power draw, per-phase times); kept with each case, never a key.
 MEASURED_COLUMNS = frozenset({"power", "power_limit"})
 MEASURED_SUFFIXES = ("_us", "_gbps")
+# A collection_meta.yaml or a datasheet is a few kilobytes; one larger is not read.
+YAML_BYTES = 1024 * 1024
 
 
 class DataDirError(Exception):
@@ -94,20 +98,26 @@ class TableFile:
         return self.path.parent
 
 
-def table_files(data_dir: Path) -> list[TableFile]:
-    files = []
+def table_files(data_dir: Path) -> tuple[list[TableFile], list[str]]:
+    """The tables under ``data_dir``, and a line for each path that is not read: only regular files
+    inside the folder are (a link pointing out of it, a device, a FIFO or a socket is refused
+    before it is opened, so nothing outside is stored and no read blocks)."""
+    files, refused = [], []
     for path in sorted(data_dir.glob("*/*/*/*/*.parquet")):
         relative = path.relative_to(data_dir)
+        if (problem := regular_file_problem(path, data_dir)) is not None:
+            refused.append(f"{relative.as_posix()}: {problem.removeprefix(path.name + ': ')}")
+            continue
         system, family, framework, version, name = relative.parts
         files.append(
             TableFile(path, relative.as_posix(), system, family, framework, version, name.removesuffix(".parquet"))
         )
-    return files
+    return files, refused
 
 
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open_regular(path, path.parent) as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -176,9 +186,11 @@ def read_collection(folder: Path) -> Collection:
     if not path.exists():
         return Collection("not recorded")
     try:
-        meta = _safe_yaml(path.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path.name}: not readable YAML ({exc})") from None
+        meta = _safe_yaml(read_regular(path, folder, YAML_BYTES).decode("utf-8")) or {}
+    except NotARegularFile as exc:
+        raise ValueError(str(exc)) from None
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(f"{path.name}: not readable YAML ({type(exc).__name__})") from None
     if not isinstance(meta, dict):
         raise ValueError(f"{path.name}: not a mapping")
     tables = meta.get("tables") if isinstance(meta.get("tables"), dict) else {}
@@ -197,9 +209,9 @@ def read_datasheet(data_dir: Path, system: str) -> tuple[dict[str, float | int],
     if not path.exists():
         return None
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, data_dir.parent, YAML_BYTES).decode("utf-8")
         sheet = _safe_yaml(text) or {}
-    except (yaml.YAMLError, UnicodeDecodeError):
+    except (NotARegularFile, yaml.YAMLError, UnicodeDecodeError, RecursionError):
         return None
     found = sheet.get("gpu") if isinstance(sheet, dict) else None
     gpu: dict[str, Any] = found if isinstance(found, dict) else {}

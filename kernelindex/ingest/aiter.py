@@ -34,6 +34,7 @@ from kernelindex.ingest.aiter_manifests import (
 from kernelindex.ingest.aiter_rows import CONFIGS, FileError, LastChange, TunedRow, read_table
 from kernelindex.ingest.github import GitHubApi, GitHubRaw
 from kernelindex.ingest.http import UpstreamError
+from kernelindex.ingest.pipeline import failure_line
 from kernelindex.ingest.reading import Opened, Reading
 from kernelindex.ingest.runner import Discovery
 from kernelindex.ingest.values import first_error
@@ -100,12 +101,18 @@ class Aiter:
                 if not changes:
                     raise FileError(f"{path}: no commit of {commit[:12]}'s history changed it")
                 last = LastChange(changes[0].sha, changes[0].committed_at)
-                reading = read_table(path, body, last, url)
+                reading = read_table(path, body, last, url, self.raw.fetcher.budget.bounds)
             except UpstreamError as exc:
+                if exc.bound is not None and exc.bound.fatal:
+                    raise  # the deadline or a rate limit: every later file would meet it too
                 discovery.errors.append(str(exc))  # it names the URL, which names the file
                 continue
             except FileError as exc:
                 discovery.errors.append(f"{exc} ({url})")
+                continue
+            except (ArithmeticError, RecursionError, TypeError) as exc:
+                # A value no check expected (1e999999, nesting past the decoder's limit): the file fails alone.
+                discovery.errors.append(failure_line(url, exc))
                 continue
             rows_read += reading.rows_read
             discovery.skipped.update(reading.skipped)

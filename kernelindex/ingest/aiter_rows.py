@@ -20,8 +20,11 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
 from kernelindex.figure_gate import Refusals, Refused, bounded, latency_ns, spread
+from kernelindex.ingest.bounds import Bounds
 
 CONFIGS = "aiter/configs/"
+# Line numbers a warning names for one reason in one table; the others are counted.
+NAMED_LINES = 20
 MODEL_CONFIGS = f"{CONFIGS}model_configs/"
 
 GEMM, BATCHED_GEMM, FUSED_MOE = "gemm", "batched_gemm", "fused_moe"
@@ -75,6 +78,7 @@ SKIP_REASONS = {
     "bad_shape": "a shape column is not a whole number",
     "bad_cu_num": "cu_num is not a whole number",
     "malformed_row": "the row has a different number of fields than the header",
+    "too_wide": "the row is wider than the characters a row may have (KERNELINDEX_INGEST_MAX_ROW_CHARS)",
     "unmapped_schema": "the table's schema (an operation without M, N, K or token columns) is not modelled",
     "no_time_column": "the table has no time column (us): shapes waiting to be tuned",
 }
@@ -221,17 +225,27 @@ def _check_figures(values: dict[str, str]) -> None:
             spread(column, values[column], "us", text=True)
 
 
-def read_table(path: str, body: bytes, last_change: LastChange, url: str) -> TableReading:
-    """Every row of one table, checked; ``FileError`` if the table cannot be read at all."""
+def read_table(path: str, body: bytes, last_change: LastChange, url: str, bounds: Bounds | None = None) -> TableReading:
+    """Every row of one table, checked; ``FileError`` if the table cannot be read at all (a header
+    of more columns than ``bounds`` allow included). A row wider than they allow is skipped."""
+    bounds = bounds or Bounds()
     try:
         text = body.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise FileError(f"{path}: not UTF-8 text") from None
     if "\x00" in text:
         raise FileError(f"{path}: not a CSV table (it holds NUL)")
-    records = list(csv.reader(io.StringIO(text, newline="")))
+    try:
+        records = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise FileError(f"{path}: not readable as CSV ({exc})") from None
     if not records or not records[0]:
         raise FileError(f"{path}: empty, no header")
+    if len(records[0]) > bounds.max_csv_columns:
+        raise FileError(
+            f"{path}: too large: the header has {len(records[0])} columns, more than the {bounds.max_csv_columns} "
+            "a table may have (KERNELINDEX_INGEST_MAX_CSV_COLUMNS); not read: check the upstream"
+        )
     header = [_canonical(column.strip()) for column in records[0]]
     reading = TableReading()
     body_rows = [(number, fields) for number, fields in enumerate(records[1:], start=2) if fields]
@@ -253,11 +267,14 @@ def read_table(path: str, body: bytes, last_change: LastChange, url: str) -> Tab
         reading.drift |= {f"aiter table column {column}" for column in header if column not in known}
         table = _Table(path, family, header, last_change)
         for number, fields in body_rows:
-            try:
-                row, reason = table.row(number, fields)
-            except Refused as refused:
-                reading.refused.add(f"{path}:{number}", refused)
-                continue
+            if sum(map(len, fields)) > bounds.max_row_chars:
+                row, reason = None, "too_wide"
+            else:
+                try:
+                    row, reason = table.row(number, fields)
+                except Refused as refused:
+                    reading.refused.add(f"{path}:{number}", refused)
+                    continue
             if row is None:
                 assert reason is not None
                 skipped_lines[reason].append(number)
@@ -265,7 +282,8 @@ def read_table(path: str, body: bytes, last_change: LastChange, url: str) -> Tab
                 reading.rows.append(row)
     for reason, lines in skipped_lines.items():
         reading.skipped[reason] += len(lines)
-        shown = ", ".join(str(line) for line in lines)
+        shown = ", ".join(str(line) for line in lines[:NAMED_LINES])
+        shown += f" and {len(lines) - NAMED_LINES} more" if len(lines) > NAMED_LINES else ""
         reading.warnings.append(f"{url}: row(s) {shown} skipped: {SKIP_REASONS[reason]}")
     return reading
 

@@ -19,6 +19,7 @@ from urllib.parse import unquote
 
 import httpx
 
+from kernelindex.ingest.bounds import NotARegularFile, read_regular, regular_file_problem
 from kernelindex.ingest.http import Fetcher, UpstreamError
 
 if TYPE_CHECKING:
@@ -56,15 +57,25 @@ class GitHubApi:
         self.prefix = f"repos/{owner}/{repo}"
 
     def _pages(self, path: str, params: dict[str, str | int]) -> list[Any]:
+        bounds = self.fetcher.budget.bounds
+        pages = min(MAX_PAGES, bounds.max_pages)
         items: list[Any] = []
-        for page in range(1, MAX_PAGES + 1):
+        for page in range(1, pages + 1):
             body = self.fetcher.get(path, {**params, "per_page": PER_PAGE, "page": page})
             if not isinstance(body, list):
                 raise UpstreamError(f"{self.fetcher.url(path)}: expected a list")
             items.extend(body)
             if len(body) < PER_PAGE:
                 return items
-        raise UpstreamError(f"{self.fetcher.url(path)}: more than {MAX_PAGES} pages")
+            if len(items) > bounds.max_listed:
+                raise UpstreamError(
+                    f"{self.fetcher.url(path)}: lists more than {bounds.max_listed} entries "
+                    "(KERNELINDEX_INGEST_MAX_LISTED); stopped there: check the upstream, or raise the cap"
+                )
+        raise UpstreamError(
+            f"{self.fetcher.url(path)}: more than {pages} pages (KERNELINDEX_INGEST_MAX_PAGES); "
+            "stopped there: check the upstream, or raise the cap"
+        )
 
     def branches(self) -> list[tuple[str, str]]:
         """``(name, head commit)`` of every branch."""
@@ -88,6 +99,11 @@ class GitHubApi:
         if body.get("truncated"):
             # A truncated listing would silently lose files; say so instead.
             raise UpstreamError(f"{self.fetcher.url(path)}: the tree is truncated")
+        if len(body["tree"]) > self.fetcher.budget.bounds.max_listed:
+            raise UpstreamError(
+                f"{self.fetcher.url(path)}: the tree lists {len(body['tree'])} entries, more than "
+                f"{self.fetcher.budget.bounds.max_listed} (KERNELINDEX_INGEST_MAX_LISTED); not read: check the upstream"
+            )
         try:
             return {entry["path"]: entry["sha"] for entry in body["tree"] if entry.get("type") == "blob"}
         except (KeyError, TypeError, AttributeError) as exc:
@@ -128,7 +144,10 @@ SNAPSHOT_BRANCH = "snapshot"
 def snapshot_refs(root: Path) -> list[dict[str, Any]]:
     """``refs.json``: the recorded commits, oldest first. A snapshot of one commit may write it
     as that one object (``{"commit": …, "files": […]}``)."""
-    refs = json.loads((root / "refs.json").read_text())
+    try:
+        refs = json.loads(read_regular(root / "refs.json", root))
+    except (NotARegularFile, RecursionError) as exc:
+        raise ValueError(f"{root}/refs.json: not read ({exc or 'nested too deep'})") from None
     if isinstance(refs, dict) and "commit" in refs:
         refs = [refs]
     if not isinstance(refs, list) or not all(isinstance(ref, dict) and "commit" in ref for ref in refs):
@@ -170,9 +189,9 @@ def snapshot_transport(root: Path, owner: str, repo: str) -> httpx.MockTransport
     def tree(commit: str) -> list[dict[str, str]]:
         base = files / commit
         return [
-            {"path": path.relative_to(base).as_posix(), "type": "blob", "sha": git_blob_sha(path.read_bytes())}
+            {"path": path.relative_to(base).as_posix(), "type": "blob", "sha": git_blob_sha(read_regular(path, root))}
             for path in sorted(base.rglob("*"))
-            if path.is_file()
+            if not path.is_dir() and regular_file_problem(path, root) is None
         ]
 
     def paged(items: list[Any], request: httpx.Request) -> httpx.Response:
@@ -216,10 +235,14 @@ def snapshot_transport(root: Path, owner: str, repo: str) -> httpx.MockTransport
             return httpx.Response(404, text="404: Not Found")
         # A full hash names a recorded commit; any other ref (a branch, HEAD) is the newest one.
         ref = parts[2] if re.fullmatch(r"[0-9a-f]{40}", parts[2]) else newest
-        file = (files / ref / parts[3]).resolve()
-        if not file.is_relative_to(files.resolve()) or not file.is_file():
+        file = files / ref / parts[3]
+        if not file.exists():
             return httpx.Response(404, text="404: Not Found")
-        return httpx.Response(200, content=file.read_bytes())
+        try:
+            return httpx.Response(200, content=read_regular(file, files))
+        except NotARegularFile:
+            # A link pointing out of the snapshot, a device or a FIFO: never read.
+            return httpx.Response(404, text="404: Not Found")
 
     def handle(request: httpx.Request) -> httpx.Response:
         return api(request) if request.url.host == httpx.URL(SNAPSHOT_API).host else raw(request)

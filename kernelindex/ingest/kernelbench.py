@@ -174,6 +174,7 @@ class KernelBench:
             try:
                 trees[commit.sha] = self.api.tree(commit.sha)
             except UpstreamError as exc:
+                _stop_at_a_fatal_bound(exc)
                 self.timings_complete = False
                 discovery.errors.append(f"commit {commit.sha[:12]}: its file tree could not be read ({exc})")
         return trees
@@ -260,11 +261,14 @@ class KernelBench:
             body = self.raw.file(file.commit.sha, file.path)
             if git_blob_sha(body) != file.blob:
                 raise UpstreamError(f"{url}: the raw host served other content than the tree lists")
-            return parse_timing_file(decode_json(body, url))
+            return parse_timing_file(decode_json(body, url, self.raw.fetcher.budget.bounds.max_json_depth))
         except UpstreamError as exc:
+            _stop_at_a_fatal_bound(exc)
             reason = f"{file.label()}: {exc}"
         except TimingFileError as exc:
             reason = f"{file.label()}: {url}: not a timing file as published ({exc})"
+        except (ArithmeticError, RecursionError) as exc:
+            reason = f"{file.label()}: {url}: a value out of range or nested too deep ({type(exc).__name__})"
         self.timings_complete = False
         discovery.errors.append(f"{reason}; nothing from this file was stored")
         return None
@@ -279,6 +283,7 @@ class KernelBench:
             if git_blob_sha(content) != blob:
                 raise UpstreamError(f"{url}: the raw host served other content than the tree lists")
         except UpstreamError as exc:
+            _stop_at_a_fatal_bound(exc)
             discovery.complete = False
             discovery.skipped["problem_unreadable"] += len(measurements)
             discovery.errors.append(
@@ -354,6 +359,12 @@ class KernelBench:
         batch.environments = list(environments.values())
         batch.implementations = list(implementations.values())
         return batch
+
+
+def _stop_at_a_fatal_bound(exc: UpstreamError) -> None:
+    """Re-raise ``exc`` if it met the ingest's deadline or a rate limit: every later file would too."""
+    if exc.bound is not None and exc.bound.fatal:
+        raise exc
 
 
 def _reference(problem: Problem, label: str) -> tuple[str, ProblemFacts, list[str]]:

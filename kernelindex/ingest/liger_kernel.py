@@ -38,6 +38,7 @@ from kernelindex.ingest.liger_manifests import (
 )
 from kernelindex.ingest.liger_rows import DATA_FILES, FileError, Measurement, WorkloadKey, read_file
 from kernelindex.ingest.liger_sweeps import arrange
+from kernelindex.ingest.pipeline import failure_line
 from kernelindex.ingest.reading import Opened, Reading
 from kernelindex.ingest.runner import Discovery
 from kernelindex.ingest.values import first_error
@@ -102,12 +103,18 @@ class LigerKernel:
         by_workload: dict[WorkloadKey, list[Measurement]] = defaultdict(list)
         for path in DATA_FILES:
             try:
-                reading = read_file(path, self.raw.file(self.ref, path))
+                reading = read_file(path, self.raw.file(self.ref, path), self.raw.fetcher.budget.bounds)
             except UpstreamError as exc:
+                if exc.bound is not None and exc.bound.fatal:
+                    raise  # the deadline or a rate limit: every later file would meet it too
                 discovery.errors.append(str(exc))  # it names the URL, which names the file
                 continue
             except FileError as exc:
                 discovery.errors.append(f"{exc} ({self.raw.url(self.ref, path)})")
+                continue
+            except (ArithmeticError, RecursionError, TypeError) as exc:
+                # A value no check expected (1e999999, nesting past the decoder's limit): the file fails alone.
+                discovery.errors.append(failure_line(self.raw.url(self.ref, path), exc))
                 continue
             discovery.skipped.update(reading.skipped)
             discovery.warnings += reading.warnings

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from kernelindex.figure_gate import Refusals, Refused, latency_ns, number, positive
 from kernelindex.gpus import Gpu, gpu_for_device_name
+from kernelindex.ingest.bounds import DEFAULT_MAX_JSON_DEPTH, Bounds, json_depth_over
 from kernelindex.ingest.values import first_error, holds_control_characters, utc
 from kernelindex.manifests.types import MAX_SAFE_INTEGER
 
@@ -204,7 +205,12 @@ class Row(BaseModel):
             return {}
         if not isinstance(value, str):
             raise ValueError("expected JSON text")
-        config = json.loads(value, parse_constant=_reject_constant, parse_float=_finite_float)
+        try:
+            config = json.loads(value, parse_constant=_reject_constant, parse_float=_finite_float)
+        except RecursionError:
+            raise ValueError("too deep: JSON nested deeper than can be read") from None
+        if json_depth_over(config, DEFAULT_MAX_JSON_DEPTH):
+            raise ValueError(f"too deep: JSON nested deeper than {DEFAULT_MAX_JSON_DEPTH} levels")
         if not isinstance(config, dict):
             raise ValueError("expected a JSON object")
         for key, item in config.items():
@@ -232,8 +238,10 @@ class FileReading:
     refused: Refusals = field(default_factory=Refusals)
 
 
-def read_file(path: str, body: bytes) -> FileReading:
-    """Every row of one data file, checked; raises ``FileError`` when the file as a whole is unusable."""
+def read_file(path: str, body: bytes, bounds: Bounds | None = None) -> FileReading:
+    """Every row of one data file, checked; raises ``FileError`` when the file as a whole is unusable
+    (a header of more columns than ``bounds`` allow included). A row wider than they allow is skipped."""
+    bounds = bounds or Bounds()
     try:
         text = body.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -244,12 +252,17 @@ def read_file(path: str, body: bytes) -> FileReading:
     unknown_gpus: Counter[str] = Counter()
     try:
         header = reader.fieldnames or []
+        if len(header) > bounds.max_csv_columns:
+            raise FileError(
+                f"{path}: too large: the header has {len(header)} columns, more than the {bounds.max_csv_columns} "
+                "a table may have (KERNELINDEX_INGEST_MAX_CSV_COLUMNS); not read: check the upstream"
+            )
         if missing := [column for column in COLUMNS if column not in header]:
             raise FileError(f"{path}: the header lacks the column(s) {', '.join(missing)}")
         reading.drift |= {f"csv.{column}" for column in header if column not in COLUMNS}
         for raw in reader:
             line = reader.line_num
-            result = _classify(path, line, raw)
+            result = _classify(path, line, raw) if _width(raw) <= bounds.max_row_chars else _too_wide(bounds)
             if isinstance(result, Measurement):
                 reading.rows.append(result)
                 continue
@@ -284,6 +297,15 @@ def _figures(metric: str, row: Row) -> tuple[Decimal, Decimal, Decimal]:
             positive(column, getattr(row, column), text=True)
     median, p20, p80 = (Decimal(number(column, getattr(row, column), text=True)) for column in columns)
     return median, p20, p80
+
+
+def _width(raw: dict[str | None, Any]) -> int:
+    """The characters of a row's fields (those past the header's too)."""
+    return sum(len(value) if isinstance(value, str) else sum(map(len, value or ())) for value in raw.values())
+
+
+def _too_wide(bounds: Bounds) -> Skip:
+    return Skip("malformed_row", f"wider than {bounds.max_row_chars} characters (KERNELINDEX_INGEST_MAX_ROW_CHARS)")
 
 
 def _classify(path: str, line: int, raw: dict[str | None, Any]) -> Measurement | Skip | Refused:

@@ -23,11 +23,12 @@ import multiprocessing
 import pickle
 import queue
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from multiprocessing.queues import Queue
 from typing import Any, cast
 
+from kernelindex.ingest.bounds import BoundHit
 from kernelindex.ingest.http import UpstreamError
 from kernelindex.manifests import BenchmarkRun
 from kernelindex.manifests.kinds import Manifest
@@ -62,16 +63,38 @@ def fewer_collections() -> Iterator[None]:
 
 
 def map_unit(adapter: Any, unit: str) -> Batch | str:
-    """The unit's batch, or the line the ingest report gives for a unit that failed."""
+    """The unit's batch, or the line the ingest report gives for a unit that failed: one
+    sentence per failure class (the adapter's own line where it gave one), never a traceback."""
     try:
         return adapter.map(unit, adapter.fetch(unit))
-    except (UnitFailure, UpstreamError) as exc:
+    except (UnitFailure, UpstreamError, BoundHit) as exc:
         return str(exc)  # the adapter's own line, naming the unit and the URL
-    except ValueError as exc:
-        return f"{unit}: {exc}"
+    except UNREPORTED as exc:
+        return failure_line(unit, exc)
 
 
-def mapped_units(adapter: Any, units: Sequence[str]) -> Iterator[tuple[str, Batch | str]]:
+# What an adapter may let through from a value it did not expect (pyarrow's wrong column type is a
+# TypeError); each is one line of the report. A KeyError or an AttributeError is a bug, and stops
+# the ingest (the command line words it, and keeps its traceback in a file).
+UNREPORTED = (RecursionError, MemoryError, ArithmeticError, ValueError, TypeError)
+
+
+def failure_line(where: str, exc: BaseException) -> str:
+    """One sentence for a failure no adapter worded, by class: too deep, too large, out of range,
+    malformed, wrong type; ``where`` names the unit or what was being read."""
+    said = (str(exc).splitlines() or [""])[0][:300]
+    if isinstance(exc, RecursionError):
+        return f"{where}: too deep: it nests values deeper than can be read; not stored: check the upstream"
+    if isinstance(exc, MemoryError):
+        return f"{where}: too large to hold in memory; not stored: check the upstream"
+    if isinstance(exc, ArithmeticError):
+        return f"{where}: a number out of range ({type(exc).__name__}: {said}); not stored: check the upstream"
+    if isinstance(exc, ValueError):
+        return f"{where}: {exc}"  # malformed, as the parser said
+    return f"{where}: a value of the wrong type or shape ({type(exc).__name__}: {said}); not stored: check the upstream"
+
+
+def mapped_units(adapter: Any, units: Sequence[str]) -> Generator[tuple[str, Batch | str], None, None]:
     """Each unit with its batch or error line, in order; mapped in forked processes when the
     adapter allows it and the units are many enough."""
     with fewer_collections():

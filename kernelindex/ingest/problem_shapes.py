@@ -14,12 +14,17 @@ the syntax tree. What this reader understands:
 
 Anything else is reported as not understood (dtype ``unknown``, with the expression quoted),
 never guessed.
+
+The file is untrusted: reading it is linear in its size (an expression is quoted only when it
+is shown, and once; sequences are capped, so ``a = (*a, *a)`` cannot double without end), a
+file over ``MAX_SOURCE_CHARS`` is refused, and the reading stops after ``READ_SECONDS``.
 """
 
 from __future__ import annotations
 
 import ast
 import math
+import time
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -27,6 +32,10 @@ from typing import TypeAlias
 MAX_MAGNITUDE = 2**63
 MAX_EXPONENT = 64
 QUOTE_LIMIT = 200
+# Bounds on reading one file: its size, the elements of one sequence, the time it may take.
+MAX_SOURCE_CHARS = 200_000
+MAX_ELEMENTS = 4_096
+READ_SECONDS = 5.0
 
 DTYPES = {
     "float16": "float16",
@@ -106,18 +115,56 @@ class _Tensor:
     shape: tuple[int, ...] | None
 
 
-@dataclass(frozen=True)
 class _Unknown:
-    """A value not understood, with the expression that made it (quoted to the reader)."""
+    """A value not understood, with the expression that made it (quoted to the reader). The
+    quote is made when it is first shown, and once: quoting every enclosing expression of a
+    long chain as it is read made reading quadratic (a 4 KB file took seconds)."""
 
-    text: str
+    __slots__ = ("_node", "_prefix", "_source", "_suffix", "_text")
+
+    def __init__(self, node: ast.AST, source: _Source, prefix: str = "", suffix: str = ""):
+        self._node, self._source, self._prefix, self._suffix = node, source, prefix, suffix
+        self._text: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = f"{self._prefix}{_quote(self._node, self._source)}{self._suffix}"
+        return self._text
 
 
 Value: TypeAlias = int | float | str | bool | tuple["Value", ...] | _Tensor | _Unknown
 
 
-def _quote(node: ast.AST) -> str:
-    text = ast.unparse(node)
+# Expressions of more nodes than this are quoted from the file's text, not ``ast.unparse`` (which
+# takes time growing faster than their size, for a quote of QUOTE_LIMIT characters).
+UNPARSE_NODES = 200
+
+
+class _Source:
+    """The file's text and where each line starts, to quote a long expression as written."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.starts = [0]
+        for line in text.splitlines(keepends=True):
+            self.starts.append(self.starts[-1] + len(line))
+
+    def segment(self, node: ast.AST) -> str:
+        line, column = getattr(node, "lineno", None), getattr(node, "col_offset", None)
+        if line is None or column is None or line > len(self.starts):
+            return ""
+        # Column offsets count UTF-8 bytes; the slice is at most a few characters off, for a quote.
+        start = self.starts[line - 1] + column
+        return " ".join(self.text[start : start + 4 * QUOTE_LIMIT].split())
+
+
+def _quote(node: ast.AST, source: _Source | None = None) -> str:
+    walked = 0
+    for walked, _ in enumerate(ast.walk(node), start=1):
+        if walked > UNPARSE_NODES:
+            break
+    text = source.segment(node) if source is not None and walked > UNPARSE_NODES else ast.unparse(node)
     return text if len(text) <= QUOTE_LIMIT else text[: QUOTE_LIMIT - 1] + "…"
 
 
@@ -185,10 +232,17 @@ def _promote(tensor: str, other: object, op: ast.operator) -> str:
 # --- The evaluator -------------------------------------------------------------------
 
 
-class _Scope:
-    """Names bound so far: the module's constants, then a function's locals on top."""
+class _TooSlow(Exception):
+    pass
 
-    def __init__(self, outer: dict[str, Value] | None = None):
+
+class _Scope:
+    """Names bound so far: the module's constants, then a function's locals on top. Reading
+    stops with ``_TooSlow`` once the monotonic clock passes ``deadline``."""
+
+    def __init__(self, source: _Source, deadline: float, outer: dict[str, Value] | None = None):
+        self.source = source
+        self.deadline = deadline
         self.outer = outer or {}
         self.names: dict[str, Value] = {}
 
@@ -196,8 +250,10 @@ class _Scope:
         return self.names.get(name, self.outer.get(name))
 
     def value(self, node: ast.expr) -> Value:
+        if time.monotonic() > self.deadline:
+            raise _TooSlow
         result = self._value(node)
-        return _Unknown(_quote(node)) if result is None else result
+        return _Unknown(node, self.source) if result is None else result
 
     def _value(self, node: ast.expr) -> Value | None:
         match node:
@@ -233,6 +289,8 @@ class _Scope:
                 values.extend(inner)
             else:
                 values.append(self.value(element))
+            if len(values) > MAX_ELEMENTS:
+                return None
         return tuple(values)
 
     def _binary(self, left: Value, op: ast.operator, right: Value) -> Value | None:
@@ -316,22 +374,22 @@ class _Scope:
             case ast.AugAssign(target=ast.Name(id=name) as target, op=op, value=expression):
                 current = self.lookup(name)
                 changed = self._binary(current, op, self.value(expression)) if current is not None else None
-                self._bind(target, statement, _Unknown(_quote(statement)) if changed is None else changed)
+                self._bind(target, statement, _Unknown(statement, self.source) if changed is None else changed)
             case _:
                 for node in ast.walk(statement):
                     if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                        self.names[node.id] = _Unknown(f"{node.id} (set by `{_quote(statement)}`)")
+                        self.names[node.id] = _Unknown(statement, self.source, f"{node.id} (set by `", "`)")
 
     def _bind(self, target: ast.expr, source: ast.AST, value: Value) -> None:
         if isinstance(target, ast.Name):
             self.names[target.id] = (
-                _Unknown(f"{target.id} = {_quote(source)}") if isinstance(value, _Unknown) else value
+                _Unknown(source, self.source, f"{target.id} = ") if isinstance(value, _Unknown) else value
             )
         elif isinstance(target, ast.Tuple | ast.List):
             parts = value if isinstance(value, tuple) and len(value) == len(target.elts) else None
             for position, element in enumerate(target.elts):
                 if parts is None:
-                    self._bind(element, source, _Unknown(_quote(source)))
+                    self._bind(element, source, _Unknown(source, self.source))
                 else:
                     self._bind(element, source, parts[position])
 
@@ -377,12 +435,10 @@ def _spec(value: Value, text: str) -> TensorSpec:
     return TensorSpec(dtype="unknown", description=f"Not read from the reference program: `{quoted}`.")
 
 
-def _inputs(
-    get_inputs: ast.AST | None, module: dict[str, Value], parameters: list[str] | None
-) -> dict[str, TensorSpec]:
+def _inputs(get_inputs: ast.AST | None, module: _Scope, parameters: list[str] | None) -> dict[str, TensorSpec]:
     if not isinstance(get_inputs, ast.FunctionDef):
         return {}
-    scope = _Scope(module)
+    scope = _Scope(module.source, module.deadline, module.names)
     returned: ast.expr | None = None
     for statement in get_inputs.body:
         if isinstance(statement, ast.Return):
@@ -393,9 +449,13 @@ def _inputs(
         return {}
     value = scope.value(returned)
     if not isinstance(value, tuple):
-        return {"inputs": _spec(value, _quote(returned))}
+        return {"inputs": _spec(value, _quote(returned, scope.source))}
     elements = returned.elts if isinstance(returned, ast.List | ast.Tuple) else []
-    texts = [_quote(e) for e in elements] if len(elements) == len(value) else [_quote(returned)] * len(value)
+    texts = (
+        [_quote(e, scope.source) for e in elements]
+        if len(elements) == len(value)
+        else [_quote(returned, scope.source)] * len(value)
+    )
     if parameters is not None and len(parameters) == len(value):
         names = parameters
     else:
@@ -408,21 +468,27 @@ def _inputs(
     return inputs
 
 
-def read_problem(source: str) -> ProblemFacts:
-    """Read a problem file's docstring, constants and inputs; ``ProblemNotReadable`` if it is not Python."""
+def read_problem(source: str, seconds: float = READ_SECONDS) -> ProblemFacts:
+    """Read a problem file's docstring, constants and inputs; ``ProblemNotReadable`` if it is not
+    Python, is longer than ``MAX_SOURCE_CHARS`` or takes more than ``seconds`` to read."""
+    if len(source) > MAX_SOURCE_CHARS:
+        raise ProblemNotReadable(f"too large to read: longer than {MAX_SOURCE_CHARS} characters")
+    deadline = time.monotonic() + seconds
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise ProblemNotReadable(f"not Python this reader can parse ({type(exc).__name__})") from None
     try:
-        return _read(tree)
+        return _read(tree, _Source(source), deadline)
     except RecursionError:
         # Python parses expressions nested deeper than this reader (or ast.unparse) can walk.
         raise ProblemNotReadable("expressions nested too deeply to read") from None
+    except _TooSlow:
+        raise ProblemNotReadable(f"not read within {seconds:g} s (its expressions are too many or too long)") from None
 
 
-def _read(tree: ast.Module) -> ProblemFacts:
-    module = _Scope()
+def _read(tree: ast.Module, source: _Source, deadline: float) -> ProblemFacts:
+    module = _Scope(source, deadline)
     for statement in tree.body:
         if isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
             module.assign(statement)
@@ -437,6 +503,6 @@ def _read(tree: ast.Module) -> ProblemFacts:
     return ProblemFacts(
         description=description,
         constants=constants,
-        inputs=_inputs(_top_level(tree, ast.FunctionDef, "get_inputs"), module.names, _forward_parameters(model)),
+        inputs=_inputs(_top_level(tree, ast.FunctionDef, "get_inputs"), module, _forward_parameters(model)),
         model_name=model_name if isinstance(model_name, str) else None,
     )

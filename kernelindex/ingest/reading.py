@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from kernelindex.ingest.bounds import MIB, Bounds, Budget
 from kernelindex.ingest.http import Fetcher
 from kernelindex.ingest.runner import Adapter
 from kernelindex.ingest.snapshot import observed_at
@@ -38,10 +39,14 @@ class Reading:
     snapshot: Path | None
     options: Mapping[str, str | None]
     sleep: Sleep | None = None
+    # The ingest's bounds and deadline, shared by every fetcher it makes.
+    budget: Budget = field(default_factory=Budget)
 
     def fetcher(self, client: httpx.Client) -> Fetcher:
         retries = self.settings.http_retries
-        return Fetcher(client, retries=retries, sleep=self.sleep) if self.sleep else Fetcher(client, retries=retries)
+        if self.sleep:
+            return Fetcher(client, retries=retries, sleep=self.sleep, budget=self.budget)
+        return Fetcher(client, retries=retries, budget=self.budget)
 
     def client(self, base_url: str, headers: Mapping[str, str] | None = None) -> httpx.Client:
         """A client for the live upstream at ``base_url``."""
@@ -56,3 +61,18 @@ class Reading:
         assert self.snapshot is not None
         # The folder name only: a server path is nobody else's business.
         return f"snapshot {self.snapshot.resolve().name}", observed_at(self.snapshot)
+
+
+def bounds_of(settings: Settings) -> Bounds:
+    """The bounds ``settings`` give an ingest."""
+    return Bounds(
+        deadline_s=settings.ingest_deadline_s,
+        max_pages=settings.ingest_max_pages,
+        max_listed=settings.ingest_max_listed,
+        max_body_bytes=settings.ingest_max_body_bytes,
+        max_json_depth=settings.ingest_max_json_depth,
+        max_csv_columns=settings.ingest_max_csv_columns,
+        max_row_chars=settings.ingest_max_row_chars,
+        max_memory_bytes=settings.ingest_max_memory_mb * MIB,
+        max_wait_s=settings.http_max_wait_s,
+    )

@@ -14,6 +14,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol, TypeVar, runtime_checkable
@@ -22,9 +23,10 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from kernelindex.figure_gate import Refusals
+from kernelindex.ingest.bounds import MAX_NOTES, BoundHit, Budget, kept_notes
 from kernelindex.ingest.http import UpstreamError
 from kernelindex.ingest.identities import Identities
-from kernelindex.ingest.pipeline import mapped_units
+from kernelindex.ingest.pipeline import UNREPORTED, failure_line, mapped_units
 from kernelindex.store.batch import LIVE, Batch, ReadFrom, SourceInfo, UnitFailure
 from kernelindex.store.ingest import (
     apply_batch,
@@ -154,9 +156,17 @@ def run_ingest(
     progress: Progress | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     read_from: ReadFrom = LIVE,
+    budget: Budget | None = None,
 ) -> IngestSummary:
     """Ingest everything the adapter lists; see the module docstring for the guarantees.
-    ``read_from`` says whether it reads the live upstream or a snapshot (recorded in the report)."""
+    ``read_from`` says whether it reads the live upstream or a snapshot (recorded in the report).
+
+    The ingest runs within ``budget`` (``kernelindex/ingest/bounds.py``): a listing of more units
+    than it allows is refused; once its deadline passes, its memory ceiling is reached or the
+    upstream rate-limits it past either, no further unit is read, the units written stay, and
+    the report says which bound stopped it (status ``partial``, or ``failed`` if nothing was
+    read). The report keeps at most ``MAX_NOTES`` error lines and drift notes."""
+    budget = budget or Budget()
     started = clock()
     observed = observed_at or started
     with sessions.begin() as session:
@@ -173,9 +183,18 @@ def run_ingest(
     status = "succeeded"
     try:
         discovery = adapter.discover()
-    except (UnitFailure, UpstreamError) as exc:
+    except (UnitFailure, UpstreamError, BoundHit) as exc:
         discovery, status = Discovery(units=[], complete=False), "failed"
         errors.append(f"could not list {adapter.source.name}'s units: {exc}")
+    except UNREPORTED as exc:
+        discovery, status = Discovery(units=[], complete=False), "failed"
+        errors.append(failure_line(f"could not list {adapter.source.name}'s units", exc))
+    if len(discovery.units) > budget.bounds.max_listed:
+        errors.append(
+            f"{adapter.source.name} lists {len(discovery.units)} units, more than the {budget.bounds.max_listed} "
+            "an ingest reads (KERNELINDEX_INGEST_MAX_LISTED); nothing was read: check the upstream, or raise the cap"
+        )
+        discovery, status = Discovery(units=[], complete=False), "failed"
     units = discovery.units
     errors.extend(discovery.errors)
     errors.extend(f"warning: {text}" for text in discovery.warnings)
@@ -256,12 +275,23 @@ def run_ingest(
     pending: list[Batch] = []
     pending_runs = 0
     pending_since = time.monotonic()
-    for done, (unit, batch) in enumerate(mapped_units(adapter, units), start=1):
+    done = 0
+    stopped: BoundHit | None = budget.stopped
+    mapped = mapped_units(adapter, units if stopped is None else [])
+    for done, (unit, batch) in enumerate(mapped, start=1):
         if progress:
             progress(unit, done, len(units))
         if isinstance(batch, str):
             errors.append(batch)
             counts["units.failed"] += 1
+        with suppress(BoundHit):  # a bound met is kept as ``budget.stopped``
+            budget.check(f"{adapter.source.name}, after {done} of {len(units)} units")
+        if budget.stopped is not None:
+            stopped = budget.stopped
+            if not isinstance(batch, str):
+                pending.append(batch)  # read whole before the bound: kept
+            break
+        if isinstance(batch, str):
             continue
         drift |= batch.drift
         identities.admit(batch)
@@ -271,18 +301,24 @@ def run_ingest(
         if len(pending) >= GROUP_UNITS or pending_runs >= GROUP_RUNS or waited >= GROUP_SECONDS:
             write(pending)
             pending, pending_runs, pending_since = [], 0, time.monotonic()
+    mapped.close()  # stops the mapping processes, if any, at once
     if pending:
         write(pending)
+    if stopped is not None and units:
+        not_read = len(units) - done
+        counts["units.not_read"] += not_read
+        errors.append(f"stopped: {stopped}" + (f" ({not_read} units were not read)" if not_read else ""))
 
     drift |= adapter.drift
     finished = clock()
     with sessions.begin() as session:
         source = source_by_id(session, source_id)
-        if discovery.complete and units and counts["units.failed"] < len(units):
+        if discovery.complete and stopped is None and units and counts["units.failed"] < len(units):
             counts["flag.missing_workloads"] += mark_missing_workloads(session, source, set(units), observed)
             if source.last_observed_at != observed:
                 source.last_observed_at = observed
-        if status != "failed" and (counts["units.failed"] or discovery.errors):
+        troubled = stopped is not None or counts["units.failed"] or discovery.errors
+        if troubled and (status != "failed" or stopped is not None):
             status = "partial" if counts["units.ingested"] else "failed"
         if status == "succeeded":
             record_files(session, source_id, discovery.files, finished)
@@ -299,7 +335,9 @@ def run_ingest(
         nested = _nested(counts)
         nested.setdefault("flag", {})
         nested["flags"] = nested.pop("flag")
-        finish_report(session, report_id, status, finished, nested, errors, sorted(drift))
+        errors = kept_notes(errors)
+        notes = kept_notes(sorted(drift), MAX_NOTES, "unknown upstream fields")
+        finish_report(session, report_id, status, finished, nested, errors, notes)
         engine = session.get_bind().engine
     vacuum_after_bulk_write(engine, counts["added.run"])
     return IngestSummary(
@@ -309,5 +347,5 @@ def run_ingest(
         finished_at=finished,
         counts=dict(nested),
         errors=errors,
-        drift=sorted(drift),
+        drift=notes,
     )

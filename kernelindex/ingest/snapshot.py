@@ -19,6 +19,8 @@ from typing import Any
 
 import httpx
 
+from kernelindex.ingest.bounds import NotARegularFile, read_regular
+
 SNAPSHOT_BASE_URL = "http://snapshot.invalid/api/"
 OBSERVED_AT_FILE = "snapshot.json"
 
@@ -37,17 +39,26 @@ def verify_checksums(root: Path) -> int:
     if not listing.exists():
         return 0
     checked = 0
-    for line in listing.read_text().splitlines():
+    for line in _read(listing, root).decode("utf-8", "replace").splitlines():
         if not line.strip():
             continue
         expected, _, name = line.partition("  ")
         path = root / name.strip()
-        if not path.is_file():
+        if not path.exists():
             raise SnapshotError(f"{path}: listed in MANIFEST.sha256 but missing")
-        if hashlib.sha256(path.read_bytes()).hexdigest() != expected.strip():
+        if hashlib.sha256(_read(path, root)).hexdigest() != expected.strip():
             raise SnapshotError(f"{path}: checksum does not match MANIFEST.sha256")
         checked += 1
     return checked
+
+
+def _read(path: Path, root: Path) -> bytes:
+    """A file of the snapshot: a regular file inside its folder (``SnapshotError`` otherwise:
+    a link pointing out, a device or a FIFO is never read)."""
+    try:
+        return read_regular(path, root)
+    except NotARegularFile as exc:
+        raise SnapshotError(f"{path}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -81,8 +92,8 @@ def snapshot_facts(root: Path) -> SnapshotFacts:
     if not path.exists():
         return SnapshotFacts()
     try:
-        document = json.loads(path.read_text())
-    except ValueError as exc:
+        document = json.loads(_read(path, root))
+    except (ValueError, RecursionError) as exc:
         raise SnapshotError(f"{path}: not JSON ({exc})") from None
     if not isinstance(document, dict):
         raise SnapshotError(f"{path}: expected an object")
@@ -127,20 +138,27 @@ def snapshot_transport(root: Path) -> httpx.MockTransport:
         raise SnapshotError(f"{root}: not a SOL-ExecBench snapshot (no api/kernels.json)")
 
     def handle(request: httpx.Request) -> httpx.Response:
+        try:
+            return answer(request)
+        except SnapshotError:
+            # Not a regular file inside the snapshot (a link pointing out, a FIFO): never read.
+            return httpx.Response(403)
+
+    def answer(request: httpx.Request) -> httpx.Response:
         path = request.url.path.removeprefix("/api/").strip("/")
         if path == "kernels":
-            return httpx.Response(200, content=(api / "kernels.json").read_bytes())
+            return httpx.Response(200, content=_read(api / "kernels.json", root))
         if match := re.fullmatch(r"kernels/(\d+)", path):
             file = api / "kernels" / f"{match[1]}.json"
-            return httpx.Response(200, content=file.read_bytes()) if file.is_file() else httpx.Response(404)
+            return httpx.Response(200, content=_read(file, root)) if file.exists() else httpx.Response(404)
         if path == "submissions":
             kernel_id = request.url.params.get("kernel_id", "")
             file = api / "submissions" / f"kernel-{kernel_id}.json"
-            if not kernel_id.isdigit() or not file.is_file():
+            if not kernel_id.isdigit() or not file.exists():
                 return httpx.Response(404)
             offset = int(request.url.params.get("offset", "0"))
             limit = int(request.url.params.get("limit", "20"))
-            return httpx.Response(200, content=_page(file.read_bytes(), offset, limit))
+            return httpx.Response(200, content=_page(_read(file, root), offset, limit))
         return httpx.Response(404)
 
     return httpx.MockTransport(handle)

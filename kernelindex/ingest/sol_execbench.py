@@ -536,8 +536,17 @@ class SolExecBench:
 
     def discover(self) -> Discovery:
         """Every kernel id the upstream lists (raises ``UpstreamError`` if it cannot be read)."""
+        data = self._data("kernels")
+        listed = data.get("kernels") if isinstance(data, dict) else None
+        cap = self.fetcher.budget.bounds.max_listed
+        if isinstance(listed, list) and len(listed) > cap:
+            # Refused before a model is built for each: a listing of millions must not fill memory.
+            raise UpstreamError(
+                f"{self.fetcher.url('kernels')}: lists {len(listed)} kernels, more than the {cap} an ingest reads "
+                "(KERNELINDEX_INGEST_MAX_LISTED); nothing was read: check the upstream, or raise the cap"
+            )
         try:
-            listing = KernelList.model_validate(self._data("kernels"))
+            listing = KernelList.model_validate(data)
         except ValidationError as exc:
             raise UpstreamError(f"{self.fetcher.url('kernels')}: unexpected shape ({first_error(exc)})") from None
         self.drift |= listing.extra_fields("kernels")
@@ -644,10 +653,22 @@ class SolExecBench:
         """Every submission of a kernel across pages, each once, in upstream order."""
         seen: dict[int, dict[str, Any]] = {}
         offset, total = 0, None
-        # A bound on pages, so an upstream that ignores offset cannot loop us forever.
-        max_pages = 10_000
+        # Bounds on pages and on submissions listed, so an upstream that ignores offset, or whose
+        # total keeps moving ahead, cannot loop us forever nor fill memory.
+        bounds = self.fetcher.budget.bounds
         label = f"kernel {kernel.id} ({kernel.name})"
-        for _ in range(max_pages):
+        for number in range(bounds.max_pages + 1):
+            if number == bounds.max_pages or len(seen) > bounds.max_listed:
+                reached = (
+                    f"more than {bounds.max_pages} pages (KERNELINDEX_INGEST_MAX_PAGES)"
+                    if number == bounds.max_pages
+                    else f"more than {bounds.max_listed} submissions (KERNELINDEX_INGEST_MAX_LISTED)"
+                )
+                raise KernelError(
+                    f"{label}: its submissions: {self.fetcher.url('submissions', {'kernel_id': kernel.id})}: "
+                    f"{reached}, the upstream's total now {total}; stopped there, nothing of it stored: "
+                    "check the upstream, or raise the cap"
+                )
             params: dict[str, str | int] = {"kernel_id": kernel.id, "offset": offset, "limit": self.page_limit}
             try:
                 page = SubmissionPage.model_validate(self._data("submissions", params))

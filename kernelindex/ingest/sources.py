@@ -16,7 +16,8 @@ from pathlib import Path
 from sqlalchemy.orm import Session, sessionmaker
 
 from kernelindex.ingest import aiconfigurator, aiter, kernelbench, liger_kernel, sol_execbench
-from kernelindex.ingest.reading import Opened, Reading, Sleep
+from kernelindex.ingest.bounds import Budget
+from kernelindex.ingest.reading import Opened, Reading, Sleep, bounds_of
 from kernelindex.ingest.runner import IngestSummary, Progress, run_ingest
 from kernelindex.ingest.snapshot import snapshot_facts, verify_checksums
 from kernelindex.paths import BUNDLED_DATA
@@ -67,10 +68,12 @@ def ingest(
     """Ingest source ``slug`` from ``snapshot`` (a folder) if given, else from its live upstream.
 
     A snapshot is checked against its ``MANIFEST.sha256`` first (``SnapshotError`` on any
-    mismatch) and read through the same clients and parsing code as the live upstream.
+    mismatch) and read through the same clients and parsing code as the live upstream. The
+    ingest runs within the bounds ``settings`` give (``kernelindex/ingest/bounds.py``).
     """
     source = SOURCES[slug]
-    with _opened(source, Reading(settings, snapshot, options or {}, sleep)) as opened:
+    budget = Budget(bounds_of(settings))
+    with _opened(source, Reading(settings, snapshot, options or {}, sleep, budget)) as opened:
         return run_ingest(
             opened.adapter,
             sessions,
@@ -78,6 +81,7 @@ def ingest(
             observed_at=opened.observed_at,
             progress=progress,
             read_from=_read_from(source, snapshot),
+            budget=budget,
         )
 
 
