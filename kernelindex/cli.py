@@ -583,7 +583,7 @@ def verify(target: str) -> None:
         sys.exit(2)
     checks = verify_document(document.value, expected_digest=expected, lines=document.lines)
     if not checks:
-        err.print(f"[red]{target} holds no manifest (objects with apiVersion, kind and spec).[/]")
+        err.print(f"[red]{target} holds no manifest (objects with apiVersion, kind and spec).[/]", soft_wrap=True)
         sys.exit(1)
     for check in checks:
         mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]"

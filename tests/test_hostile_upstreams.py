@@ -486,7 +486,7 @@ def test_a_failure_no_adapter_worded_is_one_line_of_a_finished_report(db, monkey
     )
 
 
-def test_a_liger_value_of_1e999999_fails_its_file_in_a_sentence():
+def test_a_liger_value_of_1e999999_is_refused_in_a_sentence():
     columns = list(liger_rows.COLUMNS)
     values = {column: "x" for column in columns} | {
         "metric_name": "speed",
@@ -505,11 +505,11 @@ def test_a_liger_value_of_1e999999_fails_its_file_in_a_sentence():
     )
     adapter = LigerKernel(GitHubRaw(Fetcher(client, retries=0), "linkedin", "Liger-Kernel"), "main")
     discovery = adapter.discover()
-    assert not discovery.complete and discovery.errors
-    assert all(
-        line.startswith("http://raw.test/linkedin/Liger-Kernel/main/") and "a number out of range" in line
-        for line in discovery.errors
-    )
+    # The figure gate refuses the row where it stands; the rest of the file still goes on.
+    assert discovery.complete and not discovery.errors
+    lines = discovery.refused.lines()  # the one row, in each data file the transport serves it as
+    assert len(lines) == len(liger_rows.DATA_FILES) and discovery.refused.counts == {"out_of_range": len(lines)}
+    assert all("y_value_50 is 1E+999999, outside 1 ns to 1 hour" in line for line in lines), lines
 
 
 def test_a_bug_is_one_sentence_with_its_traceback_kept_in_a_file(tmp_path, monkeypatch):
@@ -537,7 +537,7 @@ def test_a_bug_is_one_sentence_with_its_traceback_kept_in_a_file(tmp_path, monke
         details.unlink()
 
 
-def test_a_parquet_column_of_another_type_fails_its_file_alone(tmp_path):
+def test_a_parquet_column_of_another_type_is_refused_and_the_rest_goes_on(tmp_path):
     data = tmp_path / "data"
     table = pq.read_table(AIC_DATA / "gemm/trtllm/1.3.0rc20/gemm_perf.parquet")
     latency = table.column_names.index("latency")
@@ -546,6 +546,8 @@ def test_a_parquet_column_of_another_type_fails_its_file_alone(tmp_path):
     good = _table(data, "gemm/sglang/0.5.14")
     shutil.copy(AIC_DATA / "gemm/sglang/0.5.14/gemm_perf.parquet", good / "gemm_perf.parquet")
     discovery = AIConfigurator(data, "0.12.0", datetime.now(UTC)).discover()
-    assert len(discovery.errors) == 1 and not discovery.complete
-    assert discovery.errors[0].startswith("h200_sxm/gemm/trtllm/1.3.0rc20/gemm_perf.parquet: a value of the wrong type")
+    # The figure gate refuses every row of the column, named by the file; the other file goes on.
+    assert discovery.complete and not discovery.errors
+    assert discovery.refused.counts == {"wrong_type": table.num_rows}
+    assert all("h200_sxm/gemm/trtllm/1.3.0rc20/gemm_perf.parquet" in line for line in discovery.refused.sentences)
     assert discovery.units  # the other file's workloads
