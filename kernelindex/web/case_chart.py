@@ -14,18 +14,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelindex.manifests import BenchmarkRun
-from kernelindex.web.chart import ChartTick, log_scale
+from kernelindex.web.chart import ChartTick, fit_text, log_scale
 from kernelindex.web.format import latency
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.rerun_part import RerunCaseRow
 
-WIDTH = 640
-LEFT, RIGHT, TOP, BOTTOM = 150, 64, 8, 40
+WIDTH = 480  # about a phone's width, as every chart (kernelindex.web.chart)
+LEFT, RIGHT, TOP, BOTTOM = 124, 56, 8, 40
 ROW = 22
+LABEL_GAP = 8  # between a case's label and the plot, as the template draws it
 
 
 class CaseRow(Part):
     label: str  # the case's varying axes, "V=4096"
+    short_label: str  # the label as the chart shows it: shortened with "…" where it is too long
     y: float
     x: float  # where the figure is drawn
     low_x: float | None = None  # the spread, where the source gives one
@@ -101,6 +103,7 @@ def latency_chart(figures: Sequence[CaseFigure], statistic: str, spread: str) ->
         rows=[
             CaseRow(
                 label=figure.label,
+                short_label=fit_text(figure.label, LEFT - LABEL_GAP - 2),
                 y=TOP + ROW * index + ROW / 2,
                 x=scale.at(figure.value),
                 low_x=scale.at(figure.low) if figure.low else None,
@@ -137,7 +140,13 @@ def share_chart(figures: Sequence[CaseFigure], what: str) -> CaseChart:
         spread_heading=None,
         ticks=[ChartTick(position=x(value), label=f"{value:g}%") for value in range(0, int(top) + 1, 25)],
         rows=[
-            CaseRow(label=f.label, y=TOP + ROW * index + ROW / 2, x=x(f.value), value=f"{f.value:.1f}%")
+            CaseRow(
+                label=f.label,
+                short_label=fit_text(f.label, LEFT - LABEL_GAP - 2),
+                y=TOP + ROW * index + ROW / 2,
+                x=x(f.value),
+                value=f"{f.value:.1f}%",
+            )
             for index, f in enumerate(figures)
         ],
     )

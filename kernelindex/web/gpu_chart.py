@@ -2,7 +2,8 @@
 axis, a dot per implementation's best there and a larger, labelled dot for the GPU's best.
 
 The rows keep the order they are given (the registry's GPU order): the chart sets the GPUs
-side by side and never ranks them.
+side by side and never ranks them. A GPU name too long for the label column is shortened with
+"…"; the row's label keeps the full name as its tooltip.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from kernelindex.web.chart import ChartTick, log_scale
+from kernelindex.web.chart import ChartTick, fit_text, log_scale
 from kernelindex.web.format import latency
 
-WIDTH = 640
-LEFT, RIGHT, TOP, BOTTOM = 168, 84, 12, 44
+WIDTH = 480  # about a phone's width, as every chart (kernelindex.web.chart)
+LEFT, RIGHT, TOP, BOTTOM = 150, 56, 12, 44
 ROW = 30
+LABEL_GAP = 10  # between a row's label and the plot, as the template draws it
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class GpuDot(BaseModel):
 
 class GpuChartRow(BaseModel):
     gpu: str
+    label: str  # the GPU's name as the row shows it: shortened with "…" where it is too long
     y: float
     best_x: float
     best_label: str
@@ -72,6 +75,7 @@ def gpu_chart(figures: Sequence[GpuFigures]) -> GpuChart | None:
         rows=[
             GpuChartRow(
                 gpu=row.gpu,
+                label=fit_text(row.gpu, LEFT - LABEL_GAP - 2),
                 y=TOP + ROW * index + ROW / 2,
                 best_x=scale.at(row.best_ns),
                 best_label=latency(row.best_ns),
