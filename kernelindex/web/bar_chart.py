@@ -13,11 +13,12 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from kernelindex.web.chart import ChartTick, fit_text, text_width
+from kernelindex.web.chart import ChartTick, fit_text, label_column, text_width
 from kernelindex.web.format import UNIT_SIZES, significant
 
 WIDTH = 560  # about a phone's width, as every chart (kernelindex.web.chart)
-LEFT, RIGHT, TOP, BOTTOM = 200, 64, 8, 40
+# The label column is as wide as the longest label needs, from NARROWEST to WIDEST.
+NARROWEST, WIDEST, RIGHT, TOP, BOTTOM = 80, 220, 64, 8, 40
 ROW = 24
 BAR = 14
 # A label ends this far left of the axis; one too long for its column is shortened with "…" (the
@@ -51,7 +52,7 @@ class BarChart(BaseModel):
     description: str
     width: int = WIDTH
     height: int
-    left: int = LEFT
+    left: int
     right_edge: int = WIDTH - RIGHT
     bar_height: int = BAR
     axis_y: float
@@ -92,30 +93,32 @@ def bar_chart(
         return None
     ticks = nice_ticks(max(bar.value for bar in bars) if rule_at is None else max(rule_at, *(b.value for b in bars)))
     top = ticks[-1]
-    span = WIDTH - RIGHT - LEFT
-    room = WIDTH - 2 - LEFT  # where a bar and its figure may reach
+    left = label_column([bar.label for bar in bars], LABEL_GAP, NARROWEST, WIDEST)
+    span = WIDTH - RIGHT - left
+    room = WIDTH - 2 - left  # where a bar and its figure may reach
     top = max(top, *(bar.value * span / (room - VALUE_GAP - text_width(bar.value_text)) for bar in bars))
 
     def x(value: float) -> float:
-        return round(LEFT + value / top * span, 1)
+        return round(left + value / top * span, 1)
 
     axis_y = TOP + ROW * len(bars)
     return BarChart(
         title=title,
         description=description,
         height=round(axis_y + BOTTOM),
+        left=left,
         axis_y=axis_y,
         axis_title=axis_title,
         axis_title_text=(shown := fit_text(axis_title, WIDTH - 4)),
-        axis_title_x=round(min((LEFT + WIDTH - RIGHT) / 2, WIDTH - 2 - text_width(shown) / 2), 1),
+        axis_title_x=round(min((left + WIDTH - RIGHT) / 2, WIDTH - 2 - text_width(shown) / 2), 1),
         value_heading=value_heading,
         bars=[
             ChartBar(
-                label=fit_text(bar.label, LEFT - LABEL_GAP - 2),
+                label=fit_text(bar.label, left - LABEL_GAP - 2),
                 full_label=bar.label,
                 y=TOP + ROW * index + (ROW - BAR) / 2,
                 text_y=TOP + ROW * index + ROW / 2 + 4,
-                width=max(round(x(bar.value) - LEFT, 1), 1.0),
+                width=max(round(x(bar.value) - left, 1), 1.0),
                 value_text=bar.value_text,
                 url=bar.url,
                 highlight=bar.highlight,

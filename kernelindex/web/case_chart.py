@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelindex.manifests import BenchmarkRun
-from kernelindex.web.chart import ChartTick, fit_text, log_scale
+from kernelindex.web.chart import ChartTick, fit_text, label_column, log_scale
 from kernelindex.web.format import latency
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.rerun_part import RerunCaseRow
 
 WIDTH = 480  # about a phone's width, as every chart (kernelindex.web.chart)
-LEFT, RIGHT, TOP, BOTTOM = 124, 56, 8, 40
+# The label column is as wide as the longest case label needs, from NARROWEST to WIDEST.
+NARROWEST, WIDEST, RIGHT, TOP, BOTTOM = 72, 200, 56, 8, 40
 ROW = 22
 LABEL_GAP = 8  # between a case's label and the plot, as the template draws it
 
@@ -43,7 +44,7 @@ class CaseChart(Part):
     kind: str  # "latency": dots on a log axis; "share": bars from zero on a linear axis
     width: int = WIDTH
     height: int
-    left: int = LEFT
+    left: int
     right_edge: int = WIDTH - RIGHT
     axis_y: float
     axis_title: str
@@ -81,8 +82,9 @@ def _height(count: int) -> int:
 
 def latency_chart(figures: Sequence[CaseFigure], statistic: str, spread: str) -> CaseChart:
     """Per-case latencies (ns) on a log axis; ``spread`` names the low–high range ("p20–p80")."""
+    left = label_column([f.label for f in figures], LABEL_GAP, NARROWEST, WIDEST)
     scale = log_scale(
-        [v for f in figures for v in (f.value, f.low, f.high) if v is not None and v > 0], LEFT, WIDTH - RIGHT
+        [v for f in figures for v in (f.value, f.low, f.high) if v is not None and v > 0], left, WIDTH - RIGHT
     )
     has_spread = any(f.low is not None and f.high is not None for f in figures)
     return CaseChart(
@@ -94,6 +96,7 @@ def latency_chart(figures: Sequence[CaseFigure], statistic: str, spread: str) ->
             + (f"; a line spans each case's {spread}." if has_spread else ".")
         ),
         kind="latency",
+        left=left,
         height=_height(len(figures)),
         axis_y=TOP + ROW * len(figures),
         axis_title=f"latency ({statistic}), log scale",
@@ -103,7 +106,7 @@ def latency_chart(figures: Sequence[CaseFigure], statistic: str, spread: str) ->
         rows=[
             CaseRow(
                 label=figure.label,
-                short_label=fit_text(figure.label, LEFT - LABEL_GAP - 2),
+                short_label=fit_text(figure.label, left - LABEL_GAP - 2),
                 y=TOP + ROW * index + ROW / 2,
                 x=scale.at(figure.value),
                 low_x=scale.at(figure.low) if figure.low else None,
@@ -121,10 +124,11 @@ def latency_chart(figures: Sequence[CaseFigure], statistic: str, spread: str) ->
 def share_chart(figures: Sequence[CaseFigure], what: str) -> CaseChart:
     """Per-case percentages (0–100, or beyond) as bars from zero on a linear axis."""
     top = max(100.0, max(f.value for f in figures))
-    span = WIDTH - RIGHT - LEFT
+    left = label_column([f.label for f in figures], LABEL_GAP, NARROWEST, WIDEST)
+    span = WIDTH - RIGHT - left
 
     def x(value: float) -> float:
-        return round(LEFT + value / top * span, 1)
+        return round(left + value / top * span, 1)
 
     return CaseChart(
         id="case-share",
@@ -133,6 +137,7 @@ def share_chart(figures: Sequence[CaseFigure], what: str) -> CaseChart:
             f"{len(figures)} cases from {min(f.value for f in figures):.1f}% to {max(f.value for f in figures):.1f}%."
         ),
         kind="share",
+        left=left,
         height=_height(len(figures)),
         axis_y=TOP + ROW * len(figures),
         axis_title=f"{what.lower()}, %",
@@ -142,7 +147,7 @@ def share_chart(figures: Sequence[CaseFigure], what: str) -> CaseChart:
         rows=[
             CaseRow(
                 label=f.label,
-                short_label=fit_text(f.label, LEFT - LABEL_GAP - 2),
+                short_label=fit_text(f.label, left - LABEL_GAP - 2),
                 y=TOP + ROW * index + ROW / 2,
                 x=x(f.value),
                 value=f"{f.value:.1f}%",

@@ -92,6 +92,14 @@ def fit_text(text: str, width: float, size: float = 11) -> str:
     return text[:end].rstrip() + "…"
 
 
+def label_column(labels: Sequence[str], gap: float, narrowest: float, widest: float) -> int:
+    """The width of a chart's column of row labels: what the longest of ``labels`` takes, with
+    ``gap`` before the plot, at least ``narrowest`` and at most ``widest`` (a longer label is
+    shortened by ``fit_text``)."""
+    needed = max((text_width(label) for label in labels), default=0) + gap + 2
+    return math.ceil(min(max(needed, narrowest), widest))
+
+
 def _month_start(moment: datetime, months: int) -> datetime:
     index = (moment.year * 12 + moment.month - 1) // months * months
     return datetime(index // 12, index % 12 + 1, 1, tzinfo=UTC)
