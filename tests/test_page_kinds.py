@@ -9,11 +9,13 @@ Each page is loaded once and checked for what a reader trips on:
   a box that scrolls by itself holds it (a wide table or chart scrolls inside its own
   ``.scroll`` box); both are checked on every page, not only where the page already overflows,
   since a box clipping its overflow would hide one from the first;
-- no chart clips what it draws: every mark and label of an SVG lies inside the SVG's viewBox
-  (the SVG clips anything outside it).
+- no chart hides what it draws: every mark and label of an SVG lies inside the SVG's viewBox
+  (the SVG clips anything outside it) and inside the window and every box around the SVG that
+  scrolls or clips, as the page first shows it (a chart is whole without scrolling sideways).
 
-A full-page screenshot of each is kept, in ``$KERNELINDEX_SCREENSHOTS`` if set, else in the
-test session's temporary folder (the path is printed). The pages marked ``dark`` are also
+A full-page screenshot of each page is kept in ``$KERNELINDEX_SCREENSHOTS`` if set; otherwise
+only of a page that fails, in the test session's temporary folder (the path is printed): a
+screenshot of a long page costs more than its checks. The pages marked ``dark`` are also
 checked in the dark theme (``prefers-color-scheme: dark``), where contrast differs.
 
 The catalogue holds every source: the bundled SOL-ExecBench, AIConfigurator and aiter (slice)
@@ -145,8 +147,9 @@ OVERFLOWING = """() => {
   });
 }"""
 
-# Marks and labels an SVG draws outside its viewBox, which the SVG clips: each with where it lies
-# and the visible area, in CSS pixels from the area's top left corner.
+# Marks and labels an SVG draws outside its visible area: its viewBox (the SVG clips anything
+# outside it), the window's width and every box around it that scrolls or clips. Each with where
+# it lies and the visible area, in CSS pixels from the area's top left corner.
 CLIPPED_IN_CHARTS = """() => {
   const clipped = [];
   for (const svg of document.querySelectorAll('svg')) {
@@ -158,6 +161,12 @@ CLIPPED_IN_CHARTS = """() => {
       const to = new DOMPoint(view.x + view.width, view.y + view.height).matrixTransform(matrix);
       area = {left: Math.max(box.left, from.x), top: Math.max(box.top, from.y),
               right: Math.min(box.right, to.x), bottom: Math.min(box.bottom, to.y)};
+    }
+    area = {...area, left: Math.max(area.left, 0), right: Math.min(area.right, document.documentElement.clientWidth)};
+    for (let around = svg.parentElement; around && around !== document.body; around = around.parentElement) {
+      if (getComputedStyle(around).overflowX === 'visible') continue;
+      const edge = around.getBoundingClientRect().left + around.clientLeft;
+      area = {...area, left: Math.max(area.left, edge), right: Math.min(area.right, edge + around.clientWidth)};
     }
     for (const mark of svg.querySelectorAll('text, circle, rect, line, path, polygon, polyline, ellipse')) {
       const at = mark.getBoundingClientRect();
@@ -259,13 +268,19 @@ def contexts(browser: Any, site: str, axe_script: Path) -> Iterator[dict[bool, A
     maintainer.close()
 
 
+@dataclass(frozen=True)
+class Screenshots:
+    folder: Path
+    every_page: bool  # else only of the pages that fail
+
+
 @pytest.fixture(scope="module")
-def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Screenshots:
     chosen = os.environ.get("KERNELINDEX_SCREENSHOTS")
     folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
     folder.mkdir(parents=True, exist_ok=True)
-    print(f"\nscreenshots: {folder}")
-    return folder
+    print(f"\nscreenshots{'' if chosen else ' of the pages that fail'}: {folder}")
+    return Screenshots(folder, every_page=bool(chosen))
 
 
 def serious_violations(page: Any) -> list[str]:
@@ -282,7 +297,7 @@ def serious_violations(page: Any) -> list[str]:
 
 @pytest.mark.parametrize(("kind", "width", "scheme"), CASES)
 def test_page_kind_is_accessible_and_fits_the_width(
-    kind: PageKind, width: int, scheme: str, site: str, contexts: dict[bool, Any], screenshots: Path
+    kind: PageKind, width: int, scheme: str, site: str, contexts: dict[bool, Any], screenshots: Screenshots
 ) -> None:
     page = contexts[kind.signed_in].new_page()
     try:
@@ -291,13 +306,13 @@ def test_page_kind_is_accessible_and_fits_the_width(
         response = page.goto(f"{site}{kind.path}")
         assert response is not None
         assert response.status == kind.status, page.url
-        page.screenshot(path=screenshots / f"{kind.name}-{width}-{scheme}.png", full_page=True)
-
         overflow = page.evaluate("Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)") - width
         problems = [f"the page is {overflow} px wider than the window"] if overflow > 0 else []
         problems += page.evaluate(OVERFLOWING)
         problems += page.evaluate(CLIPPED_IN_CHARTS)
         problems += serious_violations(page)
+        if problems or screenshots.every_page:
+            page.screenshot(path=screenshots.folder / f"{kind.name}-{width}-{scheme}.png", full_page=True)
         assert not problems, f"{kind.path} at {width} px, {scheme}:\n" + "\n".join(problems)
     finally:
         page.close()
