@@ -68,6 +68,7 @@ class PageKind:
     path: str
     signed_in: bool = False
     dark: bool = False  # also checked in the dark theme
+    tables_fit: bool = False  # at the widest width, every table fits without scrolling in its box
     status: int = 200
 
 
@@ -90,9 +91,9 @@ PAGE_KINDS = [
     PageKind("run-aiconfigurator", "/runs/aic-moe-rtx-pro-6000-server-0beb129d5c8743fd"),
     PageKind("run-aiter", "/runs/aiter-run-64fe6c0c36906b24"),
     PageKind("run-rerun", "/runs/rerun-3a9843b10b3a"),
-    PageKind("gpus", "/gpus"),
-    PageKind("gpu", "/gpus/b200"),
-    PageKind("gpu-with-reruns", "/gpus/h200"),
+    PageKind("gpus", "/gpus", tables_fit=True),
+    PageKind("gpu", "/gpus/b200", tables_fit=True),
+    PageKind("gpu-with-reruns", "/gpus/h200", tables_fit=True),
     PageKind("gpu-long-name", "/gpus/rtx-pro-6000-blackwell-server"),
     PageKind("compare", "/compare?run=sol-submission-36270&run=sol-submission-36339", dark=True),
     PageKind("search", "/search?q=conv2d"),
@@ -183,6 +184,13 @@ CLIPPED_IN_CHARTS = """() => {
   }
   return clipped.slice(0, 8);
 }"""
+
+
+# Boxes around a table that scroll sideways: the table does not fit the page's width.
+SCROLLING_TABLES = """() => [...document.querySelectorAll('.scroll')]
+  .filter(box => box.querySelector('table') && box.scrollWidth > box.clientWidth + 1)
+  .map(box => `a table (${(box.querySelector('caption, th') || box).textContent.trim().slice(0, 40)}) `
+    + `needs ${box.scrollWidth} px in a box of ${box.clientWidth} px`)"""
 
 
 def rerun_bundles(workloads: set[str]) -> Path:
@@ -310,6 +318,8 @@ def test_page_kind_is_accessible_and_fits_the_width(
         problems = [f"the page is {overflow} px wider than the window"] if overflow > 0 else []
         problems += page.evaluate(OVERFLOWING)
         problems += page.evaluate(CLIPPED_IN_CHARTS)
+        if kind.tables_fit and width == WIDTHS[-1]:
+            problems += page.evaluate(SCROLLING_TABLES)
         problems += serious_violations(page)
         if problems or screenshots.every_page:
             page.screenshot(path=screenshots.folder / f"{kind.name}-{width}-{scheme}.png", full_page=True)
