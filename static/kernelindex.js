@@ -128,16 +128,34 @@
   }
 
   // Keyboard access to what scrolls sideways (a wide table or chart on a phone, long JSON):
-  // a box that scrolls takes focus, so that arrow keys scroll it. Checked again when the
-  // window is resized or a <details> opens, since either changes what overflows.
+  // a box that scrolls takes focus, so that arrow keys scroll it, and is a region named by its
+  // table's caption or its section's heading, so that a screen reader says what took focus.
+  // Checked again when the window is resized or a <details> opens, since either changes what
+  // overflows.
+  function scrollerName(box) {
+    var named = box.querySelector("caption") || box.querySelector("svg title");
+    var section = box.closest("section");
+    if (!named && section) named = section.querySelector("h2, h3");
+    var text = named ? named.textContent.replace(/\s+/g, " ").trim() : "";
+    return (text || "Content") + " (scrolls sideways)";
+  }
+
   function focusableScrollers() {
     document.querySelectorAll(".scroll, pre").forEach(function (box) {
       var scrolls = box.scrollWidth > box.clientWidth;
       if (scrolls && !box.hasAttribute("tabindex")) {
         box.tabIndex = 0;
+        if (!box.hasAttribute("role")) {
+          box.setAttribute("role", "region");
+          box.setAttribute("aria-label", scrollerName(box));
+        }
         box.dataset.scrollFocus = "";
       } else if (!scrolls && "scrollFocus" in box.dataset) {
         box.removeAttribute("tabindex");
+        if (box.getAttribute("role") === "region") {
+          box.removeAttribute("role");
+          box.removeAttribute("aria-label");
+        }
         delete box.dataset.scrollFocus;
       }
     });

@@ -19,10 +19,11 @@ from tests.servers import serving
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.browser
+# One worker runs the whole module, so that Chromium starts once for every test and backend.
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser():
     with launched() as browser:
         yield browser

@@ -1,51 +1,65 @@
-"""Every kind of page in a real browser, at a phone's width (390 px) and a desktop's (1400 px).
+"""Every kind of page in a real browser, at a phone's width (390 px) and a laptop's (1280 px).
 
-Each page is loaded once and checked for two things a reader trips on:
+Each page is loaded once and checked for what a reader trips on:
 
 - axe-core (the copy bundled in the axe-playwright-python wheel, injected into the page) finds
   no violation of impact "serious" or "critical": contrast, names of controls and links,
   landmarks, keyboard access to scrolling regions...;
-- the page body never scrolls sideways: a wide table or chart scrolls inside its own
-  ``.scroll`` container instead.
+- the page never scrolls sideways, and no element reaches past the window's right edge unless
+  a box that scrolls by itself holds it (a wide table or chart scrolls inside its own
+  ``.scroll`` box); both are checked on every page, not only where the page already overflows,
+  since a box clipping its overflow would hide one from the first;
+- no chart hides what it draws: every mark and label of an SVG lies inside the SVG's viewBox
+  (the SVG clips anything outside it) and inside the window and every box around the SVG that
+  scrolls or clips, as the page first shows it (a chart is whole without scrolling sideways).
 
-A full-page screenshot of each is kept, in ``$KERNELINDEX_SCREENSHOTS`` if set, else in the
-test session's temporary folder (the path is printed). The pages marked ``dark`` are also
+A full-page screenshot of each page is kept in ``$KERNELINDEX_SCREENSHOTS`` if set; otherwise
+only of a page that fails, in the test session's temporary folder (the path is printed): a
+screenshot of a long page costs more than its checks. The pages marked ``dark`` are also
 checked in the dark theme (``prefers-color-scheme: dark``), where contrast differs.
 
-The catalogue holds every source: the bundled SOL-ExecBench snapshot, real slices of the
-KernelBench and Liger-Kernel snapshots, and the bundled controlled reruns. It is served by one
+The catalogue holds every source: the bundled SOL-ExecBench, AIConfigurator and aiter (slice)
+snapshots, real slices of the KernelBench and Liger-Kernel snapshots, and the bundled controlled
+reruns of those workloads (SOL-ExecBench's and KernelBench's). The long names come with them:
+"NVIDIA RTX PRO 6000 Blackwell Server Edition", AMD's GPU classes, kernel names of 40 characters. It is served by one
 server and one Chromium for the whole module, on SQLite only: what is checked here is the
 rendered page, which the backend does not change.
 """
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from kernelindex.app import create_app
 from kernelindex.db.engine import make_engine, make_sessionmaker
+from kernelindex.db.tables import Workload
 from kernelindex.ingest.rerun_import import import_bundled_reruns
-from kernelindex.ingest.sources import ingest
+from kernelindex.ingest.sources import SOURCES, ingest
+from kernelindex.paths import BUNDLED_RERUNS
 from kernelindex.settings import Settings
 from kernelindex.store.accounts import create_user
 from tests import kernelbench_slice, liger_slice
 from tests.chromium import launched
-from tests.rerun_bundles import v1_reruns
 from tests.servers import serving
 
 # One worker runs the whole module, so the catalogue, the server and Chromium start once.
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("page_kinds")]
 
 MAINTAINER, PASSPHRASE = "maintainer", "a maintainer passphrase"
-WIDTHS = (390, 1400)
+WIDTHS = (390, 1280)
 BLOCKING_IMPACTS = {"serious", "critical"}
+LONG_IMPLEMENTATION = "vllm-vllm-fp8moe-flashinfer-trtllm-trtllmfp8expertsmonolithic"
 
 
 @dataclass(frozen=True)
@@ -54,29 +68,45 @@ class PageKind:
     path: str
     signed_in: bool = False
     dark: bool = False  # also checked in the dark theme
+    tables_fit: bool = False  # at the widest width, every table fits without scrolling in its box
     status: int = 200
 
 
 PAGE_KINDS = [
     PageKind("home", "/", dark=True),
+    PageKind("home-on-a-gpu", "/?gpu=rtx-pro-6000-blackwell-server"),
     PageKind("workloads", "/workloads"),
+    PageKind("workloads-on-a-gpu", "/workloads?gpu=h200"),
     PageKind("leaderboard-sol", "/workloads/l1-039-adaptive-instance-normalization-2d-backward", dark=True),
     PageKind("leaderboard-kernelbench", "/workloads/kernelbench-l1-19-relu-1b0829ac"),
+    PageKind("leaderboard-kernelbench-reruns", "/workloads/kernelbench-l1-13-matmul-for-symmetric-matrices-5ee7c491"),
     PageKind("leaderboard-liger", "/workloads/liger-cross-entropy-full-bt-15df6776", dark=True),
+    PageKind("leaderboard-aiconfigurator-moe", "/workloads/aic-moe-f4ef6e1c5d89ddc5", dark=True),
+    PageKind("leaderboard-aiconfigurator-gemm", "/workloads/aic-gemm-7f08d9bdeef9cd1c"),
+    PageKind("leaderboard-aiconfigurator-nccl", "/workloads/aic-nccl-074ca9e399bcd0a1"),
+    PageKind("leaderboard-aiter", "/workloads/aiter-batched-gemm-a8w8-16x1024x1280x8192-998b2c5c"),
     PageKind("run-sol", "/runs/sol-submission-36270", dark=True),
     PageKind("run-kernelbench", "/runs/kernelbench-h100-modal-pytorch-eager-l1-19-e4caede183"),
     PageKind("run-liger", "/runs/liger-cross-entropy-full-bt-15df6776-liger-triton-b200-v0.8.0-20260705-210035"),
+    PageKind("run-aiconfigurator", "/runs/aic-moe-rtx-pro-6000-server-0beb129d5c8743fd"),
+    PageKind("run-aiter", "/runs/aiter-run-64fe6c0c36906b24"),
     PageKind("run-rerun", "/runs/rerun-3a9843b10b3a"),
-    PageKind("gpus", "/gpus"),
-    PageKind("gpu", "/gpus/b200"),
+    PageKind("gpus", "/gpus", tables_fit=True),
+    PageKind("gpu", "/gpus/b200", tables_fit=True),
+    PageKind("gpu-with-reruns", "/gpus/h200", tables_fit=True),
+    PageKind("gpu-long-name", "/gpus/rtx-pro-6000-blackwell-server"),
     PageKind("compare", "/compare?run=sol-submission-36270&run=sol-submission-36339", dark=True),
     PageKind("search", "/search?q=conv2d"),
+    PageKind("search-on-a-gpu", "/search?q=moe+7168+fp8+h200"),
     PageKind("records", "/records"),
     PageKind("regressions", "/regressions"),
     PageKind("sources", "/sources"),
     PageKind("source", "/sources/sol-execbench"),
+    PageKind("source-aiconfigurator", "/sources/aiconfigurator"),
+    PageKind("source-aiter", "/sources/aiter"),
     PageKind("model", "/models/nafnet"),
     PageKind("implementation", "/implementations/kernelindex-triton"),
+    PageKind("implementation-long-name", f"/implementations/{LONG_IMPLEMENTATION}"),
     PageKind("protocol", "/protocols/kernelindex-rerun-v1"),
     PageKind("manifest", "/manifests/sha256:2bf653c77d46563eb83343b47dfe4fa0f0ac2777c01facd642bfa93ff4107d34"),
     PageKind("report", "/runs/sol-submission-36270/report"),
@@ -108,14 +138,77 @@ OVERFLOWING = """() => {
     }
     return false;
   };
+  const edge = document.documentElement.clientWidth;
   const wide = [...document.body.querySelectorAll('*')]
-    .filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5 && !clipped(e));
+    .filter(e => e.getBoundingClientRect().right > edge + 0.5 && !clipped(e));
   return wide.filter(e => !wide.includes(e.parentElement)).slice(0, 8).map(e => {
     const box = e.getBoundingClientRect();
     const name = e.tagName.toLowerCase() + [...e.classList].map(c => '.' + c).join('');
     return `${name} spans x=${Math.round(box.left)}..${Math.round(box.right)}`;
   });
 }"""
+
+# Marks and labels an SVG draws outside its visible area: its viewBox (the SVG clips anything
+# outside it), the window's width and every box around it that scrolls or clips. Each with where
+# it lies and the visible area, in CSS pixels from the area's top left corner.
+CLIPPED_IN_CHARTS = """() => {
+  const clipped = [];
+  for (const svg of document.querySelectorAll('svg')) {
+    if (svg.parentElement.closest('svg')) continue;
+    const box = svg.getBoundingClientRect(), view = svg.viewBox.baseVal, matrix = svg.getScreenCTM();
+    let area = box;
+    if (view && view.width && matrix) {
+      const from = new DOMPoint(view.x, view.y).matrixTransform(matrix);
+      const to = new DOMPoint(view.x + view.width, view.y + view.height).matrixTransform(matrix);
+      area = {left: Math.max(box.left, from.x), top: Math.max(box.top, from.y),
+              right: Math.min(box.right, to.x), bottom: Math.min(box.bottom, to.y)};
+    }
+    area = {...area, left: Math.max(area.left, 0), right: Math.min(area.right, document.documentElement.clientWidth)};
+    for (let around = svg.parentElement; around && around !== document.body; around = around.parentElement) {
+      if (getComputedStyle(around).overflowX === 'visible') continue;
+      const edge = around.getBoundingClientRect().left + around.clientLeft;
+      area = {...area, left: Math.max(area.left, edge), right: Math.min(area.right, edge + around.clientWidth)};
+    }
+    for (const mark of svg.querySelectorAll('text, circle, rect, line, path, polygon, polyline, ellipse')) {
+      const at = mark.getBoundingClientRect();
+      if (at.width === 0 && at.height === 0) continue;
+      if (at.left < area.left - 0.5 || at.right > area.right + 0.5
+          || at.top < area.top - 0.5 || at.bottom > area.bottom + 0.5) {
+        const text = (mark.textContent || '').trim().slice(0, 48);
+        const name = `${mark.tagName}.${mark.getAttribute('class') || ''} "${text}"`;
+        const x = v => Math.round(v - area.left), y = v => Math.round(v - area.top);
+        clipped.push(`${name} at x=${x(at.left)}..${x(at.right)} y=${y(at.top)}..${y(at.bottom)} `
+          + `of a chart ${x(area.right)}×${y(area.bottom)}`);
+      }
+    }
+  }
+  return clipped.slice(0, 8);
+}"""
+
+
+# Boxes around a table that scroll sideways: the table does not fit the page's width.
+SCROLLING_TABLES = """() => [...document.querySelectorAll('.scroll')]
+  .filter(box => box.querySelector('table') && box.scrollWidth > box.clientWidth + 1)
+  .map(box => `a table (${(box.querySelector('caption, th') || box).textContent.trim().slice(0, 40)}) `
+    + `needs ${box.scrollWidth} px in a box of ${box.clientWidth} px`)"""
+
+
+def rerun_bundles(workloads: set[str]) -> Path:
+    """The bundled reruns of ``workloads`` (bundles are named by their workload's slug) as a bundled
+    folder of their own, its MANIFEST.sha256 rewritten."""
+    folder = Path(tempfile.mkdtemp(prefix="kernelindex-page-kinds-reruns-"))
+    atexit.register(shutil.rmtree, folder, True)
+    (folder / "bundles").mkdir()
+    shutil.copyfile(BUNDLED_RERUNS / "runner-keys.json", folder / "runner-keys.json")
+    for path in sorted((BUNDLED_RERUNS / "bundles").glob("*.json")):
+        if path.name.split("--")[0] in workloads:
+            shutil.copyfile(path, folder / "bundles" / path.name)
+    listing = [
+        f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.relative_to(folder).as_posix()}"
+        for path in [folder / "runner-keys.json", *sorted((folder / "bundles").glob("*.json"))]
+    ]
+    (folder / "MANIFEST.sha256").write_text("\n".join(listing) + "\n", encoding="utf-8")
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -130,10 +223,15 @@ def catalogue(sqlite_loaded_template: Path, tmp_path_factory: pytest.TempPathFac
     for slug, snapshot in (
         ("kernelbench", kernelbench_slice.make_slice(folder / "kernelbench")),
         ("liger-kernel", liger_slice.make_slice(folder / "liger-kernel")),
+        ("aiconfigurator", SOURCES["aiconfigurator"].bundled),
+        ("aiter", SOURCES["aiter"].bundled),
     ):
         summary = ingest(sessions, settings, slug, snapshot=snapshot, sleep=lambda _: None)
         assert summary.status == "succeeded", summary.errors
-    assert all(result.error is None for result in import_bundled_reruns(sessions, v1_reruns()))
+    with sessions() as session:
+        workloads = set(session.scalars(select(Workload.name)))
+    results = import_bundled_reruns(sessions, rerun_bundles(workloads))
+    assert len(results) > 17 and all(result.error is None for result in results)
     with sessions.begin() as session:
         create_user(session, MAINTAINER, PASSPHRASE, maintainer=True)
     engine.dispose()
@@ -178,13 +276,19 @@ def contexts(browser: Any, site: str, axe_script: Path) -> Iterator[dict[bool, A
     maintainer.close()
 
 
+@dataclass(frozen=True)
+class Screenshots:
+    folder: Path
+    every_page: bool  # else only of the pages that fail
+
+
 @pytest.fixture(scope="module")
-def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Screenshots:
     chosen = os.environ.get("KERNELINDEX_SCREENSHOTS")
     folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
     folder.mkdir(parents=True, exist_ok=True)
-    print(f"\nscreenshots: {folder}")
-    return folder
+    print(f"\nscreenshots{'' if chosen else ' of the pages that fail'}: {folder}")
+    return Screenshots(folder, every_page=bool(chosen))
 
 
 def serious_violations(page: Any) -> list[str]:
@@ -201,7 +305,7 @@ def serious_violations(page: Any) -> list[str]:
 
 @pytest.mark.parametrize(("kind", "width", "scheme"), CASES)
 def test_page_kind_is_accessible_and_fits_the_width(
-    kind: PageKind, width: int, scheme: str, site: str, contexts: dict[bool, Any], screenshots: Path
+    kind: PageKind, width: int, scheme: str, site: str, contexts: dict[bool, Any], screenshots: Screenshots
 ) -> None:
     page = contexts[kind.signed_in].new_page()
     try:
@@ -210,12 +314,15 @@ def test_page_kind_is_accessible_and_fits_the_width(
         response = page.goto(f"{site}{kind.path}")
         assert response is not None
         assert response.status == kind.status, page.url
-        page.screenshot(path=screenshots / f"{kind.name}-{width}-{scheme}.png", full_page=True)
-
-        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-        wide = page.evaluate(OVERFLOWING) if overflow > 0 else []
-        problems = [f"the page is {overflow} px wider than the window", *wide] if overflow > 0 else []
+        overflow = page.evaluate("Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)") - width
+        problems = [f"the page is {overflow} px wider than the window"] if overflow > 0 else []
+        problems += page.evaluate(OVERFLOWING)
+        problems += page.evaluate(CLIPPED_IN_CHARTS)
+        if kind.tables_fit and width == WIDTHS[-1]:
+            problems += page.evaluate(SCROLLING_TABLES)
         problems += serious_violations(page)
+        if problems or screenshots.every_page:
+            page.screenshot(path=screenshots.folder / f"{kind.name}-{width}-{scheme}.png", full_page=True)
         assert not problems, f"{kind.path} at {width} px, {scheme}:\n" + "\n".join(problems)
     finally:
         page.close()

@@ -13,15 +13,18 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from kernelindex.web.chart import ChartTick
+from kernelindex.web.chart import ChartTick, fit_text, label_column, text_width
 from kernelindex.web.format import UNIT_SIZES, significant
 
-WIDTH = 840
-LEFT, RIGHT, TOP, BOTTOM = 380, 72, 8, 40
+WIDTH = 560  # about a phone's width, as every chart (kernelindex.web.chart)
+# The label column is as wide as the longest label needs, from NARROWEST to WIDEST.
+NARROWEST, WIDEST, RIGHT, TOP, BOTTOM = 80, 220, 64, 8, 40
 ROW = 24
 BAR = 14
-# The label column holds this many characters; longer names end in an ellipsis (the full name is the bar's title).
-LABEL_CHARACTERS = 58
+# A label ends this far left of the axis; one too long for its column is shortened with "…" (the
+# full name is the bar's and the label's title).
+LABEL_GAP = 8
+VALUE_GAP = 6  # between a bar's end and its figure
 
 
 @dataclass(frozen=True)
@@ -49,11 +52,15 @@ class BarChart(BaseModel):
     description: str
     width: int = WIDTH
     height: int
-    left: int = LEFT
+    left: int
     right_edge: int = WIDTH - RIGHT
     bar_height: int = BAR
     axis_y: float
     axis_title: str
+    # The axis title as drawn: centred under the bars, moved left as far as it must to fit the
+    # chart, and shortened with "…" only if wider than the whole chart (then its title is whole).
+    axis_title_text: str
+    axis_title_x: float
     value_heading: str  # the figures' column in the table beside the chart
     bars: list[ChartBar]
     x_ticks: list[ChartTick]
@@ -68,10 +75,6 @@ def nice_ticks(high: float, count: int = 5) -> list[float]:
     return [step * index for index in range(math.ceil(high / step - 1e-9) + 1)]
 
 
-def _short(label: str) -> str:
-    return label if len(label) <= LABEL_CHARACTERS else label[: LABEL_CHARACTERS - 1] + "…"
-
-
 def bar_chart(
     bars: Sequence[Bar],
     *,
@@ -82,38 +85,47 @@ def bar_chart(
     tick_text: Callable[[float], str],
     rule_at: float | None = None,
 ) -> BarChart | None:
-    """``None`` with fewer than two bars: one figure needs no chart. ``tick_text`` writes an axis value."""
+    """``None`` with fewer than two bars: one figure needs no chart. ``tick_text`` writes an axis value.
+
+    The axis is stretched where needed so that the figure written after the longest bar ends
+    inside the chart."""
     if len(bars) < 2 or any(bar.value <= 0 for bar in bars):
         return None
     ticks = nice_ticks(max(bar.value for bar in bars) if rule_at is None else max(rule_at, *(b.value for b in bars)))
     top = ticks[-1]
-    span = WIDTH - RIGHT - LEFT
+    left = label_column([bar.label for bar in bars], LABEL_GAP, NARROWEST, WIDEST)
+    span = WIDTH - RIGHT - left
+    room = WIDTH - 2 - left  # where a bar and its figure may reach
+    top = max(top, *(bar.value * span / (room - VALUE_GAP - text_width(bar.value_text)) for bar in bars))
 
     def x(value: float) -> float:
-        return round(LEFT + value / top * span, 1)
+        return round(left + value / top * span, 1)
 
     axis_y = TOP + ROW * len(bars)
     return BarChart(
         title=title,
         description=description,
         height=round(axis_y + BOTTOM),
+        left=left,
         axis_y=axis_y,
         axis_title=axis_title,
+        axis_title_text=(shown := fit_text(axis_title, WIDTH - 4)),
+        axis_title_x=round(min((left + WIDTH - RIGHT) / 2, WIDTH - 2 - text_width(shown) / 2), 1),
         value_heading=value_heading,
         bars=[
             ChartBar(
-                label=_short(bar.label),
+                label=fit_text(bar.label, left - LABEL_GAP - 2),
                 full_label=bar.label,
                 y=TOP + ROW * index + (ROW - BAR) / 2,
                 text_y=TOP + ROW * index + ROW / 2 + 4,
-                width=max(round(x(bar.value) - LEFT, 1), 1.0),
+                width=max(round(x(bar.value) - left, 1), 1.0),
                 value_text=bar.value_text,
                 url=bar.url,
                 highlight=bar.highlight,
             )
             for index, bar in enumerate(bars)
         ],
-        x_ticks=[ChartTick(position=x(value), label=tick_text(value)) for value in ticks],
+        x_ticks=[ChartTick(position=x(value), label=tick_text(value)) for value in ticks if value <= top],
         rule_x=x(rule_at) if rule_at is not None else None,
     )
 

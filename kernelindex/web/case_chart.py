@@ -15,18 +15,21 @@ from typing import Any
 
 from kernelindex.figures import DATASHEET, share_label
 from kernelindex.manifests import BenchmarkRun
-from kernelindex.web.chart import ChartTick, log_scale
+from kernelindex.web.chart import ChartTick, fit_text, label_column, log_scale
 from kernelindex.web.format import latency, percent
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.rerun_part import RerunCaseRow
 
-WIDTH = 640
-LEFT, RIGHT, TOP, BOTTOM = 150, 64, 8, 40
+WIDTH = 480  # about a phone's width, as every chart (kernelindex.web.chart)
+# The label column is as wide as the longest case label needs, from NARROWEST to WIDEST.
+NARROWEST, WIDEST, RIGHT, TOP, BOTTOM = 72, 200, 56, 8, 40
 ROW = 22
+LABEL_GAP = 8  # between a case's label and the plot, as the template draws it
 
 
 class CaseRow(Part):
     label: str  # the case's varying axes, "V=4096"
+    short_label: str  # the label as the chart shows it: shortened with "…" where it is too long
     y: float
     x: float  # where the figure is drawn
     low_x: float | None = None  # the spread, where the source gives one
@@ -42,7 +45,7 @@ class CaseChart(Part):
     kind: str  # "latency": dots on a log axis; "share": bars from zero on a linear axis
     width: int = WIDTH
     height: int
-    left: int = LEFT
+    left: int
     right_edge: int = WIDTH - RIGHT
     axis_y: float
     axis_title: str
@@ -80,8 +83,9 @@ def _height(count: int) -> int:
 
 def latency_chart(figures: Sequence[CaseFigure], statistic: str, spread: str) -> CaseChart:
     """Per-case latencies (ns) on a log axis; ``spread`` names the low–high range ("p20–p80")."""
+    left = label_column([f.label for f in figures], LABEL_GAP, NARROWEST, WIDEST)
     scale = log_scale(
-        [v for f in figures for v in (f.value, f.low, f.high) if v is not None and v > 0], LEFT, WIDTH - RIGHT
+        [v for f in figures for v in (f.value, f.low, f.high) if v is not None and v > 0], left, WIDTH - RIGHT
     )
     has_spread = any(f.low is not None and f.high is not None for f in figures)
     return CaseChart(
@@ -93,6 +97,7 @@ def latency_chart(figures: Sequence[CaseFigure], statistic: str, spread: str) ->
             + (f"; a line spans each case's {spread}." if has_spread else ".")
         ),
         kind="latency",
+        left=left,
         height=_height(len(figures)),
         axis_y=TOP + ROW * len(figures),
         axis_title=f"latency ({statistic}), log scale",
@@ -102,6 +107,7 @@ def latency_chart(figures: Sequence[CaseFigure], statistic: str, spread: str) ->
         rows=[
             CaseRow(
                 label=figure.label,
+                short_label=fit_text(figure.label, left - LABEL_GAP - 2),
                 y=TOP + ROW * index + ROW / 2,
                 x=scale.at(figure.value),
                 low_x=scale.at(figure.low) if figure.low else None,
@@ -120,10 +126,11 @@ def share_chart(figures: Sequence[CaseFigure], what: str) -> CaseChart:
     """Per-case percentages (0–100, or beyond) as bars from zero on a linear axis; ``what`` is their
     heading, which begins with its unit ("% of SOL bound (datasheet)")."""
     top = max(100.0, max(f.value for f in figures))
-    span = WIDTH - RIGHT - LEFT
+    left = label_column([f.label for f in figures], LABEL_GAP, NARROWEST, WIDEST)
+    span = WIDTH - RIGHT - left
 
     def x(value: float) -> float:
-        return round(LEFT + value / top * span, 1)
+        return round(left + value / top * span, 1)
 
     return CaseChart(
         id="case-share",
@@ -133,6 +140,7 @@ def share_chart(figures: Sequence[CaseFigure], what: str) -> CaseChart:
             f"to {percent(max(f.value for f in figures))}."
         ),
         kind="share",
+        left=left,
         height=_height(len(figures)),
         axis_y=TOP + ROW * len(figures),
         axis_title=what,
@@ -140,7 +148,13 @@ def share_chart(figures: Sequence[CaseFigure], what: str) -> CaseChart:
         spread_heading=None,
         ticks=[ChartTick(position=x(value), label=f"{value:g} %") for value in range(0, int(top) + 1, 25)],
         rows=[
-            CaseRow(label=f.label, y=TOP + ROW * index + ROW / 2, x=x(f.value), value=percent(f.value))
+            CaseRow(
+                label=f.label,
+                short_label=fit_text(f.label, left - LABEL_GAP - 2),
+                y=TOP + ROW * index + ROW / 2,
+                x=x(f.value),
+                value=percent(f.value),
+            )
             for index, f in enumerate(figures)
         ],
     )

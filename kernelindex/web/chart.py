@@ -1,6 +1,8 @@
 """A server-side SVG chart of record history: latency of the #1 over time, log scale.
 
-Also the axes the other charts share: ``LogScale`` for latency and ``time_ticks`` for dates.
+Also what the other charts share: ``LogScale`` for latency, ``time_ticks`` for dates, and
+``text_width``/``fit_text`` to keep a label inside the chart (an SVG clips whatever it draws
+outside its viewBox, and a label's width is known only once a font draws it).
 """
 
 from __future__ import annotations
@@ -14,11 +16,20 @@ from pydantic import BaseModel
 
 from kernelindex.web.format import improvement, latency
 
-WIDTH, HEIGHT = 640, 240
-LEFT, RIGHT, TOP, BOTTOM = 64, 24, 16, 32
+# Charts are drawn about as wide as a phone's screen, so that one fits it whole (its 11 px type
+# then shows at about 8 px); the stylesheet caps how far a wide screen enlarges them.
+WIDTH, HEIGHT = 480, 220
+LEFT, RIGHT, TOP, BOTTOM = 60, 20, 16, 32
 DAY = 86_400.0
+# Advance widths in em of DejaVu Sans, the widest of the common system sans fonts (and the one
+# Chromium draws with on Debian), so that a label fitted by them fits in narrower fonts too.
+NARROW_CHARACTERS = dict.fromkeys("ijl.,:;|!'·", 0.32) | dict.fromkeys(" ()[]/-", 0.36) | {"I": 0.3, "J": 0.3}
+SLIM_CHARACTERS = {"f": 0.36, "t": 0.4, "r": 0.42, "s": 0.53, "c": 0.56, "z": 0.53, "k": 0.58, "_": 0.5}
+WIDE_CHARACTERS = dict.fromkeys("mM", 0.98) | dict.fromkeys("wW", 1.0) | dict.fromkeys("=×…+<>~", 0.84)
+UPPER_WIDTH, OTHER_WIDTH = 0.78, 0.64  # capitals (at most), and lowercase letters, digits and the rest
+LABEL_GAP = 8  # between the current record's point and its label
 # The most date ticks an axis carries: at 11 px type a date label needs about 70 px.
-MAX_TIME_TICKS = 6
+MAX_TIME_TICKS = 5
 
 
 class ChartPoint(BaseModel):
@@ -42,8 +53,10 @@ class HistoryChart(BaseModel):
     points: list[ChartPoint]
     y_ticks: list[ChartTick]
     x_ticks: list[ChartTick]
-    # The current record, labelled on the chart; anchored to its left when near the right edge.
+    # The current record, labelled on the chart (``label_text``, shortened to fit the chart);
+    # anchored to its left when near the right edge.
     label: str
+    label_text: str
     label_x: float
     label_y: float
     label_anchor: str
@@ -55,6 +68,36 @@ class RecordPoint:
     latency_ns: int
     implementation: str
     improvement: float | None  # how many times faster than the record it broke; None for the first
+
+
+def text_width(text: str, size: float = 11) -> float:
+    """The width in px that ``text`` takes at ``size`` px in a wide sans font (an upper estimate)."""
+    return size * sum(
+        NARROW_CHARACTERS.get(c)
+        or SLIM_CHARACTERS.get(c)
+        or WIDE_CHARACTERS.get(c)
+        or (UPPER_WIDTH if c.isupper() else OTHER_WIDTH)
+        for c in text
+    )
+
+
+def fit_text(text: str, width: float, size: float = 11) -> str:
+    """``text`` if it fits in ``width`` px at ``size`` px, else its longest start that fits with "…"
+    after it (the full text belongs in the mark's ``<title>``)."""
+    if text_width(text, size) <= width:
+        return text
+    end = len(text)
+    while end > 0 and text_width(text[:end].rstrip() + "…", size) > width:
+        end -= 1
+    return text[:end].rstrip() + "…"
+
+
+def label_column(labels: Sequence[str], gap: float, narrowest: float, widest: float) -> int:
+    """The width of a chart's column of row labels: what the longest of ``labels`` takes, with
+    ``gap`` before the plot, at least ``narrowest`` and at most ``widest`` (a longer label is
+    shortened by ``fit_text``)."""
+    needed = max((text_width(label) for label in labels), default=0) + gap + 2
+    return math.ceil(min(max(needed, narrowest), widest))
 
 
 def _month_start(moment: datetime, months: int) -> datetime:
@@ -125,6 +168,10 @@ def history_chart(points: Sequence[RecordPoint], until: datetime | None = None) 
     current = points[-1]
     label_x, label_y = coordinates[-1]
     near_right = label_x > (LEFT + WIDTH - RIGHT) / 2
+    # The label runs from the point to the chart's edge on the side with more room; a long
+    # implementation name is shortened to fit (each point's tooltip names it in full).
+    figure = f", {latency(current.latency_ns)}"
+    room = (label_x - LABEL_GAP if near_right else WIDTH - label_x - LABEL_GAP) - 2 - text_width(figure)
     return HistoryChart(
         path="".join(steps),
         points=[
@@ -140,8 +187,9 @@ def history_chart(points: Sequence[RecordPoint], until: datetime | None = None) 
         ],
         y_ticks=scale.ticks(),
         x_ticks=[ChartTick(position=x(moment.timestamp()), label=_tick_label(moment, ticks)) for moment in ticks],
-        label=f"{current.implementation}, {latency(current.latency_ns)}",
-        label_x=round(label_x - 8 if near_right else label_x + 8, 1),
+        label=current.implementation + figure,
+        label_text=fit_text(current.implementation, room) + figure,
+        label_x=round(label_x - LABEL_GAP if near_right else label_x + LABEL_GAP, 1),
         label_y=round(max(label_y - 8, TOP + 10), 1),
         label_anchor="end" if near_right else "start",
     )

@@ -2,7 +2,8 @@
 axis, a dot per implementation's best there and a larger, labelled dot for the GPU's best.
 
 The rows keep the order they are given (the registry's GPU order): the chart sets the GPUs
-side by side and never ranks them.
+side by side and never ranks them. A GPU name too long for the label column is shortened with
+"…"; the row's label keeps the full name as its tooltip.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from kernelindex.web.chart import ChartTick, log_scale
+from kernelindex.web.chart import ChartTick, fit_text, label_column, log_scale
 from kernelindex.web.format import latency
 
-WIDTH = 640
-LEFT, RIGHT, TOP, BOTTOM = 168, 84, 12, 44
+WIDTH = 480  # about a phone's width, as every chart (kernelindex.web.chart)
+# The label column is as wide as the longest GPU name needs, from NARROWEST to WIDEST.
+NARROWEST, WIDEST, RIGHT, TOP, BOTTOM = 90, 180, 56, 12, 44
 ROW = 30
+LABEL_GAP = 10  # between a row's label and the plot, as the template draws it
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class GpuDot(BaseModel):
 
 class GpuChartRow(BaseModel):
     gpu: str
+    label: str  # the GPU's name as the row shows it: shortened with "…" where it is too long
     y: float
     best_x: float
     best_label: str
@@ -46,7 +50,7 @@ class GpuChartRow(BaseModel):
 class GpuChart(BaseModel):
     width: int = WIDTH
     height: int
-    left: int = LEFT
+    left: int
     right_edge: int = WIDTH - RIGHT
     axis_y: float
     axis_title: str
@@ -58,20 +62,23 @@ def gpu_chart(figures: Sequence[GpuFigures]) -> GpuChart | None:
     """``None`` with fewer than two GPUs: there is nothing to set side by side."""
     if len(figures) < 2:
         return None
+    left = label_column([row.gpu for row in figures], LABEL_GAP, NARROWEST, WIDEST)
     height = TOP + ROW * len(figures) + BOTTOM
     scale = log_scale(
         [ns for row in figures for ns in (row.best_ns, *(ns for _, ns in row.implementations))],
-        LEFT,
+        left,
         WIDTH - RIGHT,
     )
     statistics = sorted({row.statistic for row in figures})
     return GpuChart(
         height=height,
+        left=left,
         axis_y=TOP + ROW * len(figures),
         axis_title=f"latency ({', '.join(statistics)}), log scale",
         rows=[
             GpuChartRow(
                 gpu=row.gpu,
+                label=fit_text(row.gpu, left - LABEL_GAP - 2),
                 y=TOP + ROW * index + ROW / 2,
                 best_x=scale.at(row.best_ns),
                 best_label=latency(row.best_ns),

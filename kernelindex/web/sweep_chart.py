@@ -20,10 +20,10 @@ from kernelindex.manifests.types import NativeValue
 from kernelindex.web.chart import ChartTick, log_scale
 from kernelindex.web.format import latency
 
-WIDTH, HEIGHT = 640, 320
-LEFT, RIGHT, TOP, BOTTOM = 64, 20, 16, 52
+WIDTH, HEIGHT = 480, 280  # about a phone's width, as every chart (kernelindex.web.chart)
+LEFT, RIGHT, TOP, BOTTOM = 60, 16, 16, 52
 SERIES_STYLES = 8  # .sweep-s0 … .sweep-s7 in the stylesheet
-MAX_X_LABELS = 10
+MAX_X_LABELS = 8
 LABEL_CHARACTERS = 14
 # Neighbouring markers (6 px across) closer than this are not drawn: at 200 cases a window they
 # sat 3 px apart, overlapping into a thick line no pointer could pick a case from (and a fifth
