@@ -2,12 +2,24 @@
 a workload of its own, with an external id ``<problem>@<content hash>`` (KernelBench:
 ``level1/19@<16 hex>``). The workloads of one source whose external ids share the part up to
 and including "@" are the revisions of one problem.
+
+The *current* revision is the one its source published last (``current_revision``): the others
+are superseded, and each carries the current one's id (``Workload.superseded_by_id``), set by
+the transaction that writes a revision or its runs (``mark_revisions``), so that coverage counts
+and listings can keep to current revisions with a plain condition.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from itertools import chain
+
+from sqlalchemy import event, func, inspect, or_, select
+from sqlalchemy.orm import Session, UOWTransaction
 
 from kernelindex import urls
 from kernelindex.db.tables import Run, Workload
@@ -21,6 +33,85 @@ def problem_of(external_id: str) -> str | None:
     """The problem an external id names a revision of (``level1/19``), or ``None`` if it names none."""
     problem, mark, content = external_id.partition(REVISION_MARK)
     return problem if mark and problem and content else None
+
+
+def current_revision(revisions: Sequence[tuple[int, str, datetime | None]]) -> int:
+    """Of one problem's revisions, as (workload id, external id, first published), the id of the
+    current one: the one published last. A revision with no publication date yet (no run) is the
+    newest; equal dates go by external id. The order ``workload_revisions`` lists them in."""
+    return max(revisions, key=lambda r: (r[2] is None, r[2] or datetime.min, r[1]))[0]
+
+
+def _first_published() -> Any:
+    """Per workload, when its own source first published a run of it (a later rerun by anyone
+    else publishes nothing of the problem), else when anyone first did."""
+    own = (
+        select(func.min(Run.observed_at))
+        .where(Run.workload_id == Workload.id, Run.source_id == Workload.source_id)
+        .scalar_subquery()
+    )
+    anyone = select(func.min(Run.observed_at)).where(Run.workload_id == Workload.id).scalar_subquery()
+    return func.coalesce(own, anyone)
+
+
+def mark_revisions(session: Session, workload_ids: Iterable[int] | None) -> None:
+    """Set ``superseded_by_id`` on every revision of the problems of ``workload_ids`` (of every
+    problem without), in the session's transaction: None on the current revision, the current
+    one's id on the others. Rows already right are left alone (nothing to write)."""
+    revised = Workload.external_id.contains(REVISION_MARK, autoescape=True)
+    problems: set[tuple[int, str]] = set()
+    ids = None if workload_ids is None else sorted(set(workload_ids))
+    for start in range(0, len(ids) if ids is not None else 1, _CHUNK):
+        of_ids = [] if ids is None else [Workload.id.in_(ids[start : start + _CHUNK])]
+        rows = session.execute(select(Workload.source_id, Workload.external_id).where(revised, *of_ids))
+        problems.update((source, problem) for source, external_id in rows if (problem := problem_of(external_id)))
+    by_problem: dict[tuple[int, str], list[tuple[int, str, datetime | None]]] = defaultdict(list)
+    stored: dict[int, int | None] = {}
+    for source in sorted({source for source, _ in problems}):
+        names = sorted(problem for of, problem in problems if of == source)
+        for start in range(0, len(names), _CHUNK):
+            starts = [Workload.external_id.startswith(n + REVISION_MARK, autoescape=True) for n in names[start : start + _CHUNK]]
+            rows = session.execute(
+                select(Workload.id, Workload.external_id, _first_published(), Workload.superseded_by_id).where(
+                    Workload.source_id == source, or_(*starts)
+                )
+            )
+            for workload_id, external_id, published, superseded_by in rows:
+                if (problem := problem_of(external_id)) is not None:
+                    by_problem[source, problem].append((workload_id, external_id, published))
+                    stored[workload_id] = superseded_by
+    for revisions in by_problem.values():
+        current = current_revision(revisions)
+        for workload_id, _, _ in revisions:
+            wanted = None if workload_id == current else current
+            if stored[workload_id] != wanted:
+                workload = session.get(Workload, workload_id)
+                assert workload is not None
+                workload.superseded_by_id = wanted
+
+
+_NOTED = "kernelindex.revisions_noted"  # revised workloads added or renumbered in this transaction
+_CHUNK = 200
+
+
+def note_new_revisions(session: Session) -> set[int]:
+    """The revised workloads this transaction added or whose external id it changed (taken)."""
+    return session.info.pop(_NOTED, set())
+
+
+@event.listens_for(Session, "after_flush")
+def _after_flush(session: Session, _context: UOWTransaction) -> None:
+    new = set(map(id, session.new))
+    for row in chain(session.new, session.dirty):
+        if getattr(row, "__tablename__", None) != "workload" or REVISION_MARK not in (row.external_id or ""):
+            continue
+        if id(row) in new or inspect(row).attrs.external_id.history.has_changes():
+            session.info.setdefault(_NOTED, set()).add(row.id)
+
+
+@event.listens_for(Session, "after_rollback")
+def _after_rollback(session: Session) -> None:
+    session.info.pop(_NOTED, None)
 
 
 def workload_revisions(session: Session, workload: Workload) -> list[WorkloadRevision]:
