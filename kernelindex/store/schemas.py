@@ -448,15 +448,27 @@ class ImplementationDetail(ImplementationItem):
 
 
 class GpuSourceCoverage(ApiModel):
-    """What was measured on one GPU of one source's workloads (by anyone: reruns count too)."""
+    """How many of one source's workloads (by origin: where the problem comes from) were measured
+    on one GPU, by anyone; current revisions only. Runs are credited in ``GpuProducerRuns``."""
 
-    source: str = Field(description="the source's slug")
+    source: str = Field(description="the source's slug: the workloads' origin")
+    source_name: str
+    workloads: int = Field(description="the source's current workloads with at least one run on this GPU")
+    gaps: int = Field(description="the source's current workloads with no run on this GPU")
+    source_workloads: int = Field(description="the source's current workloads: workloads + gaps")
+    superseded_workloads: int = Field(
+        description="older revisions of the source's problems with a run on this GPU, counted apart"
+    )
+
+
+class GpuProducerRuns(ApiModel):
+    """The runs one producer (the source that published the figures, or the registry's own
+    reruns) holds on one GPU, whoever's workloads they measured."""
+
+    source: str = Field(description="the producer's slug")
     source_name: str
     runs: int
-    workloads: int = Field(description="the source's workloads with at least one run on this GPU")
-    gaps: int = Field(description="the source's workloads with no run on this GPU")
-    source_workloads: int = Field(description="all the source's workloads: workloads + gaps")
-    gpu_naming: str = Field(description="where the source's name for this GPU comes from")
+    gpu_naming: str = Field(description="where the producer's name for this GPU comes from")
 
 
 class GpuItem(ApiModel):
@@ -466,10 +478,13 @@ class GpuItem(ApiModel):
     architecture: str | None
     environments: int
     runs: int
-    workloads: int = Field(description="workloads with at least one run on this GPU")
-    gaps: int = Field(description="workloads with no run on this GPU")
+    workloads: int = Field(description="current workloads with at least one run on this GPU")
+    gaps: int = Field(description="current workloads with no run on this GPU")
     by_source: list[GpuSourceCoverage] = Field(
-        description="the same figures per source of workloads (every source that has workloads), by source name"
+        description="the coverage per source of workloads (every source that has workloads), by source name"
+    )
+    by_producer: list[GpuProducerRuns] = Field(
+        description="the runs per producer with runs on this GPU, by source name; they add up to runs"
     )
     url: str
     api_url: str
