@@ -54,14 +54,14 @@ def site(make_app, db) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
 def test_workloads_filtered_by_gpu_show_each_ones_best_on_it_measured_first(site):
     data = site.get("/workloads.json?gpu=l40s").json()
     # The L40S has one workload measured: its best is the eager run there, never the failed
-    # 1.00 µs run nor the B200's 15 µs; the others are kept, after it, as not measured.
+    # 1.00 µs run nor the B200's 15 µs; the other current one is kept, after it, as not measured.
+    # The problem's older revision, measured nowhere there, is superseded: no gap, not listed.
     assert [(w["slug"], w["runsOnGpu"], w["bestRun"], w["bestLatencyNs"]) for w in data["workloads"]] == [
         (NEW_WORKLOAD, 2, "p-eager-l40s", 90_000),
-        (OLD_WORKLOAD, 0, None, None),
         (SWEEP_WORKLOAD, 0, None, None),
     ]
     assert data["workloads"][0]["eligibleRuns"] == 1
-    assert data["gpu"]["measured"] == 1 and data["gpu"]["matching"] == 3
+    assert data["gpu"]["measured"] == 1 and data["gpu"]["matching"] == 2
     unfiltered = {w["slug"]: w for w in site.get("/workloads.json").json()["workloads"]}
     assert unfiltered[NEW_WORKLOAD]["bestRun"] == "p-compile-b200"  # without a GPU, the fastest anywhere
 
@@ -70,42 +70,42 @@ def test_workloads_filtered_by_gpu_render_the_figures_and_mark_the_unmeasured(si
     listing = page(site, "/workloads?gpu=L40S")  # a slug in any case
     assert listing.select_one("select[name=gpu] option[selected]")["value"] == "l40s"
     rows = listing.select("table.data tbody tr")
-    order = [NEW_WORKLOAD, OLD_WORKLOAD, SWEEP_WORKLOAD]
+    order = [NEW_WORKLOAD, SWEEP_WORKLOAD]
     assert [row.select_one("td a")["href"] for row in rows] == [f"/workloads/{slug}" for slug in order]
     first = rows[0]
     assert first.select_one("a[href='/runs/p-eager-l40s']") is not None
     assert "90.0 µs" in text(first) and "PyTorch" in text(first)
-    assert [row.get("class") for row in rows[1:]] == [["unmeasured"], ["unmeasured"]]
+    assert [row.get("class") for row in rows[1:]] == [["unmeasured"]]
     assert all("not measured on it" in text(row) for row in rows[1:])
-    assert "1 of 3 matching workloads measured on it" in text(listing.select_one(".gpu-filter"))
+    assert "1 of 2 matching workloads measured on it" in text(listing.select_one(".gpu-filter"))
     assert listing.select_one(".gpu-filter a[href='/gpus/l40s']") is not None
 
 
 @pytest.mark.parametrize(
     ("measured", "slugs"),
-    [("true", [NEW_WORKLOAD, SWEEP_WORKLOAD]), ("false", [OLD_WORKLOAD])],
+    [("true", [NEW_WORKLOAD, SWEEP_WORKLOAD]), ("false", [])],
 )
 def test_workloads_filtered_by_gpu_split_into_measured_or_not(site, measured, slugs):
     data = site.get(f"/workloads.json?gpu=h100-sxm&measured={measured}").json()
     assert [w["slug"] for w in data["workloads"]] == slugs
     listing = page(site, f"/workloads?gpu=h100-sxm&measured={measured}")
     chosen = listing.select_one(".gpu-filter a[aria-current=page]")
-    assert text(chosen) == ("Measured on it 2" if measured == "true" else "Not measured on it 1")
+    assert text(chosen) == ("Measured on it 2" if measured == "true" else "Not measured on it 0")
 
 
 def test_the_gpu_filter_sorts_by_the_figures_on_that_gpu(site):
     data = site.get("/workloads.json?gpu=h100-sxm&sort=-runs").json()
-    # On the H100: the problem has 3 eligible runs there, the sweep 3, the old problem none.
+    # On the H100: the problem has 3 eligible runs there, the sweep 3; the old revision, superseded
+    # and not measured there, is left out.
     assert [(w["slug"], w["eligibleRuns"]) for w in data["workloads"]] == [
         (NEW_WORKLOAD, 3),
         (SWEEP_WORKLOAD, 3),
-        (OLD_WORKLOAD, 0),
     ]
 
 
 def test_a_tracked_gpu_nobody_measured_on_lists_every_workload_as_not_measured(site):
     data = site.get("/workloads.json?gpu=h200").json()
-    assert data["total"] == 3 and all(w["runsOnGpu"] == 0 and w["bestRun"] is None for w in data["workloads"])
+    assert data["total"] == 2 and all(w["runsOnGpu"] == 0 and w["bestRun"] is None for w in data["workloads"])
     assert site.get("/workloads.json?gpu=h200&measured=true").json()["total"] == 0
 
 
@@ -135,7 +135,7 @@ def test_the_api_gives_the_same_figures_on_a_gpu_as_the_page(site):
     # Paged by cursor, the measured-first order holds across pages.
     first = site.get("/api/v1/workloads?gpu=l40s&limit=1").json()
     second = site.get(f"/api/v1/workloads?gpu=l40s&limit=1&cursor={first['nextCursor']}").json()
-    assert [w["slug"] for w in first["items"] + second["items"]] == [NEW_WORKLOAD, OLD_WORKLOAD]
+    assert [w["slug"] for w in first["items"] + second["items"]] == [NEW_WORKLOAD, SWEEP_WORKLOAD]
 
 
 def test_home_filtered_by_gpu_shows_each_workloads_best_on_it(site):
@@ -163,7 +163,7 @@ def test_home_filtered_by_gpu_shows_each_workloads_best_on_it(site):
 
 def test_a_gpu_page_states_its_coverage_against_every_workload(site):
     gpu = page(site, "/gpus/h100-sxm")
-    assert text(gpu.select_one(".coverage-line")).startswith("2 of 3 workloads measured on it")
+    assert text(gpu.select_one(".coverage-line")).startswith("2 of 2 current workloads measured on it")
     assert gpu.select_one(".coverage-line a[href='/workloads?gpu=h100-sxm']") is not None
     best = [a["href"] for a in gpu.select("table.data tbody a") if a["href"].startswith("/runs/")]
     assert best == ["/runs/p-compile-h100-a", "/runs/s-liger"]
@@ -173,8 +173,8 @@ def test_a_gpu_page_states_its_coverage_against_every_workload(site):
     ("query", "measured", "not_measured", "shown"),
     [
         ("q=cross", 1, 0, [SWEEP_WORKLOAD]),
-        ("q=relu", 1, 1, [NEW_WORKLOAD]),
-        ("q=relu&measured=false", 1, 1, [OLD_WORKLOAD]),
+        ("q=relu", 1, 0, [NEW_WORKLOAD]),
+        ("q=relu&measured=false", 1, 0, []),  # the old revision is superseded: no gap
         ("source=sweeps", 1, 0, [SWEEP_WORKLOAD]),
         ("q=nothing-matches", 0, 0, []),
     ],
@@ -196,7 +196,7 @@ def test_a_gpu_page_keeps_its_filters_in_its_links_and_form(site):
     assert form.select_one("input[name=measured]")["value"] == "false"
     tabs = [a["href"] for a in gpu.select("nav.groups a")]
     assert tabs == ["/gpus/h100-sxm?q=relu&measured=true", "/gpus/h100-sxm?q=relu&measured=false"]
-    assert "1 of 2 matching workloads measured on it" in text(gpu)
+    assert "1 of 1 matching workload measured on it" in text(gpu)
 
 
 def test_an_unknown_gpu_page_says_where_the_gpus_are(site):

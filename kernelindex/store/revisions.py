@@ -11,12 +11,13 @@ and listings can keep to current revisions with a plain condition.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
-
 from itertools import chain
+from typing import Any
 
 from sqlalchemy import event, func, inspect, or_, select
 from sqlalchemy.orm import Session, UOWTransaction
@@ -55,9 +56,10 @@ def _first_published() -> Any:
 
 
 def mark_revisions(session: Session, workload_ids: Iterable[int] | None) -> None:
-    """Set ``superseded_by_id`` on every revision of the problems of ``workload_ids`` (of every
-    problem without), in the session's transaction: None on the current revision, the current
-    one's id on the others. Rows already right are left alone (nothing to write)."""
+    """Set ``superseded_by_id`` and the title on every revision of the problems of
+    ``workload_ids`` (of every problem without), in the session's transaction: None on the
+    current revision, the current one's id on the others; a title that tells the revision from
+    the others of its problem (``revision_titles``). Rows already right are left alone."""
     revised = Workload.external_id.contains(REVISION_MARK, autoescape=True)
     problems: set[tuple[int, str]] = set()
     ids = None if workload_ids is None else sorted(set(workload_ids))
@@ -65,29 +67,89 @@ def mark_revisions(session: Session, workload_ids: Iterable[int] | None) -> None
         of_ids = [] if ids is None else [Workload.id.in_(ids[start : start + _CHUNK])]
         rows = session.execute(select(Workload.source_id, Workload.external_id).where(revised, *of_ids))
         problems.update((source, problem) for source, external_id in rows if (problem := problem_of(external_id)))
-    by_problem: dict[tuple[int, str], list[tuple[int, str, datetime | None]]] = defaultdict(list)
-    stored: dict[int, int | None] = {}
+    by_problem: dict[tuple[int, str], list[tuple[Workload, datetime | None]]] = defaultdict(list)
     for source in sorted({source for source, _ in problems}):
         names = sorted(problem for of, problem in problems if of == source)
         for start in range(0, len(names), _CHUNK):
             starts = [Workload.external_id.startswith(n + REVISION_MARK, autoescape=True) for n in names[start : start + _CHUNK]]
-            rows = session.execute(
-                select(Workload.id, Workload.external_id, _first_published(), Workload.superseded_by_id).where(
-                    Workload.source_id == source, or_(*starts)
-                )
-            )
-            for workload_id, external_id, published, superseded_by in rows:
-                if (problem := problem_of(external_id)) is not None:
-                    by_problem[source, problem].append((workload_id, external_id, published))
-                    stored[workload_id] = superseded_by
+            rows = session.execute(select(Workload, _first_published()).where(Workload.source_id == source, or_(*starts)))
+            for workload, published in rows:
+                if (problem := problem_of(workload.external_id)) is not None:
+                    by_problem[source, problem].append((workload, published))
     for revisions in by_problem.values():
-        current = current_revision(revisions)
-        for workload_id, _, _ in revisions:
-            wanted = None if workload_id == current else current
-            if stored[workload_id] != wanted:
-                workload = session.get(Workload, workload_id)
-                assert workload is not None
+        current = current_revision([(w.id, w.external_id, published) for w, published in revisions])
+        titles = revision_titles([_facts(w) for w, _ in revisions]) if len(revisions) > 1 else {}
+        for workload, _ in revisions:
+            wanted = None if workload.id == current else current
+            if workload.superseded_by_id != wanted:
                 workload.superseded_by_id = wanted
+            title = titles.get(workload.id, workload_manifest(workload).metadata.title or workload.title)[:300]
+            if workload.title != title:
+                workload.title = title
+
+
+@dataclass(frozen=True)
+class RevisionFacts:
+    """What tells one revision from another: its own title, its constant axes, its content."""
+
+    id: int
+    title: str
+    axes: dict[str, Any]
+    content: str  # the content hash in its external id
+
+
+def _facts(workload: Workload) -> RevisionFacts:
+    return revision_facts(workload.id, workload.external_id, json.loads(workload.manifest_json))
+
+
+def revision_facts(workload_id: int, external_id: str, manifest: dict[str, Any]) -> RevisionFacts:
+    """A revision's facts from its manifest as served (a ``WorkloadSuite``'s JSON)."""
+    definition = manifest["spec"]["definition"]
+    axes = {name: axis.get("value") for name, axis in definition["axes"].items() if axis.get("type") == "const"}
+    title = manifest["metadata"].get("title") or definition["name"]
+    return RevisionFacts(workload_id, title, axes, external_id.partition(REVISION_MARK)[2])
+
+
+def differing_axes(revisions: Sequence[RevisionFacts]) -> list[str]:
+    """The constant axes whose values are not the same in every one of ``revisions``, by name."""
+    names = sorted({name for r in revisions for name in r.axes})
+    return [name for name in names if len({repr(r.axes.get(name)) for r in revisions}) > 1]
+
+
+def revision_titles(revisions: Sequence[RevisionFacts]) -> dict[int, str]:
+    """Id → a title for each revision of one problem that tells it from the others that share its
+    own title: the axes whose values differ ("Square matrix multiplication (N=4096)"), else its
+    content hash. A revision whose title no other shares keeps it."""
+    by_title: dict[str, list[RevisionFacts]] = defaultdict(list)
+    for revision in revisions:
+        by_title[revision.title].append(revision)
+    titles = {}
+    for title, same in by_title.items():
+        differ = differing_axes(same)
+        for revision in same:
+            if len(same) < 2:
+                titles[revision.id] = title
+            elif differ:
+                told = ", ".join(f"{name}={_value(revision.axes.get(name))}" for name in differ)
+                titles[revision.id] = f"{title} ({told})"
+            else:
+                titles[revision.id] = f"{title} (content {revision.content[:8]})"
+    return titles
+
+
+def what_changed(older: RevisionFacts, current: RevisionFacts) -> str:
+    """How ``current`` differs from ``older``, in words ("N: 2048 → 4096")."""
+    changed = [
+        f"{name}: {_value(older.axes.get(name))} → {_value(current.axes.get(name))}"
+        for name in differing_axes([older, current])
+    ]
+    if changed:
+        return "; ".join(changed)
+    return f"the problem's code changed (content {older.content[:8]} → {current.content[:8]}); its sizes did not"
+
+
+def _value(value: Any) -> str:
+    return "none" if value is None else str(value)
 
 
 _NOTED = "kernelindex.revisions_noted"  # revised workloads added or renumbered in this transaction
@@ -105,7 +167,8 @@ def _after_flush(session: Session, _context: UOWTransaction) -> None:
     for row in chain(session.new, session.dirty):
         if getattr(row, "__tablename__", None) != "workload" or REVISION_MARK not in (row.external_id or ""):
             continue
-        if id(row) in new or inspect(row).attrs.external_id.history.has_changes():
+        attrs = inspect(row).attrs
+        if id(row) in new or attrs.external_id.history.has_changes() or attrs.title.history.has_changes():
             session.info.setdefault(_NOTED, set()).add(row.id)
 
 
@@ -115,20 +178,22 @@ def _after_rollback(session: Session) -> None:
 
 
 def workload_revisions(session: Session, workload: Workload) -> list[WorkloadRevision]:
-    """Every revision of ``workload``'s problem, this one included, oldest published first;
+    """Every revision of ``workload``'s problem, this one included, oldest published first, each
+    saying whether it is the current revision and, if not, what changed in the current one;
     empty when the workload is no revision or its problem has no other."""
     problem = problem_of(workload.external_id)
     if problem is None:
         return []
-    first_run = select(func.min(Run.observed_at)).where(Run.workload_id == Workload.id).scalar_subquery()
     rows = session.execute(
-        select(Workload, first_run).where(
+        select(Workload, _first_published()).where(
             Workload.source_id == workload.source_id,
             Workload.external_id.startswith(problem + REVISION_MARK, autoescape=True),
         )
     ).all()
     if len(rows) < 2:
         return []
+    facts = {row.id: _facts(row) for row, _ in rows}
+    current_id = current_revision([(row.id, row.external_id, published) for row, published in rows])
     revisions = [
         WorkloadRevision(
             slug=row.name,
@@ -137,6 +202,8 @@ def workload_revisions(session: Session, workload: Workload) -> list[WorkloadRev
             content_sha256=_content_sha256(row),
             first_published_at=published,
             current=row.id == workload.id,
+            superseded=row.id != current_id,
+            changes=None if row.id == current_id else what_changed(facts[row.id], facts[current_id]),
             url=urls.workload(row.name),
             api_url=urls.api_workload(row.name),
         )

@@ -218,6 +218,10 @@ class WorkloadRevision(ApiModel):
         description="the earliest observation date of its runs: when the source first published figures for it"
     )
     current: bool = Field(description="true for the workload this answer is about")
+    superseded: bool = Field(
+        description="false for the problem's current revision (the one its source published last), true for the older ones"
+    )
+    changes: str | None = Field(description="for an older revision: what the current revision changed")
     url: str
     api_url: str
 

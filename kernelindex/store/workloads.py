@@ -173,11 +173,15 @@ def workload_conditions(session: Session, filters: WorkloadFilters) -> list[Colu
         conditions.append(contains(cast(Workload.tags, Text), json.dumps(filters.tag.lower())))
     if filters.model:
         conditions.append(Workload.origin_model.in_(origin_model_spellings(session, slugify(filters.model))))
-    if filters.gpu and filters.measured is not None:
+    if filters.gpu:
         # Filtered by source too, measured there means measured by it: runs are credited to their producer.
         measured = _measured_on(gpu_named(session, filters.gpu), producer)
         # An older revision nobody measured there is no gap: its current revision is the one to measure.
-        conditions.append(measured if filters.measured else and_(~measured, Workload.superseded_by_id.is_(None)))
+        current = Workload.superseded_by_id.is_(None)
+        if filters.measured is None:
+            conditions.append(or_(current, measured))
+        else:
+            conditions.append(measured if filters.measured else and_(~measured, current))
     if filters.q:
         conditions.append(
             or_(

@@ -11,12 +11,15 @@ each workload on each GPU, kept on write (``workload_source_tally.gpu_slug``, wi
 every-GPU rows under ``gpu_slug = ''``). And coverage counted every revision of a revised problem
 (B200 "250 of 521" KernelBench workloads, 271 of them older revisions of the same problems):
 ``workload.superseded_by_id`` names the current revision on each older one, so counts and lists
-keep to current revisions with a plain condition.
+keep to current revisions with a plain condition; and the revisions of one problem that shared a
+title ("Square matrix multiplication", N=2048 and N=4096) get titles that tell them apart.
 
 Both are filled here from the runs, by the rules of the store (``tallies``, ``revisions``).
-The downgrade keeps the every-GPU rows and drops the column.
+The downgrade keeps the every-GPU rows and drops the column; the titles stay as told apart
+(the next ingest of a changed manifest writes its own title again).
 """
 
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
@@ -58,29 +61,34 @@ def upgrade() -> None:
 
 def _mark_revisions() -> None:
     # Imported here: the rule that picks the current revision is the store's, a pure function.
-    from kernelindex.store.revisions import current_revision, problem_of
+    from kernelindex.store.revisions import current_revision, problem_of, revision_facts, revision_titles
 
     rows = op.get_bind().execute(
         sa.text(
-            "SELECT w.id, w.source_id, w.external_id, "
+            "SELECT w.id, w.source_id, w.external_id, w.manifest_json, "
             "coalesce((SELECT min(r.observed_at) FROM run r WHERE r.workload_id = w.id AND r.source_id = w.source_id), "
             "(SELECT min(r.observed_at) FROM run r WHERE r.workload_id = w.id)) "
             "FROM workload w WHERE w.external_id LIKE '%@%'"
         )
     ).all()
     by_problem: dict[tuple[int, str], list[tuple[int, str, datetime | None]]] = defaultdict(list)
-    for workload_id, source_id, external_id, published in rows:
+    manifests = {}
+    for workload_id, source_id, external_id, manifest_json, published in rows:
         if (problem := problem_of(external_id)) is not None:
             # SQLite returns the timestamp as text; its ISO form orders as the time does.
             when = datetime.fromisoformat(published) if isinstance(published, str) else published
             by_problem[source_id, problem].append((workload_id, external_id, when))
-    update = sa.text("UPDATE workload SET superseded_by_id = :current WHERE id = :id")
+            manifests[workload_id] = (external_id, json.loads(manifest_json))
+    update = sa.text("UPDATE workload SET superseded_by_id = :current, title = :title WHERE id = :id")
     for revisions in by_problem.values():
         if len(revisions) < 2:
             continue
         current = current_revision(revisions)
-        older = [{"current": current, "id": workload_id} for workload_id, _, _ in revisions if workload_id != current]
-        op.get_bind().execute(update, older)
+        titles = revision_titles([revision_facts(i, *manifests[i]) for i, _, _ in revisions])
+        changes = [
+            {"current": None if i == current else current, "title": titles[i][:300], "id": i} for i, _, _ in revisions
+        ]
+        op.get_bind().execute(update, changes)
 
 
 def _create_source_tally(with_gpu: bool) -> None:
