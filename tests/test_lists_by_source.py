@@ -263,7 +263,10 @@ def test_gpus_show_runs_and_workloads_per_source_measured_first(sources_client):
     on_page = {g["slug"]: g for g in page["gpus"]}
     shown = [(c["name"], c["workloads"], c["sourceWorkloads"]) for c in on_page["h100-sxm"]["bySource"]]
     assert shown == [("KernelBench", 4, 6), ("Liger-Kernel", 2, 3)]  # the sources measured there
-    assert [(c["name"], c["runs"]) for c in on_page["h100-sxm"]["byProducer"]] == [("KernelBench", 8), ("Liger-Kernel", 4)]
+    assert [(c["name"], c["runs"]) for c in on_page["h100-sxm"]["byProducer"]] == [
+        ("KernelBench", 8),
+        ("Liger-Kernel", 4),
+    ]
     assert on_page["h100-sxm"]["share"] == "2%" and on_page["t4"]["bySource"][0]["share"] == "33%"
     table = html(sources_client, "/gpus")
     row = next(tr for tr in table.select("table.gpu-coverage tbody tr") if "H100 SXM" in text(tr))

@@ -315,7 +315,10 @@ def _gpu_workloads(session: Session, gpu_slug: str, workloads: Sequence[Workload
             source=source_slugs[workload.source_id],
             runs=runs.get(workload.id, 0),
             best=best.get((workload.id, gpu_slug)),
-            url=urls.workload(workload.name),
+            # Opened on the comparison group of its best run on this GPU, where it has one.
+            url=urls.workload_on(
+                workload.name, found.comparison_key if (found := best.get((workload.id, gpu_slug))) else None
+            ),
             api_url=urls.api_workload(workload.name),
         )
         for workload in workloads

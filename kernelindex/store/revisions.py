@@ -71,8 +71,13 @@ def mark_revisions(session: Session, workload_ids: Iterable[int] | None) -> None
     for source in sorted({source for source, _ in problems}):
         names = sorted(problem for of, problem in problems if of == source)
         for start in range(0, len(names), _CHUNK):
-            starts = [Workload.external_id.startswith(n + REVISION_MARK, autoescape=True) for n in names[start : start + _CHUNK]]
-            rows = session.execute(select(Workload, _first_published()).where(Workload.source_id == source, or_(*starts)))
+            starts = [
+                Workload.external_id.startswith(n + REVISION_MARK, autoescape=True)
+                for n in names[start : start + _CHUNK]
+            ]
+            rows = session.execute(
+                select(Workload, _first_published()).where(Workload.source_id == source, or_(*starts))
+            )
             for workload, published in rows:
                 if (problem := problem_of(workload.external_id)) is not None:
                     by_problem[source, problem].append((workload, published))

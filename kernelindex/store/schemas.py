@@ -112,6 +112,7 @@ class FastestRun(GroupBest):
     environment_label: str = Field(description="the environment as the pages name it: GPU · setup · stack")
     stack: str | None = Field(description="the evaluation stack the environment names, e.g. v1.1")
     evidence: EvidenceLevelField = Field(title="Evidence")
+    comparison_key: DigestText = Field(description="the comparison group it leads")
 
 
 class WorkloadItem(ApiModel):
@@ -138,7 +139,9 @@ class WorkloadItem(ApiModel):
         description="filtered by GPU, its runs there, eligible or not (0: not measured on it); else null"
     )
     digest: DigestText
-    url: str
+    url: str = Field(
+        description="its leaderboard; filtered by GPU, opened on the comparison group of its fastest run there"
+    )
     api_url: str
 
 
@@ -219,7 +222,8 @@ class WorkloadRevision(ApiModel):
     )
     current: bool = Field(description="true for the workload this answer is about")
     superseded: bool = Field(
-        description="false for the problem's current revision (the one its source published last), true for the older ones"
+        description="false for the problem's current revision (the one its source published last), "
+        "true for the older ones"
     )
     changes: str | None = Field(description="for an older revision: what the current revision changed")
     url: str

@@ -471,6 +471,7 @@ def headlines(session: Session, run_ids: Sequence[int]) -> list[Headline]:
             environment_label=environment_label(environment),
             stack=evaluation_stack(environment),
             evidence=row.evidence,
+            comparison_key=row.comparison_key,
         )
         availability = availability_text(row.license, row.source_available, row.has_install_recipe)
         found.append(Headline(row.workload_id, row.comparison_key, fastest, availability))
@@ -517,7 +518,10 @@ def workload_items(
                 gpu=gpu,
                 runs_on_gpu=on_gpu.get(workload.id, 0) if gpu is not None else None,
                 digest=workload.digest,
-                url=urls.workload(workload.name),
+                # Filtered by GPU, the link keeps it: the leaderboard opens on the group of its best there.
+                url=urls.workload_on(
+                    workload.name, best.comparison_key if gpu and (best := fastest.get(workload.id)) else None
+                ),
                 api_url=urls.api_workload(workload.name),
             )
         )

@@ -39,9 +39,7 @@ def upgrade() -> None:
     op.drop_index("ix_workload_source_tally_source_id_runs", table_name="workload_source_tally")
     op.drop_table("workload_source_tally")
     _create_source_tally(with_gpu=True)
-    op.create_index(
-        "ix_workload_source_tally_gpu_slug_source_id", "workload_source_tally", ["gpu_slug", "source_id"]
-    )
+    op.create_index("ix_workload_source_tally_gpu_slug_source_id", "workload_source_tally", ["gpu_slug", "source_id"])
     op.execute(
         "INSERT INTO workload_source_tally (workload_id, source_id, gpu_slug, runs) "
         "SELECT run.workload_id, run.source_id, environment.gpu_slug, count(*) FROM run "
@@ -63,14 +61,18 @@ def _mark_revisions() -> None:
     # Imported here: the rule that picks the current revision is the store's, a pure function.
     from kernelindex.store.revisions import current_revision, problem_of, revision_facts, revision_titles
 
-    rows = op.get_bind().execute(
-        sa.text(
-            "SELECT w.id, w.source_id, w.external_id, w.manifest_json, "
-            "coalesce((SELECT min(r.observed_at) FROM run r WHERE r.workload_id = w.id AND r.source_id = w.source_id), "
-            "(SELECT min(r.observed_at) FROM run r WHERE r.workload_id = w.id)) "
-            "FROM workload w WHERE w.external_id LIKE '%@%'"
+    rows = (
+        op.get_bind()
+        .execute(
+            sa.text(
+                "SELECT w.id, w.source_id, w.external_id, w.manifest_json, "
+                "coalesce((SELECT min(r.observed_at) FROM run r WHERE r.workload_id = w.id AND r.source_id = w.source_id), "
+                "(SELECT min(r.observed_at) FROM run r WHERE r.workload_id = w.id)) "
+                "FROM workload w WHERE w.external_id LIKE '%@%'"
+            )
         )
-    ).all()
+        .all()
+    )
     by_problem: dict[tuple[int, str], list[tuple[int, str, datetime | None]]] = defaultdict(list)
     manifests = {}
     for workload_id, source_id, external_id, manifest_json, published in rows:
