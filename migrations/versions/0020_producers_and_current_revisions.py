@@ -66,7 +66,8 @@ def _mark_revisions() -> None:
         .execute(
             sa.text(
                 "SELECT w.id, w.source_id, w.external_id, w.manifest_json, "
-                "coalesce((SELECT min(r.observed_at) FROM run r WHERE r.workload_id = w.id AND r.source_id = w.source_id), "
+                "coalesce((SELECT min(r.observed_at) FROM run r "
+                "WHERE r.workload_id = w.id AND r.source_id = w.source_id), "
                 "(SELECT min(r.observed_at) FROM run r WHERE r.workload_id = w.id)) "
                 "FROM workload w WHERE w.external_id LIKE '%@%'"
             )
