@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 from fastapi.testclient import TestClient
 
 from kernelindex.gpus import DEVICE_NAMES, TRACKED_GPUS, gpu_for_device_name, gpu_slug
+from kernelindex.store.revisions import RevisionFacts, current_revision, revision_titles, what_changed
 from tests.multi_gpu_catalogue import NEW_WORKLOAD, OLD_WORKLOAD, SWEEP_WORKLOAD, write_catalogue
 from tests.pages import page, text
 
@@ -70,8 +72,9 @@ def test_workloads_filtered_by_gpu_render_the_figures_and_mark_the_unmeasured(si
     listing = page(site, "/workloads?gpu=L40S")  # a slug in any case
     assert listing.select_one("select[name=gpu] option[selected]")["value"] == "l40s"
     rows = listing.select("table.data tbody tr")
-    order = [NEW_WORKLOAD, SWEEP_WORKLOAD]
-    assert [row.select_one("td a")["href"] for row in rows] == [f"/workloads/{slug}" for slug in order]
+    links = [row.select_one("td a")["href"] for row in rows]
+    # The measured one opens on the group of its best on the L40S; the other on its default group.
+    assert links[0].startswith(f"/workloads/{NEW_WORKLOAD}?group=") and links[1] == f"/workloads/{SWEEP_WORKLOAD}"
     first = rows[0]
     assert first.select_one("a[href='/runs/p-eager-l40s']") is not None
     assert "90.0 µs" in text(first) and "PyTorch" in text(first)
@@ -296,3 +299,63 @@ def test_a_gpu_pages_pages_keep_its_filters(client):
     assert second["previousUrl"] == "/gpus/b200?source=sol-execbench&collection=L1&measured=true"
     last = client.get("/gpus/h200.json?measured=false&page=5").json()  # 235 gaps, 50 a page
     assert (last["pageCount"], len(last["workloads"]), last["nextUrl"]) == (5, 35, None)
+
+
+# --- Context travels: a page that names a GPU opens a workload on it ------------------------
+
+
+@pytest.mark.parametrize("path", ["/workloads.json?gpu=l40s", "/gpus/l40s.json", "/search.json?q=relu+l40s"])
+def test_a_page_naming_a_gpu_opens_the_workload_on_that_gpus_group(site, path):
+    data = site.get(path).json()
+    if "groups" in data:  # search: its workload hits
+        rows = [hit for group in data["groups"] for hit in group["hits"] if hit["slug"] == NEW_WORKLOAD]
+    else:
+        rows = [row for row in data["workloads"] if row["slug"] == NEW_WORKLOAD]
+    url = rows[0]["url"]
+    assert "?group=" in url, url
+    board = site.get(url.replace(f"/workloads/{NEW_WORKLOAD}", f"/workloads/{NEW_WORKLOAD}.json")).json()
+    assert board["selectedGroup"]["gpu"] == "NVIDIA L40S"
+    # Without the GPU, the default group (the fastest anywhere: the B200's).
+    assert site.get(f"/workloads/{NEW_WORKLOAD}.json").json()["selectedGroup"]["gpu"] == "NVIDIA B200"
+
+
+# --- Revisions: the current one counts, the older ones say they are superseded --------------
+
+
+def test_an_older_revision_says_it_is_superseded_and_by_which(site):
+    old = page(site, f"/workloads/{OLD_WORKLOAD}")
+    banner = old.select_one("p.banner.superseded")
+    assert banner is not None and text(banner).startswith("Superseded by ReLU , the current revision")
+    assert banner.select_one(f"a[href='/workloads/{NEW_WORKLOAD}']") is not None
+    assert "What changed: the problem's code changed" in text(banner)
+    current = page(site, f"/workloads/{NEW_WORKLOAD}")
+    assert text(current.select_one("p.banner.current")).startswith("Current revision of this problem")
+    twin = site.get(f"/workloads/{OLD_WORKLOAD}.json").json()
+    assert {r["slug"]: (r["current"], r["superseded"]) for r in twin["revisions"]} == {
+        OLD_WORKLOAD: (True, True),
+        NEW_WORKLOAD: (False, False),
+    }
+
+
+def test_coverage_counts_the_current_revision_and_the_older_ones_apart(site):
+    b200 = site.get("/gpus/b200.json").json()["gpu"]
+    problems = next(c for c in b200["bySource"] if c["source"] != "sweeps")
+    # Both revisions have a B200 run; the current one alone counts, the older one apart.
+    assert (problems["workloads"], problems["sourceWorkloads"], problems["supersededWorkloads"]) == (1, 1, 1)
+    assert b200["measuredWorkloads"] + b200["gaps"] == 2  # current workloads: the problem's and the sweep
+    assert "1 of 1 current workloads (100%); 1 superseded revision measured besides" in text(page(site, "/gpus/b200"))
+
+
+def test_revisions_sharing_a_title_are_titled_by_what_differs() -> None:
+    older = RevisionFacts(1, "Square matrix multiplication", {"N": 2048}, "d467f85334896872")
+    current = RevisionFacts(2, "Square matrix multiplication", {"N": 4096}, "7626d611b8f2c97a")
+    other = RevisionFacts(3, "ReLU", {"dim": 16}, "aaaaaaaaaaaaaaaa")
+    assert revision_titles([older, current, other]) == {
+        1: "Square matrix multiplication (N=2048)",
+        2: "Square matrix multiplication (N=4096)",
+        3: "ReLU",
+    }
+    assert what_changed(older, current) == "N: 2048 → 4096"
+    same = RevisionFacts(4, "Square matrix multiplication", {"N": 4096}, "0123456789abcdef")
+    assert revision_titles([current, same])[4] == "Square matrix multiplication (content 01234567)"
+    assert current_revision([(1, "level1/1@d4", datetime(2025, 3, 1, tzinfo=UTC)), (2, "level1/1@76", None)]) == 2

@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 from pydantic import ValidationError
 from sqlalchemy import select
 
-from kernelindex.db.tables import Run, Workload
 from kernelindex.app import create_app
+from kernelindex.db.tables import Run, Workload
 from kernelindex.settings import Settings, served_at
 
 PUBLIC = "https://kernelindex.example"
