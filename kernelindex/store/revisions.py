@@ -75,22 +75,22 @@ def mark_revisions(session: Session, workload_ids: Iterable[int] | None) -> None
                 Workload.external_id.startswith(n + REVISION_MARK, autoescape=True)
                 for n in names[start : start + _CHUNK]
             ]
-            rows = session.execute(
+            found = session.execute(
                 select(Workload, _first_published()).where(Workload.source_id == source, or_(*starts))
-            )
-            for workload, published in rows:
-                if (problem := problem_of(workload.external_id)) is not None:
-                    by_problem[source, problem].append((workload, published))
+            ).tuples()
+            for record, published in found:
+                if (problem := problem_of(record.external_id)) is not None:
+                    by_problem[source, problem].append((record, published))
     for revisions in by_problem.values():
         current = current_revision([(w.id, w.external_id, published) for w, published in revisions])
         titles = revision_titles([_facts(w) for w, _ in revisions]) if len(revisions) > 1 else {}
-        for workload, _ in revisions:
-            wanted = None if workload.id == current else current
-            if workload.superseded_by_id != wanted:
-                workload.superseded_by_id = wanted
-            title = titles.get(workload.id, workload_manifest(workload).metadata.title or workload.title)[:300]
-            if workload.title != title:
-                workload.title = title
+        for record, _ in revisions:
+            wanted = None if record.id == current else current
+            if record.superseded_by_id != wanted:
+                record.superseded_by_id = wanted
+            title = titles.get(record.id, workload_manifest(record).metadata.title or record.title)[:300]
+            if record.title != title:
+                record.title = title
 
 
 @dataclass(frozen=True)

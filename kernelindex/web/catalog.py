@@ -482,7 +482,8 @@ def gpu(
     # A producer with no workloads of its own (the reruns) measures any source's collections.
     origin = source_slug if any(f.slug == source_slug for f in facets) else None
     collections = [c.name for f in facets if origin in (None, f.slug) for c in f.collections]
-    names = {entry.source: entry.source_name for entry in [*detail.by_source, *detail.by_producer]}
+    names = {entry.source: entry.source_name for entry in detail.by_source}
+    names |= {entry.source: entry.source_name for entry in detail.by_producer}
     context = GpuPage(
         gpu=_gpu_line(detail),
         datasheets=[_datasheet_line(item) for item in detail.datasheets],
