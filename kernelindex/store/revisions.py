@@ -77,7 +77,7 @@ def mark_revisions(session: Session, workload_ids: Iterable[int] | None) -> None
             ]
             found = session.execute(
                 select(Workload, _first_published()).where(Workload.source_id == source, or_(*starts))
-            ).tuples()
+            )
             for record, published in found:
                 if (problem := problem_of(record.external_id)) is not None:
                     by_problem[source, problem].append((record, published))
