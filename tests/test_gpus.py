@@ -344,6 +344,9 @@ def test_coverage_counts_the_current_revision_and_the_older_ones_apart(site):
     assert (problems["workloads"], problems["sourceWorkloads"], problems["supersededWorkloads"]) == (1, 1, 1)
     assert b200["measuredWorkloads"] + b200["gaps"] == 2  # current workloads: the problem's and the sweep
     assert "1 of 1 current workloads (100%); 1 superseded revision measured besides" in text(page(site, "/gpus/b200"))
+    source = site.get(f"/sources/{problems['source']}.json").json()
+    assert (source["workloadCount"], source["supersededWorkloads"]) == (2, 1)
+    assert "2 workloads (1 current, 1 older revision, superseded)" in text(page(site, f"/sources/{problems['source']}"))
 
 
 def test_revisions_sharing_a_title_are_titled_by_what_differs() -> None:

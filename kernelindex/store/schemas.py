@@ -598,6 +598,9 @@ class SourceItem(ApiModel):
     attribution: str = Field(description="the credit its figures are shown with")
     last_observed_at: datetime | None
     workloads: int = Field(description="workloads the source defines")
+    superseded_workloads: int = Field(
+        description="of those, older revisions of a revised problem: the current revisions are the others"
+    )
     workloads_measured: int = Field(description="workloads its runs measured, its own or other sources'")
     runs: int = Field(description="runs from this source")
     gpus: int = Field(description="GPUs its runs were measured on")

@@ -602,6 +602,7 @@ class SourceLine(Part):
     attribution: str
     last_observed_at: datetime | None
     workload_count: int
+    superseded_workloads: int  # of them, older revisions of a revised problem
     workloads_measured: int
     run_count: int
     gpu_count: int
@@ -621,6 +622,7 @@ def _source_line(source: SourceItem) -> SourceLine:
         attribution=source.attribution,
         last_observed_at=source.last_observed_at,
         workload_count=source.workloads,
+        superseded_workloads=source.superseded_workloads,
         workloads_measured=source.workloads_measured,
         run_count=source.runs,
         gpu_count=source.gpus,
@@ -714,6 +716,7 @@ class SourcePage(PageContext):
     attribution: str
     last_observed_at: datetime | None
     workload_count: int
+    superseded_workloads: int  # of them, older revisions of a revised problem
     workloads_measured: int
     run_count: int
     gpu_count: int
@@ -740,6 +743,7 @@ def source(request: Request, slug: str, session: SessionDep) -> Response:
         attribution=detail.attribution,
         last_observed_at=detail.last_observed_at,
         workload_count=detail.workloads,
+        superseded_workloads=detail.superseded_workloads,
         workloads_measured=detail.workloads_measured,
         run_count=detail.runs,
         gpu_count=detail.gpus,
