@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from kernelindex.gpus import DEVICE_NAMES, TRACKED_GPUS, gpu_for_device_name, gpu_slug
 from kernelindex.store.revisions import RevisionFacts, current_revision, revision_titles, what_changed
+from kernelindex.store.search import SearchHit, current_revisions_first
 from tests.multi_gpu_catalogue import NEW_WORKLOAD, OLD_WORKLOAD, SWEEP_WORKLOAD, write_catalogue
 from tests.pages import page, text
 
@@ -146,12 +147,12 @@ def test_home_filtered_by_gpu_shows_each_workloads_best_on_it(site):
     assert data["gpu"]["slug"] == "l40s" and data["gpu"]["url"] == "/gpus/l40s"
     rows = {w["slug"]: w for s in data["catalogue"] for c in s["collections"] for w in c["workloads"]}
     assert rows[NEW_WORKLOAD]["best"]["run"] == "p-eager-l40s" and rows[NEW_WORKLOAD]["runsOnGpu"] == 2
-    assert rows[OLD_WORKLOAD]["best"] is None and rows[OLD_WORKLOAD]["runsOnGpu"] == 0
+    assert OLD_WORKLOAD not in rows  # the current revision is shown in its place
     assert data["eligibleRunCount"] == site.get("/index.json").json()["eligibleRunCount"]  # the catalogue's
     home = page(site, "/?gpu=l40s")
     assert home.select_one("form.gpu-filter select[name=gpu] option[selected]")["value"] == "l40s"
-    unmeasured = home.select("tr.unmeasured")
-    assert unmeasured and all("not measured on the NVIDIA L40S" in text(row) for row in unmeasured)
+    # The one workload not measured there was the older revision, which gives way to the current one.
+    assert home.select("tr.unmeasured") == []
     assert home.select_one(".source-group a[href='/runs/p-eager-l40s']") is not None
     assert home.select_one(".source-group a[href='/runs/p-compile-b200']") is None  # not the B200's best
     # A collection with no workload measured on the GPU says so in a line instead of a table.
@@ -362,3 +363,12 @@ def test_revisions_sharing_a_title_are_titled_by_what_differs() -> None:
     same = RevisionFacts(4, "Square matrix multiplication", {"N": 4096}, "0123456789abcdef")
     assert revision_titles([current, same])[4] == "Square matrix multiplication (content 01234567)"
     assert current_revision([(1, "level1/1@d4", datetime(2025, 3, 1, tzinfo=UTC)), (2, "level1/1@76", None)]) == 2
+
+
+def test_search_and_home_prefer_the_current_revision(site, db):
+    with db.sessions() as session:
+        hits = [SearchHit("workload", slug, slug, "", f"/workloads/{slug}") for slug in (OLD_WORKLOAD, NEW_WORKLOAD)]
+        assert [hit.slug for hit in current_revisions_first(session, hits)] == [NEW_WORKLOAD, OLD_WORKLOAD]
+    home = site.get("/index.json").json()
+    shown = [w["slug"] for s in home["catalogue"] for c in s["collections"] for w in c["workloads"]]
+    assert NEW_WORKLOAD in shown and OLD_WORKLOAD not in shown

@@ -323,6 +323,9 @@ def catalogue_by_source(session: Session, gpu: str | None = None) -> list[Source
     # Their columns, not their manifests (a sweep's lists every case), which home does not show.
     shown = select(Workload).options(defer(Workload.manifest_json)).where(Workload.id.in_(chosen))
     shown_workloads = list(session.scalars(shown))
+    # An older revision shown beside its current one gives way to it (the current is preferred).
+    ids = {workload.id for workload in shown_workloads}
+    shown_workloads = [w for w in shown_workloads if w.superseded_by_id is None or w.superseded_by_id not in ids]
     items = workload_items(session, shown_workloads, gpu=gpu, last_records=False)  # home shows none
     busiest: dict[tuple[int, str], list[WorkloadItem]] = {}
     for workload, item in zip(shown_workloads, items, strict=True):
