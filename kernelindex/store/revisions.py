@@ -26,6 +26,7 @@ from kernelindex import urls
 from kernelindex.db.tables import Run, Workload
 from kernelindex.store.manifests import workload_manifest
 from kernelindex.store.schemas import WorkloadRevision
+from kernelindex.store.search import reindex_workloads
 
 REVISION_MARK = "@"
 
@@ -81,6 +82,7 @@ def mark_revisions(session: Session, workload_ids: Iterable[int] | None) -> None
             for record, published in found:
                 if (problem := problem_of(record.external_id)) is not None:
                     by_problem[source, problem].append((record, published))
+    retitled = []
     for revisions in by_problem.values():
         current = current_revision([(w.id, w.external_id, published) for w, published in revisions])
         titles = revision_titles([_facts(w) for w, _ in revisions]) if len(revisions) > 1 else {}
@@ -91,6 +93,9 @@ def mark_revisions(session: Session, workload_ids: Iterable[int] | None) -> None
             title = titles.get(record.id, workload_manifest(record).metadata.title or record.title)[:300]
             if record.title != title:
                 record.title = title
+                retitled.append(record)
+    # Search finds and shows a revision by the title that tells it apart.
+    reindex_workloads(session, retitled)
 
 
 @dataclass(frozen=True)

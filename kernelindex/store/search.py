@@ -404,6 +404,11 @@ def project_entries(
 # --- Writing ------------------------------------------------------------------------
 
 
+def reindex_workloads(session: Session, workloads: Iterable[Workload]) -> None:
+    """Index these workloads again as they now are (a revision given a title that tells it apart)."""
+    _sync(session, [workload_entry(workload) for workload in workloads])
+
+
 def _sync(session: Session, entries: Iterable[Entry], prune: Iterable[str] = ()) -> None:
     """Make the stored entries named in ``entries`` equal to them, writing only the differences.
 

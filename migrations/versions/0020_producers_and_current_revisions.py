@@ -83,6 +83,10 @@ def _mark_revisions() -> None:
             by_problem[source_id, problem].append((workload_id, external_id, when))
             manifests[workload_id] = (external_id, json.loads(manifest_json))
     update = sa.text("UPDATE workload SET superseded_by_id = :current, title = :title WHERE id = :id")
+    retitle = sa.text(
+        "UPDATE search_entry SET title = :title "
+        "WHERE kind = 'workload' AND slug = (SELECT name FROM workload WHERE id = :id)"
+    )
     for revisions in by_problem.values():
         if len(revisions) < 2:
             continue
@@ -92,6 +96,8 @@ def _mark_revisions() -> None:
             {"current": None if i == current else current, "title": titles[i][:300], "id": i} for i, _, _ in revisions
         ]
         op.get_bind().execute(update, changes)
+        # Search shows the titles it stored: the same ones (its terms are rebuilt by the next ingest).
+        op.get_bind().execute(retitle, [{"title": c["title"], "id": c["id"]} for c in changes])
 
 
 def _create_source_tally(with_gpu: bool) -> None:
