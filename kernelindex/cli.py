@@ -20,7 +20,7 @@ from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 
 from kernelindex import __version__
-from kernelindex.settings import Settings
+from kernelindex.settings import Settings, served_at
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -728,7 +728,7 @@ def serve(host: str, port: int, database_url: str | None) -> None:
     from kernelindex.store.reads import store_is_empty
     from kernelindex.web.server import server_options
 
-    settings = _settings(database_url)
+    settings = served_at(_settings(database_url), host, port)
     _run_or_exit(lambda: migrate.upgrade(settings.database_url), f"could not migrate {settings.database_url}")
     engine = make_engine(settings.database_url)
     sessions = make_sessionmaker(engine)

@@ -91,3 +91,18 @@ class Settings(BaseSettings):
         """The host names answered: the public URL's, and the local ones."""
         host = urlsplit(self.public_url).hostname or ""
         return list(dict.fromkeys([host, *LOCAL_HOSTS]))
+
+
+# Hosts a server listens on that name no host a browser can open: their links go to the machine itself.
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+
+
+def served_at(settings: Settings, host: str, port: int) -> Settings:
+    """``settings`` for a server started on ``host`` and ``port``: with no public URL configured
+    (``KERNELINDEX_PUBLIC_URL`` unset), absolute links go to where it is served, not to the
+    default port; a configured one is kept as it is."""
+    if "public_url" in settings.model_fields_set:
+        return settings
+    shown = "127.0.0.1" if host in WILDCARD_HOSTS else host
+    netloc = f"[{shown}]:{port}" if ":" in shown else f"{shown}:{port}"
+    return settings.model_copy(update={"public_url": Settings._an_origin(f"http://{netloc}")})

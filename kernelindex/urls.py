@@ -49,6 +49,12 @@ def workload_group(slug: str, comparison_key: str, **query: Any) -> str:
     return workload(slug, group=comparison_key.removeprefix("sha256:")[:16], **query)
 
 
+def workload_on(slug: str, comparison_key: str | None, **query: Any) -> str:
+    """A leaderboard opened on the comparison group ``comparison_key`` (its default group without one):
+    where a page that names a GPU links a workload, the group of its figures on that GPU."""
+    return workload_group(slug, comparison_key, **query) if comparison_key else workload(slug, **query)
+
+
 def workload_feed(slug: str) -> str:
     return f"/workloads/{_segment(slug)}/records.atom"
 

@@ -399,9 +399,31 @@ def test_the_regressions_json_twin_and_its_filters(site, catalogue):
     assert site.get("/regressions.json?gpu=b200").json()["total"] == 0
 
 
+def test_regressions_filter_by_workload_and_by_kernel(site, catalogue, moe):
+    soup = page(site, "/regressions?gpu=h200")
+    row = soup.select_one("table.regressions tbody tr")
+    only_workload = row.select_one("a.filter-link[href*='workload=']")["href"]
+    only_kernel = row.select_one("a.filter-link[href*='kernel=']")["href"]
+    assert only_workload == f"/regressions?gpu=h200&workload={moe}"
+    assert only_kernel == "/regressions?gpu=h200&kernel=vllm_fused_moe"
+    by_workload = site.get(only_workload.replace("/regressions", "/regressions.json", 1)).json()
+    assert by_workload["total"] == 1 and by_workload["workload"] == moe
+    by_kernel = site.get("/regressions.json?kernel=VLLM_FUSED_MOE&framework=vllm").json()  # in any case
+    assert by_kernel["total"] == 1 and by_kernel["kernel"] == "vllm_fused_moe"
+    # Another workload, or a kernel with no regression, narrows to nothing or is refused.
+    with catalogue.sessions() as session:
+        other = session.scalar(select(Workload.name).where(Workload.name != moe).limit(1))
+    assert site.get(f"/regressions.json?workload={other}").json()["total"] == 0
+    narrowed = page(site, f"/regressions?workload={moe}")
+    assert f"Workload: {by_workload['workloadTitle']} · every workload" in text(narrowed.select_one("nav.filters"))
+    assert narrowed.select_one("nav.filters a[href='/regressions']") is not None
+
+
 @pytest.mark.parametrize(
     ("query", "message"),
     [
+        ("workload=no-such-workload", "No workload has the slug 'no-such-workload'."),
+        ("kernel=no_such_kernel", "No version regression is recorded for kernel 'no_such_kernel'."),
         ("gpu=h2000", "No GPU has the slug 'h2000'. Did you mean"),
         ("framework=vlm", "No version regression is recorded for framework 'vlm'. Did you mean vLLM?"),
         ("page=2", "page 2 is past the last page (1)"),

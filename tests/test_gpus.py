@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 from fastapi.testclient import TestClient
 
 from kernelindex.gpus import DEVICE_NAMES, TRACKED_GPUS, gpu_for_device_name, gpu_slug
+from kernelindex.store.revisions import RevisionFacts, current_revision, revision_titles, what_changed
+from kernelindex.store.search import SearchHit, current_revisions_first
 from tests.multi_gpu_catalogue import NEW_WORKLOAD, OLD_WORKLOAD, SWEEP_WORKLOAD, write_catalogue
 from tests.pages import page, text
 
@@ -54,14 +57,14 @@ def site(make_app, db) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
 def test_workloads_filtered_by_gpu_show_each_ones_best_on_it_measured_first(site):
     data = site.get("/workloads.json?gpu=l40s").json()
     # The L40S has one workload measured: its best is the eager run there, never the failed
-    # 1.00 µs run nor the B200's 15 µs; the others are kept, after it, as not measured.
+    # 1.00 µs run nor the B200's 15 µs; the other current one is kept, after it, as not measured.
+    # The problem's older revision, measured nowhere there, is superseded: no gap, not listed.
     assert [(w["slug"], w["runsOnGpu"], w["bestRun"], w["bestLatencyNs"]) for w in data["workloads"]] == [
         (NEW_WORKLOAD, 2, "p-eager-l40s", 90_000),
-        (OLD_WORKLOAD, 0, None, None),
         (SWEEP_WORKLOAD, 0, None, None),
     ]
     assert data["workloads"][0]["eligibleRuns"] == 1
-    assert data["gpu"]["measured"] == 1 and data["gpu"]["matching"] == 3
+    assert data["gpu"]["measured"] == 1 and data["gpu"]["matching"] == 2
     unfiltered = {w["slug"]: w for w in site.get("/workloads.json").json()["workloads"]}
     assert unfiltered[NEW_WORKLOAD]["bestRun"] == "p-compile-b200"  # without a GPU, the fastest anywhere
 
@@ -70,42 +73,43 @@ def test_workloads_filtered_by_gpu_render_the_figures_and_mark_the_unmeasured(si
     listing = page(site, "/workloads?gpu=L40S")  # a slug in any case
     assert listing.select_one("select[name=gpu] option[selected]")["value"] == "l40s"
     rows = listing.select("table.data tbody tr")
-    order = [NEW_WORKLOAD, OLD_WORKLOAD, SWEEP_WORKLOAD]
-    assert [row.select_one("td a")["href"] for row in rows] == [f"/workloads/{slug}" for slug in order]
+    links = [row.select_one("td a")["href"] for row in rows]
+    # The measured one opens on the group of its best on the L40S; the other on its default group.
+    assert links[0].startswith(f"/workloads/{NEW_WORKLOAD}?group=") and links[1] == f"/workloads/{SWEEP_WORKLOAD}"
     first = rows[0]
     assert first.select_one("a[href='/runs/p-eager-l40s']") is not None
     assert "90.00 µs" in text(first) and "PyTorch" in text(first)
-    assert [row.get("class") for row in rows[1:]] == [["unmeasured"], ["unmeasured"]]
+    assert [row.get("class") for row in rows[1:]] == [["unmeasured"]]
     assert all("not measured on it" in text(row) for row in rows[1:])
-    assert "1 of 3 matching workloads measured on it" in text(listing.select_one(".gpu-filter"))
+    assert "1 of 2 matching workloads measured on it" in text(listing.select_one(".gpu-filter"))
     assert listing.select_one(".gpu-filter a[href='/gpus/l40s']") is not None
 
 
 @pytest.mark.parametrize(
     ("measured", "slugs"),
-    [("true", [NEW_WORKLOAD, SWEEP_WORKLOAD]), ("false", [OLD_WORKLOAD])],
+    [("true", [NEW_WORKLOAD, SWEEP_WORKLOAD]), ("false", [])],
 )
 def test_workloads_filtered_by_gpu_split_into_measured_or_not(site, measured, slugs):
     data = site.get(f"/workloads.json?gpu=h100-sxm&measured={measured}").json()
     assert [w["slug"] for w in data["workloads"]] == slugs
     listing = page(site, f"/workloads?gpu=h100-sxm&measured={measured}")
     chosen = listing.select_one(".gpu-filter a[aria-current=page]")
-    assert text(chosen) == ("Measured on it 2" if measured == "true" else "Not measured on it 1")
+    assert text(chosen) == ("Measured on it 2" if measured == "true" else "Not measured on it 0")
 
 
 def test_the_gpu_filter_sorts_by_the_figures_on_that_gpu(site):
     data = site.get("/workloads.json?gpu=h100-sxm&sort=-runs").json()
-    # On the H100: the problem has 3 eligible runs there, the sweep 3, the old problem none.
+    # On the H100: the problem has 3 eligible runs there, the sweep 3; the old revision, superseded
+    # and not measured there, is left out.
     assert [(w["slug"], w["eligibleRuns"]) for w in data["workloads"]] == [
         (NEW_WORKLOAD, 3),
         (SWEEP_WORKLOAD, 3),
-        (OLD_WORKLOAD, 0),
     ]
 
 
 def test_a_tracked_gpu_nobody_measured_on_lists_every_workload_as_not_measured(site):
     data = site.get("/workloads.json?gpu=h200").json()
-    assert data["total"] == 3 and all(w["runsOnGpu"] == 0 and w["bestRun"] is None for w in data["workloads"])
+    assert data["total"] == 2 and all(w["runsOnGpu"] == 0 and w["bestRun"] is None for w in data["workloads"])
     assert site.get("/workloads.json?gpu=h200&measured=true").json()["total"] == 0
 
 
@@ -135,7 +139,7 @@ def test_the_api_gives_the_same_figures_on_a_gpu_as_the_page(site):
     # Paged by cursor, the measured-first order holds across pages.
     first = site.get("/api/v1/workloads?gpu=l40s&limit=1").json()
     second = site.get(f"/api/v1/workloads?gpu=l40s&limit=1&cursor={first['nextCursor']}").json()
-    assert [w["slug"] for w in first["items"] + second["items"]] == [NEW_WORKLOAD, OLD_WORKLOAD]
+    assert [w["slug"] for w in first["items"] + second["items"]] == [NEW_WORKLOAD, SWEEP_WORKLOAD]
 
 
 def test_home_filtered_by_gpu_shows_each_workloads_best_on_it(site):
@@ -143,12 +147,12 @@ def test_home_filtered_by_gpu_shows_each_workloads_best_on_it(site):
     assert data["gpu"]["slug"] == "l40s" and data["gpu"]["url"] == "/gpus/l40s"
     rows = {w["slug"]: w for s in data["catalogue"] for c in s["collections"] for w in c["workloads"]}
     assert rows[NEW_WORKLOAD]["best"]["run"] == "p-eager-l40s" and rows[NEW_WORKLOAD]["runsOnGpu"] == 2
-    assert rows[OLD_WORKLOAD]["best"] is None and rows[OLD_WORKLOAD]["runsOnGpu"] == 0
+    assert OLD_WORKLOAD not in rows  # the current revision is shown in its place
     assert data["eligibleRunCount"] == site.get("/index.json").json()["eligibleRunCount"]  # the catalogue's
     home = page(site, "/?gpu=l40s")
     assert home.select_one("form.gpu-filter select[name=gpu] option[selected]")["value"] == "l40s"
-    unmeasured = home.select("tr.unmeasured")
-    assert unmeasured and all("not measured on the NVIDIA L40S" in text(row) for row in unmeasured)
+    # The one workload not measured there was the older revision, which gives way to the current one.
+    assert home.select("tr.unmeasured") == []
     assert home.select_one(".source-group a[href='/runs/p-eager-l40s']") is not None
     assert home.select_one(".source-group a[href='/runs/p-compile-b200']") is None  # not the B200's best
     # A collection with no workload measured on the GPU says so in a line instead of a table.
@@ -163,7 +167,7 @@ def test_home_filtered_by_gpu_shows_each_workloads_best_on_it(site):
 
 def test_a_gpu_page_states_its_coverage_against_every_workload(site):
     gpu = page(site, "/gpus/h100-sxm")
-    assert text(gpu.select_one(".coverage-line")).startswith("2 of 3 workloads measured on it")
+    assert text(gpu.select_one(".coverage-line")).startswith("2 of 2 current workloads measured on it")
     assert gpu.select_one(".coverage-line a[href='/workloads?gpu=h100-sxm']") is not None
     best = [a["href"] for a in gpu.select("table.data tbody a") if a["href"].startswith("/runs/")]
     assert best == ["/runs/p-compile-h100-a", "/runs/s-liger"]
@@ -173,8 +177,8 @@ def test_a_gpu_page_states_its_coverage_against_every_workload(site):
     ("query", "measured", "not_measured", "shown"),
     [
         ("q=cross", 1, 0, [SWEEP_WORKLOAD]),
-        ("q=relu", 1, 1, [NEW_WORKLOAD]),
-        ("q=relu&measured=false", 1, 1, [OLD_WORKLOAD]),
+        ("q=relu", 1, 0, [NEW_WORKLOAD]),
+        ("q=relu&measured=false", 1, 0, []),  # the old revision is superseded: no gap
         ("source=sweeps", 1, 0, [SWEEP_WORKLOAD]),
         ("q=nothing-matches", 0, 0, []),
     ],
@@ -196,7 +200,7 @@ def test_a_gpu_page_keeps_its_filters_in_its_links_and_form(site):
     assert form.select_one("input[name=measured]")["value"] == "false"
     tabs = [a["href"] for a in gpu.select("nav.groups a")]
     assert tabs == ["/gpus/h100-sxm?q=relu&measured=true", "/gpus/h100-sxm?q=relu&measured=false"]
-    assert "1 of 2 matching workloads measured on it" in text(gpu)
+    assert "1 of 1 matching workload measured on it" in text(gpu)
 
 
 def test_an_unknown_gpu_page_says_where_the_gpus_are(site):
@@ -296,3 +300,75 @@ def test_a_gpu_pages_pages_keep_its_filters(client):
     assert second["previousUrl"] == "/gpus/b200?source=sol-execbench&collection=L1&measured=true"
     last = client.get("/gpus/h200.json?measured=false&page=5").json()  # 235 gaps, 50 a page
     assert (last["pageCount"], len(last["workloads"]), last["nextUrl"]) == (5, 35, None)
+
+
+# --- Context travels: a page that names a GPU opens a workload on it ------------------------
+
+
+@pytest.mark.parametrize("path", ["/workloads.json?gpu=l40s", "/gpus/l40s.json", "/search.json?q=relu+l40s"])
+def test_a_page_naming_a_gpu_opens_the_workload_on_that_gpus_group(site, path):
+    data = site.get(path).json()
+    if "groups" in data:  # search: its workload hits
+        rows = [hit for group in data["groups"] for hit in group["hits"] if hit["slug"] == NEW_WORKLOAD]
+    else:
+        rows = [row for row in data["workloads"] if row["slug"] == NEW_WORKLOAD]
+    url = rows[0]["url"]
+    assert "?group=" in url, url
+    board = site.get(url.replace(f"/workloads/{NEW_WORKLOAD}", f"/workloads/{NEW_WORKLOAD}.json")).json()
+    assert board["selectedGroup"]["gpu"] == "NVIDIA L40S"
+    # Without the GPU, the default group (the fastest anywhere: the B200's).
+    assert site.get(f"/workloads/{NEW_WORKLOAD}.json").json()["selectedGroup"]["gpu"] == "NVIDIA B200"
+
+
+# --- Revisions: the current one counts, the older ones say they are superseded --------------
+
+
+def test_an_older_revision_says_it_is_superseded_and_by_which(site):
+    old = page(site, f"/workloads/{OLD_WORKLOAD}")
+    banner = old.select_one("p.banner.superseded")
+    assert banner is not None and text(banner).startswith("Superseded by ReLU , the current revision")
+    assert banner.select_one(f"a[href='/workloads/{NEW_WORKLOAD}']") is not None
+    assert "What changed: the problem's code changed" in text(banner)
+    current = page(site, f"/workloads/{NEW_WORKLOAD}")
+    assert text(current.select_one("p.banner.current")).startswith("Current revision of this problem")
+    twin = site.get(f"/workloads/{OLD_WORKLOAD}.json").json()
+    assert {r["slug"]: (r["current"], r["superseded"]) for r in twin["revisions"]} == {
+        OLD_WORKLOAD: (True, True),
+        NEW_WORKLOAD: (False, False),
+    }
+
+
+def test_coverage_counts_the_current_revision_and_the_older_ones_apart(site):
+    b200 = site.get("/gpus/b200.json").json()["gpu"]
+    problems = next(c for c in b200["bySource"] if c["source"] != "sweeps")
+    # Both revisions have a B200 run; the current one alone counts, the older one apart.
+    assert (problems["workloads"], problems["sourceWorkloads"], problems["supersededWorkloads"]) == (1, 1, 1)
+    assert b200["measuredWorkloads"] + b200["gaps"] == 2  # current workloads: the problem's and the sweep
+    assert "1 of 1 current workloads (100%); 1 superseded revision measured besides" in text(page(site, "/gpus/b200"))
+    source = site.get(f"/sources/{problems['source']}.json").json()
+    assert (source["workloadCount"], source["supersededWorkloads"]) == (2, 1)
+    assert "2 workloads (1 current, 1 older revision, superseded)" in text(page(site, f"/sources/{problems['source']}"))
+
+
+def test_revisions_sharing_a_title_are_titled_by_what_differs() -> None:
+    older = RevisionFacts(1, "Square matrix multiplication", {"N": 2048}, "d467f85334896872")
+    current = RevisionFacts(2, "Square matrix multiplication", {"N": 4096}, "7626d611b8f2c97a")
+    other = RevisionFacts(3, "ReLU", {"dim": 16}, "aaaaaaaaaaaaaaaa")
+    assert revision_titles([older, current, other]) == {
+        1: "Square matrix multiplication (N=2048)",
+        2: "Square matrix multiplication (N=4096)",
+        3: "ReLU",
+    }
+    assert what_changed(older, current) == "N: 2048 → 4096"
+    same = RevisionFacts(4, "Square matrix multiplication", {"N": 4096}, "0123456789abcdef")
+    assert revision_titles([current, same])[4] == "Square matrix multiplication (content 01234567)"
+    assert current_revision([(1, "level1/1@d4", datetime(2025, 3, 1, tzinfo=UTC)), (2, "level1/1@76", None)]) == 2
+
+
+def test_search_and_home_prefer_the_current_revision(site, db):
+    with db.sessions() as session:
+        hits = [SearchHit("workload", slug, slug, "", f"/workloads/{slug}") for slug in (OLD_WORKLOAD, NEW_WORKLOAD)]
+        assert [hit.slug for hit in current_revisions_first(session, hits)] == [NEW_WORKLOAD, OLD_WORKLOAD]
+    home = site.get("/index.json").json()
+    shown = [w["slug"] for s in home["catalogue"] for c in s["collections"] for w in c["workloads"]]
+    assert NEW_WORKLOAD in shown and OLD_WORKLOAD not in shown

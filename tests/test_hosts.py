@@ -11,8 +11,9 @@ from fastapi.testclient import TestClient
 from pydantic import ValidationError
 from sqlalchemy import select
 
+from kernelindex.app import create_app
 from kernelindex.db.tables import Run, Workload
-from kernelindex.settings import Settings
+from kernelindex.settings import Settings, served_at
 
 PUBLIC = "https://kernelindex.example"
 EVIL = "evil.example"
@@ -113,3 +114,37 @@ def test_hosts_trusted_list_comes_from_the_public_url():
 def test_hosts_public_url_must_be_an_origin(value):
     with pytest.raises(ValidationError):
         Settings(public_url=value)
+
+
+# --- A server started on another port, with no public URL configured -------------------------
+
+
+def test_hosts_the_served_port_is_the_origin_when_no_public_url_is_set(monkeypatch) -> None:
+    monkeypatch.delenv("KERNELINDEX_PUBLIC_URL", raising=False)
+    assert served_at(Settings(), "127.0.0.1", 8011).public_url == "http://127.0.0.1:8011"
+    # A wildcard address names no host to open: links go to the machine itself.
+    assert served_at(Settings(), "0.0.0.0", 9000).public_url == "http://127.0.0.1:9000"
+    assert served_at(Settings(), "::1", 9000).public_url == "http://[::1]:9000"
+    # Configured, the public URL wins, whatever the port; even the default's own value.
+    monkeypatch.setenv("KERNELINDEX_PUBLIC_URL", "https://kernelindex.example")
+    assert served_at(Settings(), "127.0.0.1", 8011).public_url == "https://kernelindex.example"
+    monkeypatch.setenv("KERNELINDEX_PUBLIC_URL", "http://127.0.0.1:8000")
+    assert served_at(Settings(), "127.0.0.1", 8011).public_url == "http://127.0.0.1:8000"
+
+
+def test_hosts_a_server_on_port_8011_writes_its_links_there(monkeypatch, loaded_db, export_dir) -> None:
+    """``kernelindex serve --port 8011`` builds its app on ``served_at``: canonical links, citations,
+    feeds and the sitemap name :8011."""
+    monkeypatch.delenv("KERNELINDEX_PUBLIC_URL", raising=False)
+    origin = "http://127.0.0.1:8011"
+    settings = served_at(Settings(database_url=loaded_db.url, export_dir=export_dir), "127.0.0.1", 8011)
+    with loaded_db.sessions() as session:
+        run = session.scalars(select(Run.name).order_by(Run.id)).first()
+    with TestClient(create_app(settings, sessions=loaded_db.sessions), base_url=origin) as client:
+        page = BeautifulSoup(client.get(f"/runs/{run}").text, "html.parser")
+        assert page.select_one('link[rel="canonical"]')["href"] == f"{origin}/runs/{run}"
+        assert f"{origin}/runs/{run}" in client.get(f"/runs/{run}/cite.bib").text
+        feed = client.get("/records.atom").text
+        assert f"{origin}/" in feed and ":8000" not in feed
+        assert f"<loc>{origin}/" in client.get("/sitemap.xml").text
+        assert ":8000" not in client.get(f"/runs/{run}/cite.bib").text

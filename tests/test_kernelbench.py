@@ -25,6 +25,7 @@ from kernelindex.ingest.runner import IngestSummary
 from kernelindex.ingest.sources import SOURCES, ingest
 from kernelindex.paths import BUNDLED_DATA
 from kernelindex.settings import Settings
+from kernelindex.store.search import search
 from tests.kernelbench_slice import (
     BABEL,
     EARLY,
@@ -644,3 +645,22 @@ def test_full_bundled_snapshot(tmp_path):
     engine.dispose()
     assert gpus[EARLY_RELU_ID] >= 8
     assert sum(1 for count in gpus.values() if count >= 10) == 250
+
+
+def test_the_ingest_marks_the_current_relu_and_titles_both_revisions_by_their_sizes(db, snapshot):
+    run_ingest(db, snapshot)
+    with db.sessions() as session:
+        relu = {
+            w.external_id: (w.title, w.superseded_by_id, w.id)
+            for w in session.scalars(select(Workload).where(Workload.external_id.startswith("level1/19@")))
+        }
+        early, late = relu[EARLY_RELU_ID], relu["level1/19@cbbfc9409662168e"]
+        # The July 2025 revision is the current one: the early one names it.
+        assert (early[1], late[1]) == (late[2], None)
+        assert early[0] != late[0] and early[0].startswith("ReLU (") and late[0].startswith("ReLU (")
+        # Search shows and finds them by those titles, the current revision first.
+        names = dict(
+            session.execute(select(Workload.id, Workload.name).where(Workload.id.in_([early[2], late[2]]))).all()
+        )
+        found = [hit for hit in search(session, "relu", kinds={"workload"}).hits if hit.slug in names.values()]
+        assert [(hit.slug, hit.title) for hit in found] == [(names[late[2]], late[0]), (names[early[2]], early[0])]

@@ -267,3 +267,48 @@ def test_a_v1_group_is_labelled_superseded_once_the_workload_has_v2_reruns(clien
     }
     records = html(client, f"/workloads/{ADAIN}").select_one("#records").get_text(" ", strip=True)
     assert "KernelIndex rerun protocol v1 · superseded by KernelIndex rerun protocol v2" in records
+
+
+# --- Credit: a rerun is the registry's run, not the workload's source's ------------------------
+
+
+def test_the_gpu_pages_credit_the_reruns_to_the_registry_not_to_the_workloads_source(client, reruns) -> None:
+    names, _ = reruns
+    gpu = client.get("/gpus/h200.json").json()["gpu"]
+    assert [(p["source"], p["runs"]) for p in gpu["byProducer"]] == [("kernelindex-reruns", len(names))]
+    assert gpu["runs"] == len(names)
+    # The workload measured is SOL-ExecBench's: its coverage says so, with no run credited to it.
+    sol = next(c for c in gpu["bySource"] if c["source"] == "sol-execbench")
+    assert sol["workloads"] == 1 and "runs" not in sol
+    page = html(client, "/gpus/h200")
+    producers = page.select_one("ul.by-producer").get_text(" ", strip=True)
+    assert producers.startswith(f"KernelIndex controlled reruns {len(names)} runs")
+    assert "SOL-ExecBench" not in producers and "gpu_type" not in producers  # nor SOL's naming of GPUs
+    listing = html(client, "/gpus").select_one("table.gpu-coverage").get_text(" ", strip=True)
+    assert f"KernelIndex controlled reruns {len(names)} runs" in listing
+    api = client.get("/api/v1/gpus/h200").json()
+    assert [(p["source"], p["runs"]) for p in api["byProducer"]] == [("kernelindex-reruns", len(names))]
+
+
+def test_the_reruns_list_their_workloads_and_filter_a_gpu_page_by_producer(client, reruns) -> None:
+    listed = client.get("/workloads.json?source=kernelindex-reruns").json()
+    assert [w["slug"] for w in listed["workloads"]] == [ADAIN]
+    assert [w["slug"] for w in client.get("/api/v1/workloads?source=kernelindex-reruns").json()["items"]] == [ADAIN]
+    sources = client.get("/sources.json").json()["sources"]
+    linked = next(s for s in sources if s["slug"] == "kernelindex-reruns")["workloadsUrl"]
+    assert [w["slug"] for w in client.get(linked.replace("/workloads", "/workloads.json", 1)).json()["workloads"]] == [
+        ADAIN
+    ]
+    by_reruns = client.get("/gpus/h200.json?source=kernelindex-reruns").json()
+    assert [(t["label"], t["count"]) for t in by_reruns["tabs"]] == [("Measured", 1), ("Not measured", 0)]
+    # SOL-ExecBench published no H200 figure: filtered by it, nothing was measured there.
+    by_sol = client.get("/gpus/h200.json?source=sol-execbench").json()
+    assert by_sol["tabs"][0]["count"] == 0 and by_sol["tabs"][1]["count"] > 0
+
+
+def test_a_search_naming_the_h200_opens_the_workload_on_its_h200_group(client, reruns) -> None:
+    data = client.get("/search.json?q=adaptive+instance+normalization+backward+h200").json()
+    first = data["groups"][0]["hits"][0]
+    assert first["slug"] == ADAIN and "?group=" in first["url"]
+    opened = client.get(first["url"].replace(ADAIN, ADAIN + ".json", 1)).json()
+    assert opened["selectedGroup"]["gpu"] == "NVIDIA H200"

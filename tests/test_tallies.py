@@ -121,11 +121,13 @@ def assert_exact(sessions: sessionmaker[Session]) -> None:
             assert stored[key][:2] == (runs, eligible), key
             assert stored[key][2] == pytest.approx(best), key
             assert stored[key][3] == fastest, key
-        by_source = Counter(
-            (workload, source) for workload, source in session.execute(select(Run.workload_id, Run.source_id))
-        )
+        on_gpus = select(Run.workload_id, Run.source_id, Environment.gpu_slug).join(Run.environment)
+        by_source: Counter[tuple[int, int | None, str]] = Counter()
+        for workload, source, gpu in session.execute(on_gpus):
+            by_source.update([(workload, source, gpu), (workload, source, EVERY_GPU)])
         stored_by_source = {
-            (row.workload_id, row.source_id): row.runs for row in session.scalars(select(WorkloadSourceTally))
+            (row.workload_id, row.source_id, row.gpu_slug): row.runs
+            for row in session.scalars(select(WorkloadSourceTally))
         }
         assert stored_by_source == dict(by_source)
         assert stored_collections(session) == expected_collections(session, expected)

@@ -323,8 +323,8 @@ def test_each_revision_links_the_others_with_content_hash_and_first_publication(
     assert "Revision of level1/19" in text(revisions)
     # Each hash is shortened as every digest is: 12 hex characters, the whole value in its title and copy button.
     assert [" ".join(li.get_text().replace("Copy", "").split()) for li in revisions.select("li")] == [
-        f"ReLU (first revision) (content sha256 {OLD_SHA[:12]}…, first published 2024-11-05)",
-        f"This revision (content sha256 {NEW_SHA[:12]}…, first published 2025-03-03)",
+        f"ReLU (first revision) · superseded (content sha256 {OLD_SHA[:12]}…, first published 2024-11-05)",
+        f"This revision · current (content sha256 {NEW_SHA[:12]}…, first published 2025-03-03)",
     ]
     assert [code["title"] for code in revisions.select(".digest code")] == [OLD_SHA, NEW_SHA]
     assert [button["data-copy"] for button in revisions.select(".digest button.copy")] == [OLD_SHA, NEW_SHA]

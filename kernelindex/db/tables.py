@@ -85,6 +85,10 @@ class Workload(ManifestRecord, Base):
     upstream_total_observed_at: Mapped[datetime | None]
     missing_since: Mapped[datetime | None]
     last_seen_at: Mapped[datetime | None]
+    # Set on an older revision of a revised problem (``kernelindex.store.revisions``): the current
+    # revision, which coverage counts and lists prefer. None on the current one and on the rest.
+    # Not a foreign key: derived, and rewritten by the transactions that change the revisions.
+    superseded_by_id: Mapped[int | None]
 
     source: Mapped[Source] = relationship()
     cases: Mapped[list[WorkloadCase]] = relationship(

@@ -61,17 +61,21 @@ Index(
 
 
 class WorkloadSourceTally(Base):
-    """How many runs each source holds of each workload: a controlled rerun measures another
+    """How many runs each producer (the source that published them, or the registry's reruns)
+    holds of each workload, per GPU and over every GPU: a controlled rerun measures another
     source's workload, so a source's stored runs are not its workloads' runs."""
 
     __tablename__ = "workload_source_tally"
     __table_args__ = (
         # A source's stored runs summed without reading the workloads of others.
         Index("ix_workload_source_tally_source_id_runs", "source_id", "runs"),
+        # A GPU's runs per producer, without reading the other GPUs' rows.
+        Index("ix_workload_source_tally_gpu_slug_source_id", "gpu_slug", "source_id"),
     )
 
     workload_id: Mapped[int] = mapped_column(ForeignKey("workload.id"), primary_key=True)
-    source_id: Mapped[int] = mapped_column(ForeignKey("source.id"), primary_key=True)  # the runs' source
+    source_id: Mapped[int] = mapped_column(ForeignKey("source.id"), primary_key=True)  # the runs' producer
+    gpu_slug: Mapped[str] = mapped_column(String(200), primary_key=True)  # EVERY_GPU: all of them
     runs: Mapped[int]
 
 

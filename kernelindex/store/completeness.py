@@ -72,7 +72,7 @@ def source_completeness(session: Session, sources: Sequence[Source]) -> dict[int
     stored = dict(
         session.execute(
             select(WorkloadSourceTally.source_id, func.sum(WorkloadSourceTally.runs))
-            .where(WorkloadSourceTally.source_id.in_(ids))
+            .where(WorkloadSourceTally.source_id.in_(ids), WorkloadSourceTally.gpu_slug == EVERY_GPU)
             .group_by(WorkloadSourceTally.source_id)
         ).all()
     )

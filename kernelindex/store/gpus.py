@@ -4,8 +4,9 @@
 read this module: ``gpu_catalogue`` answers "which GPUs, with how much coverage, of which
 source's workloads", ``gpu_detail`` "this GPU's figures and environments", and
 ``gpu_workloads_page`` / ``list_gpu_workloads`` "its workloads, measured or not", one page
-at a time. A source's coverage on a GPU is of that source's own workloads, whoever ran them
-(a controlled rerun of a SOL-ExecBench workload counts for SOL-ExecBench).
+at a time. A source's coverage on a GPU is of that source's own current workloads (the current
+revision of each problem), whoever ran them; runs are credited to their producer (a controlled
+rerun of a SOL-ExecBench workload covers a SOL-ExecBench workload, and is the reruns' run).
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, case, func, select
 from sqlalchemy.orm import Session, load_only
 
 from kernelindex import urls
 from kernelindex.db.tables import Environment, GpuDatasheet, Run, Source, Workload
-from kernelindex.db.tally_tables import EVERY_GPU, CollectionTally, WorkloadTally
+from kernelindex.db.tally_tables import EVERY_GPU, WorkloadSourceTally, WorkloadTally
 from kernelindex.gpus import TRACKED_GPUS
 from kernelindex.store.common import group_sizes, name_by_ref
 from kernelindex.store.keyset import SLUG_ORDER, Expr, Position, keyset_page, numbered_page, page_of
@@ -32,6 +33,7 @@ from kernelindex.store.schemas import (
     EnvironmentItem,
     GpuDetail,
     GpuItem,
+    GpuProducerRuns,
     GpuSourceCoverage,
     GpuWorkload,
 )
@@ -45,74 +47,106 @@ class GpuCatalogue:
     workload_count: int  # workloads in the catalogue: measured + gaps, for any GPU
 
 
-def _coverage(session: Session, slug: str | None) -> tuple[dict[str, list[GpuSourceCoverage]], list[GpuSourceCoverage]]:
-    """GPU slug → its runs and workloads measured per source of workloads, by source name
-    (every source that has workloads, measured there or not); and the same for a GPU
-    nobody measured on."""
-    # From the collection tallies: a row per collection and GPU, where the workload tallies have one per workload.
+@dataclass(frozen=True)
+class _Credits:
+    """Per GPU slug: the coverage of each source's workloads and the runs of each producer."""
+
+    coverage: dict[str, list[GpuSourceCoverage]]
+    producers: dict[str, list[GpuProducerRuns]]
+    unmeasured: list[GpuSourceCoverage]  # a GPU nobody measured on
+    current_workloads: int  # in the catalogue, every source's
+
+
+def _credits(session: Session, slug: str | None) -> _Credits:
+    """GPU slug → how many of each source's current workloads have a run on it (whoever ran
+    them), and how many runs each producer holds on it: a controlled rerun of a KernelBench
+    workload covers a KernelBench workload and is credited to the reruns."""
+    on_gpu = WorkloadTally.gpu_slug == slug if slug else WorkloadTally.gpu_slug != EVERY_GPU
+    current = Workload.superseded_by_id.is_(None)
     measured = (
         select(
-            CollectionTally.gpu_slug,
-            CollectionTally.source_id,
-            func.sum(CollectionTally.runs).label("runs"),
-            func.sum(CollectionTally.measured).label("workloads"),
+            WorkloadTally.gpu_slug,
+            WorkloadTally.source_id,
+            func.sum(case((current, 1), else_=0)).label("current"),
+            func.sum(case((current, 0), else_=1)).label("superseded"),
         )
-        .where(CollectionTally.gpu_slug == slug if slug else CollectionTally.gpu_slug != EVERY_GPU)
-        .group_by(CollectionTally.gpu_slug, CollectionTally.source_id)
+        .join(Workload, Workload.id == WorkloadTally.workload_id)
+        .where(on_gpu)
+        .group_by(WorkloadTally.gpu_slug, WorkloadTally.source_id)
     )
     totals = {
         source_id: int(count)
         for source_id, count in session.execute(
-            select(CollectionTally.source_id, func.sum(CollectionTally.workloads))
-            .where(CollectionTally.gpu_slug == EVERY_GPU)
-            .group_by(CollectionTally.source_id)
+            select(Workload.source_id, func.count()).where(current).group_by(Workload.source_id)
         )
     }
+    by_gpu = WorkloadSourceTally.gpu_slug == slug if slug else WorkloadSourceTally.gpu_slug != EVERY_GPU
+    produced = session.execute(
+        select(WorkloadSourceTally.gpu_slug, WorkloadSourceTally.source_id, func.sum(WorkloadSourceTally.runs))
+        .where(by_gpu)
+        .group_by(WorkloadSourceTally.gpu_slug, WorkloadSourceTally.source_id)
+    ).all()
+    named = {source_id for _, source_id, _ in produced} | set(totals)
     sources = sorted(
-        session.scalars(select(Source).where(Source.id.in_(list(totals)))), key=lambda s: (s.name.casefold(), s.slug)
+        session.scalars(select(Source).where(Source.id.in_(sorted(named)))), key=lambda s: (s.name.casefold(), s.slug)
     )
     figures: dict[str, dict[int, tuple[int, int]]] = defaultdict(dict)
     for row in session.execute(measured):
-        figures[row.gpu_slug][row.source_id] = (int(row.runs), int(row.workloads))
+        figures[row.gpu_slug][row.source_id] = (int(row.current), int(row.superseded))
+    runs: dict[str, dict[int, int]] = defaultdict(dict)
+    for gpu_slug, source_id, count in produced:
+        runs[gpu_slug][source_id] = int(count)
 
     def per_source(on_gpu: dict[int, tuple[int, int]]) -> list[GpuSourceCoverage]:
-        entries = []
-        for source in sources:
-            runs, workloads = on_gpu.get(source.id, (0, 0))
-            entries.append(
-                GpuSourceCoverage(
-                    source=source.slug,
-                    source_name=source.name,
-                    runs=runs,
-                    workloads=workloads,
-                    gaps=totals[source.id] - workloads,
-                    source_workloads=totals[source.id],
-                    gpu_naming=source.gpu_naming,
-                )
+        return [
+            GpuSourceCoverage(
+                source=source.slug,
+                source_name=source.name,
+                workloads=on_gpu.get(source.id, (0, 0))[0],
+                gaps=totals[source.id] - on_gpu.get(source.id, (0, 0))[0],
+                source_workloads=totals[source.id],
+                superseded_workloads=on_gpu.get(source.id, (0, 0))[1],
             )
-        return entries
+            for source in sources
+            if source.id in totals
+        ]
 
-    return {gpu: per_source(on_gpu) for gpu, on_gpu in figures.items()}, per_source({})
+    def per_producer(counts: dict[int, int]) -> list[GpuProducerRuns]:
+        return [
+            GpuProducerRuns(
+                source=source.slug, source_name=source.name, runs=counts[source.id], gpu_naming=source.gpu_naming
+            )
+            for source in sources
+            if counts.get(source.id)
+        ]
+
+    return _Credits(
+        coverage={gpu: per_source(on_gpu) for gpu, on_gpu in figures.items()},
+        producers={gpu: per_producer(counts) for gpu, counts in runs.items()},
+        unmeasured=per_source({}),
+        current_workloads=sum(totals.values()),
+    )
 
 
 def gpu_catalogue(session: Session, slug: str | None = None) -> GpuCatalogue:
     """Every GPU by slug (only ``slug``'s, given one): those measured on, from environments,
-    and those tracked but not measured yet; each with its runs, workloads measured and gaps
-    (workloads not measured on it), all stacks together, and the same per source. And the
-    catalogue's workload count.
+    and those tracked but not measured yet; each with its runs (per producer), current workloads
+    measured and gaps (current workloads not measured on it), all stacks together, and the same
+    per source of workloads. And the catalogue's count of current workloads.
     """
     environments = session.scalars(
         select(Environment).where(Environment.gpu_slug == slug) if slug else select(Environment)
     ).all()
-    coverage, unmeasured = _coverage(session, slug)
-    total = session.scalar(select(func.count()).select_from(Workload)) or 0
+    credits = _credits(session, slug)
+    total = credits.current_workloads
     by_slug: dict[str, list[Environment]] = defaultdict(list)
     for environment in environments:
         by_slug[environment.gpu_slug].append(environment)
     gpus = {}
     for gpu_slug, members in by_slug.items():
         first = min(members, key=lambda e: e.name)
-        per_source = coverage.get(gpu_slug, unmeasured)
+        per_source = credits.coverage.get(gpu_slug, credits.unmeasured)
+        producers = credits.producers.get(gpu_slug, [])
         # Each workload has one source, so the per-source counts of distinct workloads add up.
         measured = sum(entry.workloads for entry in per_source)
         gpus[gpu_slug] = GpuItem(
@@ -121,10 +155,11 @@ def gpu_catalogue(session: Session, slug: str | None = None) -> GpuCatalogue:
             vendor=environment_manifest(first).spec.hardware.vendor,
             architecture=first.architecture,
             environments=len(members),
-            runs=sum(entry.runs for entry in per_source),
+            runs=sum(entry.runs for entry in producers),
             workloads=measured,
             gaps=total - measured,
             by_source=per_source,
+            by_producer=producers,
             url=urls.gpu(gpu_slug),
             api_url=urls.api_gpu(gpu_slug),
         )
@@ -140,7 +175,8 @@ def gpu_catalogue(session: Session, slug: str | None = None) -> GpuCatalogue:
                 runs=0,
                 workloads=0,
                 gaps=total,
-                by_source=unmeasured,
+                by_source=credits.unmeasured,
+                by_producer=[],
                 url=urls.gpu(tracked.slug),
                 api_url=urls.api_gpu(tracked.slug),
             )
@@ -279,7 +315,10 @@ def _gpu_workloads(session: Session, gpu_slug: str, workloads: Sequence[Workload
             source=source_slugs[workload.source_id],
             runs=runs.get(workload.id, 0),
             best=best.get((workload.id, gpu_slug)),
-            url=urls.workload(workload.name),
+            # Opened on the comparison group of its best run on this GPU, where it has one.
+            url=urls.workload_on(
+                workload.name, found.comparison_key if (found := best.get((workload.id, gpu_slug))) else None
+            ),
             api_url=urls.api_workload(workload.name),
         )
         for workload in workloads

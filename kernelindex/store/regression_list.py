@@ -1,6 +1,7 @@
 """Reading the version regressions ``kernelindex.store.regressions`` computed: ``/regressions``
-and its JSON twin, filtered by GPU and framework, largest slowdown first, a page at a time.
-Every query reads ``version_regression`` by its indexes; no case result is read here."""
+and its JSON twin, filtered by workload, GPU, framework and kernel, largest slowdown first, a page
+at a time. Every query reads ``version_regression`` (by its indexes, but for a kernel); no case
+result is read here."""
 
 from __future__ import annotations
 
@@ -20,10 +21,17 @@ class UnknownFrameworkFilter(ValueError):
     """A framework with no regression; the message names those that have some."""
 
 
+class UnknownRegressionFilter(ValueError):
+    """A workload slug no workload has, or a kernel with no regression; the message says which."""
+
+
 @dataclass(frozen=True)
 class RegressionFilters:
     gpu: str | None = None  # a GPU slug
     framework: str | None = None  # as the source names it, e.g. "vLLM"
+    workload: str | None = None  # a workload's slug
+    kernel: str | None = None  # as the source names it
+    workload_id: int | None = None  # the workload's, read by ``checked_filters``
 
 
 @dataclass(frozen=True)
@@ -64,13 +72,30 @@ class NoiseNote:
     computed_at: datetime
 
 
-def checked_filters(session: Session, gpu: str | None, framework: str | None) -> RegressionFilters:
-    """The filters as stored values: a GPU slug any page knows (``UnknownGpu`` otherwise) and a
+def checked_filters(
+    session: Session, gpu: str | None, framework: str | None, workload: str | None = None, kernel: str | None = None
+) -> RegressionFilters:
+    """The filters as stored values: a GPU slug any page knows (``UnknownGpu`` otherwise), a
     framework written as the source writes it ("vllm" gives "vLLM"; ``UnknownFrameworkFilter``
-    with suggestions for one that has no regression)."""
+    with suggestions for one that has no regression), a workload's slug (in any case) and a kernel
+    as the source writes it (``UnknownRegressionFilter`` for an unknown workload or a kernel with
+    no regression)."""
     slug = gpu_named(session, gpu) if gpu else None
+    workload_id = None
+    if workload is not None:
+        found = session.execute(select(Workload.id, Workload.name).where(Workload.name == workload.lower())).first()
+        if found is None:
+            raise UnknownRegressionFilter(f"No workload has the slug {workload!r}.")
+        workload_id, workload = found
+    if kernel is not None:
+        named = session.scalar(
+            select(VersionRegression.kernel).where(func.lower(VersionRegression.kernel) == kernel.lower()).limit(1)
+        )
+        if named is None:
+            raise UnknownRegressionFilter(f"No version regression is recorded for kernel {kernel!r}.")
+        kernel = named
     if framework is None:
-        return RegressionFilters(slug, None)
+        return RegressionFilters(slug, None, workload, kernel, workload_id)
     known = list(session.scalars(select(VersionRegression.framework).distinct().order_by(VersionRegression.framework)))
     matched = next((name for name in known if name.casefold() == framework.casefold()), None)
     if matched is None:
@@ -82,7 +107,7 @@ def checked_filters(session: Session, gpu: str | None, framework: str | None) ->
             f"No version regression is recorded for framework {framework!r}.{hint} "
             f"Frameworks with regressions: {listed}."
         )
-    return RegressionFilters(slug, matched)
+    return RegressionFilters(slug, matched, workload, kernel, workload_id)
 
 
 def _where(filters: RegressionFilters) -> ColumnElement[bool]:
@@ -91,6 +116,10 @@ def _where(filters: RegressionFilters) -> ColumnElement[bool]:
         conditions.append(VersionRegression.gpu_slug == filters.gpu)
     if filters.framework:
         conditions.append(VersionRegression.framework == filters.framework)
+    if filters.workload_id is not None:
+        conditions.append(VersionRegression.workload_id == filters.workload_id)
+    if filters.kernel:
+        conditions.append(VersionRegression.kernel == filters.kernel)
     return and_(true(), *conditions)
 
 

@@ -122,6 +122,7 @@ class FastestRun(GroupBest):
     environment_label: str = Field(description="the environment as the pages name it: GPU · setup · stack")
     stack: str | None = Field(description="the evaluation stack the environment names, e.g. v1.1")
     evidence: EvidenceLevelField = Field(title="Evidence")
+    comparison_key: DigestText = Field(description="the comparison group it leads")
 
 
 class WorkloadItem(ApiModel):
@@ -151,7 +152,9 @@ class WorkloadItem(ApiModel):
         description="filtered by GPU, its runs there, eligible or not (0: not measured on it); else null"
     )
     digest: DigestText
-    url: str
+    url: str = Field(
+        description="its leaderboard; filtered by GPU, opened on the comparison group of its fastest run there"
+    )
     api_url: str
 
 
@@ -231,6 +234,11 @@ class WorkloadRevision(ApiModel):
         description="the earliest observation date of its runs: when the source first published figures for it"
     )
     current: bool = Field(description="true for the workload this answer is about")
+    superseded: bool = Field(
+        description="false for the problem's current revision (the one its source published last), "
+        "true for the older ones"
+    )
+    changes: str | None = Field(description="for an older revision: what the current revision changed")
     url: str
     api_url: str
 
@@ -475,15 +483,27 @@ class ImplementationDetail(ImplementationItem):
 
 
 class GpuSourceCoverage(ApiModel):
-    """What was measured on one GPU of one source's workloads (by anyone: reruns count too)."""
+    """How many of one source's workloads (by origin: where the problem comes from) were measured
+    on one GPU, by anyone; current revisions only. Runs are credited in ``GpuProducerRuns``."""
 
-    source: str = Field(description="the source's slug")
+    source: str = Field(description="the source's slug: the workloads' origin")
+    source_name: str
+    workloads: int = Field(description="the source's current workloads with at least one run on this GPU")
+    gaps: int = Field(description="the source's current workloads with no run on this GPU")
+    source_workloads: int = Field(description="the source's current workloads: workloads + gaps")
+    superseded_workloads: int = Field(
+        description="older revisions of the source's problems with a run on this GPU, counted apart"
+    )
+
+
+class GpuProducerRuns(ApiModel):
+    """The runs one producer (the source that published the figures, or the registry's own
+    reruns) holds on one GPU, whoever's workloads they measured."""
+
+    source: str = Field(description="the producer's slug")
     source_name: str
     runs: int
-    workloads: int = Field(description="the source's workloads with at least one run on this GPU")
-    gaps: int = Field(description="the source's workloads with no run on this GPU")
-    source_workloads: int = Field(description="all the source's workloads: workloads + gaps")
-    gpu_naming: str = Field(description="where the source's name for this GPU comes from")
+    gpu_naming: str = Field(description="where the producer's name for this GPU comes from")
 
 
 class GpuItem(ApiModel):
@@ -493,10 +513,13 @@ class GpuItem(ApiModel):
     architecture: str | None
     environments: int
     runs: int
-    workloads: int = Field(description="workloads with at least one run on this GPU")
-    gaps: int = Field(description="workloads with no run on this GPU")
+    workloads: int = Field(description="current workloads with at least one run on this GPU")
+    gaps: int = Field(description="current workloads with no run on this GPU")
     by_source: list[GpuSourceCoverage] = Field(
-        description="the same figures per source of workloads (every source that has workloads), by source name"
+        description="the coverage per source of workloads (every source that has workloads), by source name"
+    )
+    by_producer: list[GpuProducerRuns] = Field(
+        description="the runs per producer with runs on this GPU, by source name; they add up to runs"
     )
     url: str
     api_url: str
@@ -602,6 +625,9 @@ class SourceItem(ApiModel):
     attribution: str = Field(description="the credit its figures are shown with")
     last_observed_at: datetime | None
     workloads: int = Field(description="workloads the source defines")
+    superseded_workloads: int = Field(
+        description="of those, older revisions of a revised problem: the current revisions are the others"
+    )
     workloads_measured: int = Field(description="workloads its runs measured, its own or other sources'")
     runs: int = Field(description="runs from this source")
     gpus: int = Field(description="GPUs its runs were measured on")

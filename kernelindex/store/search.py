@@ -404,6 +404,11 @@ def project_entries(
 # --- Writing ------------------------------------------------------------------------
 
 
+def reindex_workloads(session: Session, workloads: Iterable[Workload]) -> None:
+    """Index these workloads again as they now are (a revision given a title that tells it apart)."""
+    _sync(session, [workload_entry(workload) for workload in workloads])
+
+
 def _sync(session: Session, entries: Iterable[Entry], prune: Iterable[str] = ()) -> None:
     """Make the stored entries named in ``entries`` equal to them, writing only the differences.
 
@@ -700,6 +705,20 @@ def with_sources(session: Session, hits: list[SearchHit]) -> list[SearchHit]:
     ]
 
 
+def current_revisions_first(session: Session, hits: list[SearchHit]) -> list[SearchHit]:
+    """``hits`` with every superseded revision of a workload after the other hits, in their order:
+    a problem's current revision is found before its older ones."""
+    slugs = [hit.slug for hit in hits if hit.kind == "workload"]
+    if not slugs:
+        return hits
+    superseded = set(
+        session.scalars(select(Workload.name).where(Workload.name.in_(slugs), Workload.superseded_by_id.is_not(None)))
+    )
+    if not superseded:
+        return hits
+    return sorted(hits, key=lambda hit: hit.kind == "workload" and hit.slug in superseded)
+
+
 def search(session: Session, q: str, limit: int = 20, kinds: set[str] | None = None) -> SearchResults:
     """Ranked results for ``q``: entries matching every term, or if none, those matching the most,
     each with its sources (``with_sources``).
@@ -716,6 +735,7 @@ def search(session: Session, q: str, limit: int = 20, kinds: set[str] | None = N
         return SearchResults(query=q, hits=[], did_you_mean=None)
     limit, wanted = max(1, min(limit, 100)), kinds if kinds is not None else KINDS
     hits, every_term = _ranked(session, terms, limit, wanted, TEXT, require_all=False)
+    hits = current_revisions_first(session, hits)
     complete = len(hits) if every_term else 0
     did_you_mean = _did_you_mean(session, terms) if complete < FEW_HITS else None
     return SearchResults(query=q, hits=with_sources(session, hits), did_you_mean=did_you_mean)

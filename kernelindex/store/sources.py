@@ -52,6 +52,13 @@ def _source_items(session: Session, sources: Sequence[Source]) -> list[SourceIte
             select(Workload.source_id, func.count()).where(Workload.source_id.in_(ids)).group_by(Workload.source_id)
         ).all()
     )
+    superseded = dict(
+        session.execute(
+            select(Workload.source_id, func.count())
+            .where(Workload.source_id.in_(ids), Workload.superseded_by_id.is_not(None))
+            .group_by(Workload.source_id)
+        ).all()
+    )
     measured = {
         row.source_id: row
         for row in session.execute(
@@ -83,6 +90,7 @@ def _source_items(session: Session, sources: Sequence[Source]) -> list[SourceIte
                 attribution=s.attribution,
                 last_observed_at=s.last_observed_at,
                 workloads=workloads.get(s.id, 0),
+                superseded_workloads=superseded.get(s.id, 0),
                 workloads_measured=runs.workloads if runs else 0,
                 runs=runs.runs if runs else 0,
                 gpus=runs.gpus if runs else 0,

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, UOWTransaction
 
 from kernelindex.db.tables import Environment, Run, Workload
 from kernelindex.db.tally_tables import EVERY_GPU, CollectionTally, WorkloadSourceTally, WorkloadTally
-from kernelindex.store import collection_tallies
+from kernelindex.store import collection_tallies, revisions
 from kernelindex.store.reads import eligible
 from kernelindex.store.version import confined_workloads, hidden_writes
 
@@ -81,25 +81,28 @@ def workloads_per_gpu(session: Session) -> dict[str, int]:
     return {slug: int(count) for slug, count in rows}
 
 
-def recount(session: Session, workload_ids: Iterable[int] | None = None) -> None:
-    """Recompute the tallies of ``workload_ids`` (of every workload without) in the session's transaction."""
+def recount(session: Session, workload_ids: Iterable[int] | None = None, *, producers: bool = True) -> None:
+    """Recompute the tallies of ``workload_ids`` (of every workload without) in the session's
+    transaction; without ``producers``, all but the runs per producer (``WorkloadSourceTally``),
+    for a migration older than their present form."""
     if workload_ids is None:
-        _recount(session, None)
+        _recount(session, None, producers)
         return
     ids = sorted(set(workload_ids))
     for start in range(0, len(ids), _CHUNK):
-        _recount(session, ids[start : start + _CHUNK])
+        _recount(session, ids[start : start + _CHUNK], producers)
 
 
-def _recount(session: Session, ids: list[int] | None) -> None:
+def _recount(session: Session, ids: list[int] | None, producers: bool) -> None:
     of_ids: list[ColumnElement[bool]] = [] if ids is None else [Run.workload_id.in_(ids)]
     if session.get_bind().dialect.name == "postgresql":
         locked = select(Workload.id).order_by(Workload.id).with_for_update(key_share=True)
         session.execute(locked if ids is None else locked.where(Workload.id.in_(ids))).all()
     session.execute(delete(WorkloadTally).where(*([] if ids is None else [WorkloadTally.workload_id.in_(ids)])))
-    session.execute(
-        delete(WorkloadSourceTally).where(*([] if ids is None else [WorkloadSourceTally.workload_id.in_(ids)]))
-    )
+    if producers:
+        session.execute(
+            delete(WorkloadSourceTally).where(*([] if ids is None else [WorkloadSourceTally.workload_id.in_(ids)]))
+        )
     counted = (
         func.count().label("runs"),
         func.sum(case((eligible(), 1), else_=0)).label("eligible_runs"),
@@ -125,10 +128,27 @@ def _recount(session: Session, ids: list[int] | None) -> None:
         *collection_tallies.PLACING_COLUMNS,  # the workload's, copied
     ]
     session.execute(insert(WorkloadTally).from_select(columns, rows))
-    per_source = (
-        select(Run.workload_id, Run.source_id, func.count()).where(*of_ids).group_by(Run.workload_id, Run.source_id)
+    if producers:
+        _recount_producers(session, of_ids)
+
+
+def _recount_producers(session: Session, of_ids: list[ColumnElement[bool]]) -> None:
+    per_source_gpu = (
+        select(Run.workload_id, Run.source_id, Environment.gpu_slug, func.count())
+        .join(Environment, Environment.id == Run.environment_id)
+        .where(*of_ids)
+        .group_by(Run.workload_id, Run.source_id, Environment.gpu_slug)
     )
-    session.execute(insert(WorkloadSourceTally).from_select(["workload_id", "source_id", "runs"], per_source))
+    per_source = (
+        select(Run.workload_id, Run.source_id, literal(EVERY_GPU), func.count())
+        .where(*of_ids)
+        .group_by(Run.workload_id, Run.source_id)
+    )
+    session.execute(
+        insert(WorkloadSourceTally).from_select(
+            ["workload_id", "source_id", "gpu_slug", "runs"], union_all(per_source_gpu, per_source)
+        )
+    )
 
 
 def _fastest(counts: Any) -> Any:
@@ -187,6 +207,11 @@ def _before_commit(session: Session) -> None:
     if _COUNTED_TABLES & hidden_writes(session):
         _note(session, confined_workloads(session))
     dirty = session.info.pop(_DIRTY, set())
+    # A revision's runs decide which revision is current (``revisions.current_revision``).
+    new_revisions = revisions.note_new_revisions(session)
+    if dirty is _EVERY_WORKLOAD or dirty or new_revisions:
+        revisions.mark_revisions(session, None if dirty is _EVERY_WORKLOAD else {*dirty, *new_revisions})
+        session.flush()
     recount(session, dirty)
     # After the workload tallies, which the collections' are derived from.
     collection_tallies.recount_noted(session, dirty)

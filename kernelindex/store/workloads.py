@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session, aliased, defer, joinedload
 
 from kernelindex import urls
 from kernelindex.db.tables import Environment, Implementation, Run, Source, Workload
-from kernelindex.db.tally_tables import EVERY_GPU, CollectionTally, WorkloadTally
+from kernelindex.db.tally_tables import EVERY_GPU, CollectionTally, WorkloadSourceTally, WorkloadTally
 from kernelindex.slugs import slugify
 from kernelindex.store.catalog import origin_model_spellings
 from kernelindex.store.common import contains, name_by_ref
@@ -66,7 +66,9 @@ def collection_order(name: str) -> tuple[int, list[int | str]]:
 
 @dataclass(frozen=True)
 class WorkloadFilters:
-    source: str | None = None  # a source's slug (``UnknownSource`` if there is none)
+    # A source's slug (``UnknownSource`` if there is none): the workloads it is the origin of or
+    # published runs of (``of_source``); with ``measured``, measured on the GPU by it.
+    source: str | None = None
     collection: str | None = None
     tag: str | None = None
     model: str | None = None  # an origin model's name or slug
@@ -127,9 +129,20 @@ def _last_record_subquery(ids: Sequence[int] | None = None, gpu: str | None = No
     return select(holder.c.workload_id, func.max(holder.c.at).label("at")).group_by(holder.c.workload_id).subquery()
 
 
-def _measured_on(gpu: str) -> ColumnElement[bool]:
-    """Whether a workload has a run on ``gpu``. EXISTS, not IN: SQLite then walks a workload
-    index and probes the tallies, where IN looked up every measured workload's (large) row."""
+def _measured_on(gpu: str, producer: int | None = None) -> ColumnElement[bool]:
+    """Whether a workload has a run on ``gpu`` (one that ``producer`` published, given one).
+    EXISTS, not IN: SQLite then walks a workload index and probes the tallies, where IN looked
+    up every measured workload's (large) row."""
+    if producer is not None:
+        return (
+            select(WorkloadSourceTally.workload_id)
+            .where(
+                WorkloadSourceTally.workload_id == Workload.id,
+                WorkloadSourceTally.source_id == producer,
+                WorkloadSourceTally.gpu_slug == gpu,
+            )
+            .exists()
+        )
     # A key column, not "*": SQLite then reads the tallies' key index alone.
     return (
         select(WorkloadTally.workload_id)
@@ -138,11 +151,21 @@ def _measured_on(gpu: str) -> ColumnElement[bool]:
     )
 
 
+def of_source(source_id: int) -> ColumnElement[bool]:
+    """Whether a workload comes from the source (its origin) or the source published a run of it
+    (its producer): the registry's reruns have no workloads of their own, only runs."""
+    produced = select(WorkloadSourceTally.workload_id).where(
+        WorkloadSourceTally.source_id == source_id, WorkloadSourceTally.gpu_slug == EVERY_GPU
+    )
+    return or_(Workload.source_id == source_id, Workload.id.in_(produced))
+
+
 def workload_conditions(session: Session, filters: WorkloadFilters) -> list[ColumnElement[bool]]:
     """The WHERE conditions on ``Workload`` of ``filters`` (``UnknownSource``, ``UnknownGpu``)."""
     conditions: list[ColumnElement[bool]] = []
-    if filters.source:
-        conditions.append(Workload.source_id == source_named(session, filters.source).id)
+    producer = source_named(session, filters.source).id if filters.source else None
+    if producer is not None:
+        conditions.append(of_source(producer))
     if filters.collection:
         conditions.append(func.lower(Workload.collection) == filters.collection.lower())
     if filters.tag:
@@ -150,9 +173,15 @@ def workload_conditions(session: Session, filters: WorkloadFilters) -> list[Colu
         conditions.append(contains(cast(Workload.tags, Text), json.dumps(filters.tag.lower())))
     if filters.model:
         conditions.append(Workload.origin_model.in_(origin_model_spellings(session, slugify(filters.model))))
-    if filters.gpu and filters.measured is not None:
-        measured = _measured_on(gpu_named(session, filters.gpu))
-        conditions.append(measured if filters.measured else ~measured)
+    if filters.gpu:
+        # Filtered by source too, measured there means measured by it: runs are credited to their producer.
+        measured = _measured_on(gpu_named(session, filters.gpu), producer)
+        # An older revision nobody measured there is no gap: its current revision is the one to measure.
+        current = Workload.superseded_by_id.is_(None)
+        if filters.measured is None:
+            conditions.append(or_(current, measured))
+        else:
+            conditions.append(measured if filters.measured else and_(~measured, current))
     if filters.q:
         conditions.append(
             or_(
@@ -223,36 +252,27 @@ class GpuCoverage:
 
 def gpu_coverage(session: Session, filters: WorkloadFilters) -> GpuCoverage:
     """How many of the workloads matching ``filters`` (their ``measured`` aside) have a run on
-    ``filters.gpu`` and how many have none: the counts of the measured / not measured choice."""
+    ``filters.gpu`` and how many have none: the counts of the measured / not measured choice.
+    An older revision with no run there is no gap (``workload_conditions``): it is not counted."""
     if not filters.gpu:
         raise MeasuredWithoutGpu()
     gpu = gpu_named(session, filters.gpu)
-    if not (filters.tag or filters.model or filters.q):
-        return _tallied_coverage(session, gpu, filters)
     # IN, not EXISTS: summed over every workload, one list of the GPU's beats a probe per workload.
-    measured = case((Workload.id.in_(select(runs_on_gpu(gpu).c.workload_id)), 1), else_=0)
+    on_gpu: Any = select(runs_on_gpu(gpu).c.workload_id)
+    if filters.source:  # measured there by the source itself (``_measured_on``)
+        on_gpu = select(WorkloadSourceTally.workload_id).where(
+            WorkloadSourceTally.source_id == source_named(session, filters.source).id,
+            WorkloadSourceTally.gpu_slug == gpu,
+        )
+    measured = case((Workload.id.in_(on_gpu), 1), else_=0)
+    gap = case((and_(Workload.superseded_by_id.is_(None), Workload.id.not_in(on_gpu)), 1), else_=0)
     conditions = workload_conditions(session, replace(filters, measured=None))
-    total, count = session.execute(
-        select(func.count(), func.coalesce(func.sum(measured), 0)).select_from(Workload).where(*conditions)
+    count, gaps = session.execute(
+        select(func.coalesce(func.sum(measured), 0), func.coalesce(func.sum(gap), 0))
+        .select_from(Workload)
+        .where(*conditions)
     ).one()
-    return GpuCoverage(gpu=gpu, measured=int(count), not_measured=int(total) - int(count))
-
-
-def _tallied_coverage(session: Session, gpu: str, filters: WorkloadFilters) -> GpuCoverage:
-    """``gpu_coverage`` of filters naming at most a source and a collection, from the collection
-    tallies (a row per collection) instead of every workload: 7 of a GPU page's 62 ms on PostgreSQL."""
-    counted = (
-        select(CollectionTally.gpu_slug, func.sum(CollectionTally.workloads), func.sum(CollectionTally.measured))
-        .where(CollectionTally.gpu_slug.in_([EVERY_GPU, gpu]))
-        .group_by(CollectionTally.gpu_slug)
-    )
-    if filters.source:
-        counted = counted.where(CollectionTally.source_id == source_named(session, filters.source).id)
-    if filters.collection:
-        counted = counted.where(func.lower(CollectionTally.collection) == filters.collection.lower())
-    sums = {slug: (int(workloads), int(measured)) for slug, workloads, measured in session.execute(counted)}
-    total, measured = sums.get(EVERY_GPU, (0, 0))[0], sums.get(gpu, (0, 0))[1]
-    return GpuCoverage(gpu=gpu, measured=measured, not_measured=total - measured)
+    return GpuCoverage(gpu=gpu, measured=int(count), not_measured=int(gaps))
 
 
 @dataclass(frozen=True)
@@ -303,6 +323,9 @@ def catalogue_by_source(session: Session, gpu: str | None = None) -> list[Source
     # Their columns, not their manifests (a sweep's lists every case), which home does not show.
     shown = select(Workload).options(defer(Workload.manifest_json)).where(Workload.id.in_(chosen))
     shown_workloads = list(session.scalars(shown))
+    # An older revision shown beside its current one gives way to it (the current is preferred).
+    ids = {workload.id for workload in shown_workloads}
+    shown_workloads = [w for w in shown_workloads if w.superseded_by_id is None or w.superseded_by_id not in ids]
     items = workload_items(session, shown_workloads, gpu=gpu, last_records=False)  # home shows none
     busiest: dict[tuple[int, str], list[WorkloadItem]] = {}
     for workload, item in zip(shown_workloads, items, strict=True):
@@ -451,6 +474,7 @@ def headlines(session: Session, run_ids: Sequence[int]) -> list[Headline]:
             environment_label=environment_label(environment),
             stack=evaluation_stack(environment),
             evidence=row.evidence,
+            comparison_key=row.comparison_key,
         )
         availability = availability_text(row.license, row.source_available, row.has_install_recipe)
         found.append(Headline(row.workload_id, row.comparison_key, fastest, availability))
@@ -497,7 +521,10 @@ def workload_items(
                 gpu=gpu,
                 runs_on_gpu=on_gpu.get(workload.id, 0) if gpu is not None else None,
                 digest=workload.digest,
-                url=urls.workload(workload.name),
+                # Filtered by GPU, the link keeps it: the leaderboard opens on the group of its best there.
+                url=urls.workload_on(
+                    workload.name, best.comparison_key if gpu and (best := fastest.get(workload.id)) else None
+                ),
                 api_url=urls.api_workload(workload.name),
             )
         )

@@ -269,16 +269,25 @@ def share(part: int, whole: int) -> str:
 
 
 class SourceCoverageLine(Part):
-    """A source whose workloads have runs on the GPU."""
+    """A source whose (current) workloads have runs on the GPU, by whoever measured them."""
 
     source: str
     name: str
-    url: str  # the GPU page filtered to the source's workloads
-    runs: int
+    url: str  # the source's page: what it is, and its workloads
     workloads: int
     source_workloads: int
+    superseded_workloads: int  # older revisions of its problems measured on the GPU
     share: str
-    gpu_naming: str  # where the source's name for the GPU comes from
+
+
+class ProducerLine(Part):
+    """A producer with runs on the GPU: the source that published them, or the registry's reruns."""
+
+    source: str
+    name: str
+    url: str  # the GPU page filtered to what this producer measured
+    runs: int
+    gpu_naming: str  # where the producer's name for the GPU comes from
 
 
 class GpuLine(Part):
@@ -289,8 +298,9 @@ class GpuLine(Part):
     measured_workloads: int
     runs: int
     gaps: int
-    share: str  # of every workload in the catalogue
+    share: str  # of every current workload in the catalogue
     by_source: list[SourceCoverageLine]
+    by_producer: list[ProducerLine]
 
 
 def _gpu_line(gpu: GpuItem) -> GpuLine:
@@ -307,15 +317,24 @@ def _gpu_line(gpu: GpuItem) -> GpuLine:
             SourceCoverageLine(
                 source=entry.source,
                 name=entry.source_name,
-                url=urls.gpu(gpu.slug, source=entry.source),
-                runs=entry.runs,
+                url=urls.source(entry.source),
                 workloads=entry.workloads,
                 source_workloads=entry.source_workloads,
+                superseded_workloads=entry.superseded_workloads,
                 share=share(entry.workloads, entry.source_workloads),
-                gpu_naming=entry.gpu_naming,
             )
             for entry in gpu.by_source
-            if entry.runs
+            if entry.workloads or entry.superseded_workloads
+        ],
+        by_producer=[
+            ProducerLine(
+                source=entry.source,
+                name=entry.source_name,
+                url=urls.gpu(gpu.slug, source=entry.source),
+                runs=entry.runs,
+                gpu_naming=entry.gpu_naming,
+            )
+            for entry in gpu.by_producer
         ],
     )
 
@@ -347,7 +366,8 @@ class GpuWorkloadLine(Part):
 
 
 class SourceChoice(Part):
-    """One choice of the source filter: every source of workloads, or one (``source`` None: all)."""
+    """One choice of the source filter: every source, or one producer with runs on the GPU
+    (``source`` None: all)."""
 
     source: str | None
     name: str
@@ -459,8 +479,11 @@ def gpu(
         return urls.gpu(detail.slug, source=source, **kept, measured=shown, page=number)
 
     facets = source_facets(session)
-    collections = [c.name for f in facets if source_slug in (None, f.slug) for c in f.collections]
+    # A producer with no workloads of its own (the reruns) measures any source's collections.
+    origin = source_slug if any(f.slug == source_slug for f in facets) else None
+    collections = [c.name for f in facets if origin in (None, f.slug) for c in f.collections]
     names = {entry.source: entry.source_name for entry in detail.by_source}
+    names |= {entry.source: entry.source_name for entry in detail.by_producer}
     context = GpuPage(
         gpu=_gpu_line(detail),
         datasheets=[_datasheet_line(item) for item in detail.datasheets],
@@ -479,7 +502,7 @@ def gpu(
                     url=url(entry.source, None),
                     selected=entry.source == source_slug,
                 )
-                for entry in detail.by_source
+                for entry in detail.by_producer
             ),
         ],
         tabs=[
@@ -579,6 +602,7 @@ class SourceLine(Part):
     attribution: str
     last_observed_at: datetime | None
     workload_count: int
+    superseded_workloads: int  # of them, older revisions of a revised problem
     workloads_measured: int
     run_count: int
     gpu_count: int
@@ -598,6 +622,7 @@ def _source_line(source: SourceItem) -> SourceLine:
         attribution=source.attribution,
         last_observed_at=source.last_observed_at,
         workload_count=source.workloads,
+        superseded_workloads=source.superseded_workloads,
         workloads_measured=source.workloads_measured,
         run_count=source.runs,
         gpu_count=source.gpus,
@@ -691,6 +716,7 @@ class SourcePage(PageContext):
     attribution: str
     last_observed_at: datetime | None
     workload_count: int
+    superseded_workloads: int  # of them, older revisions of a revised problem
     workloads_measured: int
     run_count: int
     gpu_count: int
@@ -717,6 +743,7 @@ def source(request: Request, slug: str, session: SessionDep) -> Response:
         attribution=detail.attribution,
         last_observed_at=detail.last_observed_at,
         workload_count=detail.workloads,
+        superseded_workloads=detail.superseded_workloads,
         workloads_measured=detail.workloads_measured,
         run_count=detail.runs,
         gpu_count=detail.gpus,

@@ -115,7 +115,7 @@ class HomePage(PageContext):
 def _workload_part(w: WorkloadItem) -> WorkloadPart:
     return WorkloadPart(
         slug=w.slug,
-        url=urls.workload(w.slug),
+        url=w.url,
         title=w.title,
         cases=w.case_count,
         eligible_runs=w.eligible_runs,

@@ -14,8 +14,10 @@ from pydantic.alias_generators import to_camel
 from kernelindex import urls
 from kernelindex.store.gpu_filter import GpuFilterError
 from kernelindex.store.regression_list import (
+    RegressionFilters,
     RegressionItem,
     UnknownFrameworkFilter,
+    UnknownRegressionFilter,
     checked_filters,
     count_regressions,
     noise_notes,
@@ -47,6 +49,8 @@ class RegressionRow(Part):
     gpu_product: str
     framework: str
     kernel: str
+    workload_filter_url: str  # the regressions of this workload alone (the other filters kept)
+    kernel_filter_url: str  # the regressions of this kernel alone (the other filters kept)
     newer_run: str
     newer_run_url: str
     newer_version: str
@@ -85,6 +89,11 @@ class RegressionsPage(PageContext):
 
     gpu: str | None
     framework: str | None
+    workload: str | None  # a workload's slug
+    workload_title: str | None
+    kernel: str | None
+    clear_workload_url: str | None  # the same filters without the workload
+    clear_kernel_url: str | None
     gpus: list[FilterChoice]
     frameworks: list[FilterChoice]
     noise: list[NoiseLine]
@@ -96,7 +105,8 @@ class RegressionsPage(PageContext):
     regressions: list[RegressionRow]
 
 
-def _row(item: RegressionItem) -> RegressionRow:
+def _row(item: RegressionItem, filters: RegressionFilters) -> RegressionRow:
+    kept = {"gpu": filters.gpu, "framework": filters.framework, "workload": filters.workload, "kernel": filters.kernel}
     return RegressionRow(
         workload=item.workload,
         workload_title=item.workload_title,
@@ -107,6 +117,8 @@ def _row(item: RegressionItem) -> RegressionRow:
         gpu_product=item.gpu_product,
         framework=item.framework,
         kernel=item.kernel,
+        workload_filter_url=urls.regressions(**kept | {"workload": item.workload}),
+        kernel_filter_url=urls.regressions(**kept | {"kernel": item.kernel}),
         newer_run=item.newer_run,
         newer_run_url=urls.run(item.newer_run),
         newer_version=item.newer_version,
@@ -129,26 +141,45 @@ def regressions(
     gpu: str | None = None,
     framework: str | None = None,
     page: str | None = None,
+    workload: str | None = None,
+    kernel: str | None = None,
 ) -> Response:
     number = params.page_number(page)
     try:
         filters = checked_filters(
-            session, params.text("gpu", gpu, max_length=64), params.text("framework", framework, max_length=64)
+            session,
+            params.text("gpu", gpu, max_length=64),
+            params.text("framework", framework, max_length=64),
+            params.text("workload", workload, max_length=200),
+            params.text("kernel", kernel, max_length=300),
         )
-    except (GpuFilterError, UnknownFrameworkFilter) as exc:
+    except (GpuFilterError, UnknownFrameworkFilter, UnknownRegressionFilter) as exc:
         raise BadRequest(str(exc)) from None
     total = count_regressions(session, filters)
     page_count = max(1, -(-total // PAGE_SIZE))
     if number > page_count:
         raise BadRequest(f"page {number} is past the last page ({page_count}).")
 
-    def url(gpu: str | None = filters.gpu, framework: str | None = filters.framework, page: int = 1) -> str:
-        return urls.regressions(gpu=gpu, framework=framework, page=page)
+    def url(
+        gpu: str | None = filters.gpu,
+        framework: str | None = filters.framework,
+        page: int = 1,
+        workload: str | None = filters.workload,
+        kernel: str | None = filters.kernel,
+    ) -> str:
+        return urls.regressions(gpu=gpu, framework=framework, workload=workload, kernel=kernel, page=page)
 
     gpu_facets, framework_facets = regression_facets(session)
+    rows = regressions_page(session, filters, number, PAGE_SIZE)
+    workload_title = rows[0].workload_title if rows and filters.workload else filters.workload
     context = RegressionsPage(
         gpu=filters.gpu,
         framework=filters.framework,
+        workload=filters.workload,
+        workload_title=workload_title,
+        kernel=filters.kernel,
+        clear_workload_url=url(workload=None) if filters.workload else None,
+        clear_kernel_url=url(kernel=None) if filters.kernel else None,
         gpus=[FilterChoice(value=None, label="All GPUs", count=None, url=url(gpu=None), selected=filters.gpu is None)]
         + [
             FilterChoice(
@@ -193,6 +224,6 @@ def regressions(
         page_count=page_count,
         previous_url=url(page=number - 1) if number > 1 else None,
         next_url=url(page=number + 1) if number < page_count else None,
-        regressions=[_row(item) for item in regressions_page(session, filters, number, PAGE_SIZE)],
+        regressions=[_row(item, filters) for item in rows],
     )
     return render_page(request, context)

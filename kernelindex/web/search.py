@@ -71,7 +71,8 @@ def _hit(hit: store.SearchHit, on_gpu: WorkloadItem | None) -> Hit:
         slug=hit.slug,
         title=hit.title,
         subtitle=hit.subtitle,
-        url=hit.url,
+        # Searched on a GPU, a workload opens on the comparison group of its figures there.
+        url=on_gpu.url if on_gpu else hit.url,
         sources=[HitSource(slug=s.slug, name=s.name, url=urls.source(s.slug)) for s in hit.sources],
         runs_on_gpu=on_gpu.runs_on_gpu if on_gpu else None,
         best_on_gpu=None

@@ -89,7 +89,7 @@ def workload_row(row: WorkloadItem, source_name: str) -> WorkloadRow:
     best = row.fastest
     return WorkloadRow(
         slug=row.slug,
-        url=urls.workload(row.slug),
+        url=row.url,
         title=row.title,
         source=row.source_slug,
         source_name=source_name,

@@ -81,8 +81,13 @@ def upgrade() -> None:
     from kernelindex.store import collection_tallies, tallies
 
     with Session(bind=op.get_bind()) as session:
-        tallies.recount(session)
+        # The runs per source in this revision's form (0020 adds their GPU and fills them again).
+        tallies.recount(session, producers=False)
         collection_tallies.recount(session)
+    op.execute(
+        "INSERT INTO workload_source_tally (workload_id, source_id, runs) "
+        "SELECT workload_id, source_id, count(*) FROM run WHERE source_id IS NOT NULL GROUP BY workload_id, source_id"
+    )
 
 
 def downgrade() -> None:
