@@ -600,6 +600,7 @@ def serve(host: str, port: int, database_url: str | None) -> None:
                 with _progress(source.info.name, every=None) as progress:
                     summary = ingest_source(sessions, settings, slug, snapshot=source.bundled, progress=progress)
                 print_report(summary)
+            err.print("Loading the bundled controlled reruns…")
             with _progress(f"{RERUN_SOURCE.name} (bundled)", every=None) as progress:
                 results = import_bundled_reruns(sessions, BUNDLED_RERUNS, progress)
             _print_rerun_results(results, summary_of=BUNDLED_RERUNS)
