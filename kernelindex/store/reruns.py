@@ -99,8 +99,13 @@ def _known(session: Session) -> dict[tuple[str, str], Any]:
     """Rows and workloads this session has already read or written for reruns, by (what, name):
     the hundreds of bundles of one import share a source, a protocol, a few environments and
     workloads, and looking each up again per bundle was a third of a first start's rerun import.
-    Kept in ``session.info``, so it lasts as long as the session's transaction."""
-    known: dict[tuple[str, str], Any] = session.info.setdefault("kernelindex.reruns.known", {})
+    Kept in ``session.info`` for the innermost transaction only: after a commit, or a rollback of it
+    or of a savepoint, nothing read before is trusted."""
+    transaction = session.get_nested_transaction() or session.get_transaction()
+    held = session.info.get("kernelindex.reruns.known")
+    if held is None or held[0] is not transaction:
+        held = session.info["kernelindex.reruns.known"] = (transaction, {})
+    known: dict[tuple[str, str], Any] = held[1]
     return known
 
 
