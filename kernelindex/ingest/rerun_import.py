@@ -265,6 +265,8 @@ def _import_each(
         if progress is not None:
             progress(Path(results[-1].path).name, len(results), len(paths))
 
+    if progress is not None:
+        progress("", 0, len(paths))
     for verified in _verified(paths, approved.public_keys, checked):
         group.append(verified)
         if len(group) == WRITE_GROUP:
