@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 import tempfile
+import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -90,8 +91,9 @@ def db_check(database_url: str | None) -> None:
 
 
 @contextmanager
-def _progress(label: str) -> Iterator[Callable[[str, int, int], None]]:
-    """A progress bar on a terminal; one line per hundred units otherwise."""
+def _progress(label: str, *, every: int | None = 100) -> Iterator[Callable[[str, int, int], None]]:
+    """A progress bar on a terminal; otherwise one line per ``every`` units and at the end, or with
+    ``every`` None one line when the step ends, saying how many units it did and how long it took."""
     if err.is_terminal:
         with Progress(
             TextColumn(label),
@@ -108,10 +110,18 @@ def _progress(label: str) -> Iterator[Callable[[str, int, int], None]]:
                 bar.update(task, completed=done, total=total, unit=unit)
 
             yield update
+    elif every is None:
+        started, last = time.perf_counter(), [0, 0]
+
+        def update(unit: str, done: int, total: int) -> None:
+            last[:] = [done, total]
+
+        yield update
+        err.print(f"{label}: {last[0]}/{last[1]} in {time.perf_counter() - started:.1f} s", highlight=False)
     else:
 
         def update(unit: str, done: int, total: int) -> None:
-            if done == total or done % 100 == 0:
+            if done == total or done % every == 0:
                 err.print(f"{label}: {done}/{total}")
 
         yield update
@@ -726,10 +736,13 @@ def serve(host: str, port: int, database_url: str | None) -> None:
     from kernelindex.ingest.sources import ingest as ingest_source
     from kernelindex.paths import BUNDLED_RERUNS
     from kernelindex.store.reads import store_is_empty
+    from kernelindex.store.reruns import RERUN_SOURCE
     from kernelindex.web.server import server_options
 
     settings = served_at(_settings(database_url), host, port)
-    _run_or_exit(lambda: migrate.upgrade(settings.database_url), f"could not migrate {settings.database_url}")
+    with _progress("Migrating the store", every=None) as progress:
+        _run_or_exit(lambda: migrate.upgrade(settings.database_url), f"could not migrate {settings.database_url}")
+        progress("", 1, 1)
     engine = make_engine(settings.database_url)
     sessions = make_sessionmaker(engine)
     with sessions() as session:
@@ -738,10 +751,13 @@ def serve(host: str, port: int, database_url: str | None) -> None:
         err.print("The store is empty: loading the bundled snapshot of every source…")
         with _exclusive(engine, sessions):
             for slug, source in SOURCES.items():
-                with _progress(source.info.name) as progress:
-                    print_report(ingest_source(sessions, settings, slug, snapshot=source.bundled, progress=progress))
+                with _progress(source.info.name, every=None) as progress:
+                    summary = ingest_source(sessions, settings, slug, snapshot=source.bundled, progress=progress)
+                print_report(summary)
             err.print("Loading the bundled controlled reruns…")
-            _print_rerun_results(import_bundled_reruns(sessions, BUNDLED_RERUNS), summary_of=BUNDLED_RERUNS)
+            with _progress(f"{RERUN_SOURCE.name} (bundled)", every=None) as progress:
+                results = import_bundled_reruns(sessions, BUNDLED_RERUNS, progress)
+            _print_rerun_results(results, summary_of=BUNDLED_RERUNS)
     engine.dispose()
     err.print(f"Serving KernelIndex on http://{host}:{port}/ (store: {settings.database_url})")
     err.print(f"Links are written for {settings.public_url}; hosts answered: {', '.join(settings.trusted_hosts)}")

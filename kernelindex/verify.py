@@ -4,7 +4,8 @@ Accepts any JSON document: a bare manifest, ``{"digest", "manifest"}`` pairs (as
 registry serves them), lists, JSON Lines, or any nesting of these, plain or gzip-compressed
 (the catalogue export, ``/exports/catalog.jsonl.gz``, is gzip JSON Lines). Every manifest
 found is validated against its kind and its digest recomputed; every digest it is claimed
-to have, and every digest a run refers to, is checked. In JSON Lines each check names the
+to have, and every digest a run or an attestation refers to, is checked against the
+manifests of that kind in the document (where it holds any). In JSON Lines each check names the
 line its manifest is on.
 """
 
@@ -26,6 +27,11 @@ RUN_REFERENCES = {
     "workloadDigest": "WorkloadSuite",
     "environmentDigest": "ExecutionEnvironment",
     "implementationDigest": "Implementation",
+}
+# Every digest a manifest of each kind names, by field: ``{kind: {field: kind named}}``.
+REFERENCES = {
+    "BenchmarkRun": RUN_REFERENCES,
+    "Attestation": {"runDigest": "BenchmarkRun"},
 }
 
 
@@ -132,8 +138,8 @@ def verify_document(
             continue
         problems = [
             f"{field} {manifest['spec'][field]} matches no {ref_kind} in the document"
-            for field, ref_kind in RUN_REFERENCES.items()
-            if kind == "BenchmarkRun" and ref_kind in by_kind and manifest["spec"].get(field) not in by_kind[ref_kind]
+            for field, ref_kind in REFERENCES.get(kind, {}).items()
+            if ref_kind in by_kind and manifest["spec"].get(field) not in by_kind[ref_kind]
         ]
         if problems:
             checks.append(Check(False, kind, name, digest, "; ".join(problems), line))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -20,10 +22,12 @@ from kernelindex.ingest.snapshot import SnapshotError
 from kernelindex.ingest.sources import SOURCES, ingest
 from kernelindex.paths import BUNDLED_RERUNS
 from kernelindex.settings import Settings
+from kernelindex.store import export
+from kernelindex.verify import RUN_REFERENCES
 from tests.rerun_bundles import ADAIN, CONV
 
 
-def test_the_bundled_reruns_load_as_reproduced_never_replicated_runs(loaded_db) -> None:
+def test_the_bundled_reruns_load_as_reproduced_never_replicated_runs(loaded_db, tmp_path: Path) -> None:
     # The KernelBench problems the reruns measured are workloads of the bundled KernelBench snapshot.
     settings = Settings(database_url=loaded_db.url, github_token=None)
     kernelbench = SOURCES["kernelbench"].bundled
@@ -60,6 +64,20 @@ def test_the_bundled_reruns_load_as_reproduced_never_replicated_runs(loaded_db) 
         # of lease 4 measured one GPU twice, which only repeats.
         kernelbench = Counter(run.evidence for run in reruns if run.workload.name.startswith("kernelbench-"))
         assert 60 <= kernelbench["reproduced"] < kernelbench["verified"], kernelbench
+    # The export holds every manifest a rerun names, among them the earlier revisions of
+    # implementations measured again at a later revision (tests/test_export_whole.py verifies
+    # every line; here, on the real bundles, only the references are looked up).
+    with loaded_db.sessions() as session:
+        exported = export.catalogue_export(session, tmp_path / "exports")
+    lines = [json.loads(line) for line in gzip.decompress(exported.path.read_bytes()).splitlines()]
+    present = {line["digest"] for line in lines}
+    named = {
+        line["manifest"]["spec"][field]
+        for line in lines
+        if line["manifest"]["kind"] == "BenchmarkRun"
+        for field in RUN_REFERENCES
+    }
+    assert named - present == set()
     # Importing stored bundles again changes nothing. Every 16th file (v1 and v2, H200 and H100
     # among them): checking all 824 again would double the test's time for the same rule.
     files = sorted((BUNDLED_RERUNS / "bundles").glob("*.json"))[::16]

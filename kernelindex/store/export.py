@@ -2,8 +2,13 @@
 
 The dump (``/exports/catalog.jsonl.gz``) holds the current manifest of every record, one
 ``{"digest": …, "manifest": …}`` object a line, so that ``kernelindex verify`` can check
-each line and every reference between them. It is written in a stable order (kind by
-kind, then in the order records were created), streamed from the database in batches
+each line and every reference between them. A run names the digests of the manifests it
+was measured with, and a record keeps its digest when a later ingest changes the manifest
+a run names (a rerun's implementation at a new revision): so after the current manifests
+of each kind come the earlier versions that an exported manifest still names, and the
+export is whole. It is written in a stable order (kind by kind, the current manifests in
+the order records were created, then those earlier versions in the order they were
+recorded), streamed from the database in batches
 and compressed as it goes, into a file under a cache directory named by the state of the
 catalogue; while the catalogue is unchanged the file is reused. Output is deterministic
 (gzip header without a time or file name), so rebuilding an unchanged catalogue gives
@@ -14,12 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import tempfile
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +40,7 @@ from kernelindex.db.tables import (
     Environment,
     Implementation,
     ManifestRecord,
+    ManifestVersion,
     Protocol,
     Run,
     Source,
@@ -47,7 +54,7 @@ except ImportError:  # pragma: no cover - not on POSIX: concurrent builds stay c
     fcntl = None  # type: ignore[assignment]
 
 # Bump when the bytes of an export would change for the same catalogue.
-EXPORT_FORMAT = 1
+EXPORT_FORMAT = 2
 EXPORT_NAME = "catalog.jsonl.gz"
 BATCH_ROWS = 2000
 CHUNK_BYTES = 1 << 16
@@ -69,6 +76,16 @@ EXPORTED: tuple[tuple[str, type[ManifestRecord], tuple[Any, ...]], ...] = (
 )
 
 
+# What a run names by digest: (its field, the kind and table of the record, the run's foreign key).
+RUN_REFERENCES: tuple[tuple[str, str, type[ManifestRecord], Any], ...] = (
+    ("workloadDigest", "WorkloadSuite", Workload, Run.workload_id),
+    ("implementationDigest", "Implementation", Implementation, Run.implementation_id),
+    ("protocolDigest", "BenchmarkProtocol", Protocol, Run.protocol_id),
+    ("environmentDigest", "ExecutionEnvironment", Environment, Run.environment_id),
+)
+DIGESTS_PER_QUERY = 500
+
+
 class CatalogueChanging(Exception):
     """The catalogue changed during every attempt to export it (an ingest is writing)."""
 
@@ -87,10 +104,64 @@ def _table_id(table: type[ManifestRecord]) -> Any:
 
 def exported_counts(session: Session) -> dict[str, int]:
     """How many manifests of each kind an export holds, in export order."""
+    earlier = referenced_earlier_versions(session)
     return {
-        kind: session.scalar(select(func.count()).select_from(table).where(*where)) or 0
+        kind: (session.scalar(select(func.count()).select_from(table).where(*where)) or 0) + len(earlier[kind])
         for kind, table, where in EXPORTED
     }
+
+
+def referenced_earlier_versions(session: Session) -> dict[str, list[int]]:
+    """For each exported kind, the ``manifest_version`` ids (in id order) of the superseded
+    manifests that an exported manifest names by digest: a published attestation's run, and
+    the workload, implementation, protocol and environment of a current run or of such a run.
+
+    Only manifests whose named record has more than one version are read (a run names the
+    record's current digest unless the record changed after the run was written), so on a
+    catalogue where nothing was superseded this is one cheap query per reference.
+    """
+    earlier: dict[str, list[int]] = {kind: [] for kind, _, _ in EXPORTED}
+    superseded = ManifestVersion.superseded_at.is_not(None)
+    # Attestations name a run by digest; the run may have changed since.
+    run_changed = select(ManifestVersion.name).where(ManifestVersion.kind == "BenchmarkRun", superseded)
+    attested = session.scalars(
+        select(Attestation.manifest_json)
+        .join(Run, Run.id == Attestation.run_id)
+        .where(Attestation.state == "published", Run.name.in_(run_changed))
+    )
+    earlier_runs = _versions(session, "BenchmarkRun", (_spec(text, "runDigest") for text in attested))
+    earlier["BenchmarkRun"] = [version_id for version_id, _ in earlier_runs]
+    for field, kind, table, foreign_key in RUN_REFERENCES:
+        changed = select(ManifestVersion.name).where(ManifestVersion.kind == kind, superseded)
+        current = session.scalars(
+            select(Run.manifest_json)
+            .join(table, _table_id(table) == foreign_key)
+            .where(table.name.in_(changed))
+            .execution_options(yield_per=BATCH_ROWS)
+        )
+        named = [_spec(text, field) for text in current] + [_spec(text, field) for _, text in earlier_runs]
+        earlier[kind] = [version_id for version_id, _ in _versions(session, kind, named)]
+    return earlier
+
+
+def _spec(manifest_json: str, field: str) -> str:
+    return str(json.loads(manifest_json)["spec"][field])
+
+
+def _versions(session: Session, kind: str, digests: Iterable[str]) -> list[tuple[int, str]]:
+    """The superseded versions of ``kind`` among ``digests``: (id, manifest text), in id order."""
+    wanted = sorted(set(digests))
+    found: list[tuple[int, str]] = []
+    for start in range(0, len(wanted), DIGESTS_PER_QUERY):
+        rows = session.execute(
+            select(ManifestVersion.id, ManifestVersion.manifest_json).where(
+                ManifestVersion.kind == kind,
+                ManifestVersion.superseded_at.is_not(None),
+                ManifestVersion.digest.in_(wanted[start : start + DIGESTS_PER_QUERY]),
+            )
+        )
+        found += [(version_id, text) for version_id, text in rows]
+    return sorted(found)
 
 
 def catalogue_state(session: Session) -> str:
@@ -123,9 +194,12 @@ def manifest_lines(session: Session) -> Iterator[bytes]:
     """Every exported manifest as one JSON line, streamed in batches of ``BATCH_ROWS`` rows.
 
     The stored manifest text is already compact JSON on one line, so it is spliced in as it
-    is, which keeps it byte-identical to what the permalinks serve.
+    is, which keeps it byte-identical to what the permalinks serve. Each kind's current
+    manifests are followed by its earlier versions that an exported manifest names
+    (``referenced_earlier_versions``).
     """
-    for _, table, where in EXPORTED:
+    earlier = referenced_earlier_versions(session)
+    for kind, table, where in EXPORTED:
         statement = (
             select(table.digest, table.manifest_json)
             .where(*where)
@@ -133,7 +207,19 @@ def manifest_lines(session: Session) -> Iterator[bytes]:
             .execution_options(yield_per=BATCH_ROWS)
         )
         for digest, manifest_json in session.execute(statement):
-            yield b'{"digest":"' + digest.encode() + b'","manifest":' + manifest_json.encode() + b"}\n"
+            yield _line(digest, manifest_json)
+        for start in range(0, len(earlier[kind]), BATCH_ROWS):
+            versions = session.execute(
+                select(ManifestVersion.digest, ManifestVersion.manifest_json)
+                .where(ManifestVersion.id.in_(earlier[kind][start : start + BATCH_ROWS]))
+                .order_by(ManifestVersion.id)
+            )
+            for digest, manifest_json in versions:
+                yield _line(digest, manifest_json)
+
+
+def _line(digest: str, manifest_json: str) -> bytes:
+    return b'{"digest":"' + digest.encode() + b'","manifest":' + manifest_json.encode() + b"}\n"
 
 
 def catalogue_export(session: Session, directory: Path) -> CatalogueExport:

@@ -30,7 +30,7 @@ from kernelindex.rerun.bundle import BundleError
 from kernelindex.rerun.cases import Case
 from kernelindex.store.batch import RerunRecord, SourceInfo
 from kernelindex.store.ingest import ensure_source, environment_columns, implementation_columns, protocol_columns
-from kernelindex.store.manifests import Outcome, Row, existing_by_name, put
+from kernelindex.store.manifests import Row, existing_by_name, put
 
 __all__ = [
     "RERUN_PROTOCOL_NAME",
@@ -100,13 +100,33 @@ def stored_bundle(session: Session, bundle_id: str) -> StoredBundle | None:
     return StoredBundle(existing.file_sha256, result.run.name, result.run.comparison_key)
 
 
+def _known(session: Session) -> dict[tuple[str, str], Any]:
+    """Rows and workloads this session has already read or written for reruns, by (what, name):
+    the hundreds of bundles of one import share a source, a protocol, a few environments and
+    workloads, and looking each up again per bundle was a third of a first start's rerun import.
+    Kept in ``session.info`` for the innermost transaction only: after a commit, or a rollback of it
+    or of a savepoint, nothing read before is trusted."""
+    transaction = session.get_nested_transaction() or session.get_transaction()
+    held = session.info.get("kernelindex.reruns.known")
+    if held is None or held[0] is not transaction:
+        held = session.info["kernelindex.reruns.known"] = (transaction, {})
+    known: dict[tuple[str, str], Any] = held[1]
+    return known
+
+
 def rerun_workload(session: Session, name: str) -> RerunWorkload | None:
+    known = _known(session)
+    if ("workload", name) in known:
+        found: RerunWorkload = known["workload", name]
+        return found
     workload = session.scalar(select(Workload).where(Workload.name == name))
     if workload is None:
         return None
     cases = [Case(index=case.position, axes=case.axes) for case in workload.cases]
     reference = json.loads(workload.manifest_json)["spec"]["definition"].get("reference") or {}
-    return RerunWorkload(workload.id, workload.name, workload.digest, cases, reference.get("sha256"))
+    found = RerunWorkload(workload.id, workload.name, workload.digest, cases, reference.get("sha256"))
+    known["workload", name] = found
+    return found
 
 
 def write_rerun(
@@ -118,7 +138,10 @@ def write_rerun(
     ``derive`` False the group's evidence is left for the caller to derive (``derive_rerun_evidence``),
     once for many bundles of a group.
     """
-    source = ensure_source(session, RERUN_SOURCE)
+    known = _known(session)
+    source = known.get(("source", RERUN_SOURCE.slug))
+    if source is None:
+        source = known["source", RERUN_SOURCE.slug] = ensure_source(session, RERUN_SOURCE)
     if source.last_observed_at is None or source.last_observed_at < record.finished_at:
         source.last_observed_at = record.finished_at
     run = _write_suite_run(session, record, workload, source.id, now)
@@ -134,28 +157,28 @@ def write_rerun(
         imported_at=now,
         bundle_json=record.bundle_json,
     )
-    session.add(stored)
-    session.flush()
+    # Rows are linked by relationship, not id, so that nothing needs a flush here: an import writing
+    # many bundles in one transaction (``rerun_import``) flushes them together, a multi-row INSERT
+    # per table.
     result = RerunResult(
-        run_id=run.id,
-        bundle_id=stored.id,
+        run=run,
+        bundle=stored,
         bound_ns=record.bound_ns,
         achievable_bound_ns=record.achievable_bound_ns,
         cases_passed=record.cases_passed,
         case_count=record.case_count,
     )
-    session.add(result)
-    session.flush()
+    session.add_all([stored, result])
     for case in record.cases:
         columns = {
-            "result_id": result.id,
             "position": case.position,
             "bound_ns": case.bound_ns,
             "achievable_bound_ns": case.achievable_bound_ns,
         }
-        put(session, RerunCase, case.manifest, columns, None, now)
-    session.flush()
+        row, _ = put(session, RerunCase, case.manifest, columns, None, now)
+        result.cases.append(row)
     if derive:
+        session.flush()
         derive_rerun_evidence(session, run.comparison_key)
     return run
 
@@ -180,9 +203,10 @@ def _write_suite_run(
             "source_id": source_id,
             "external_id": record.bundle_id,
             "workload_id": workload.id,
-            "implementation_id": implementation.id,
-            "protocol_id": protocol.id,
-            "environment_id": environment.id,
+            # By relationship: a new implementation, protocol or environment has no id before a flush.
+            "implementation": implementation,
+            "protocol": protocol,
+            "environment": environment,
             "comparison_key": comparison_key(workload.digest, protocol.digest, environment.digest),
             "status": manifest.spec.status,
             "evidence": EvidenceLevel.VERIFIED,
@@ -200,17 +224,22 @@ def _write_suite_run(
         None,
         now,
     )
-    session.flush()
     return run
 
 
 def _put_reference(
     session: Session, table: type[Row], manifest: Manifest, columns: dict[str, Any], now: datetime
 ) -> Row:
-    current = existing_by_name(session, table, [manifest.metadata.name]).get(manifest.metadata.name)
-    row, outcome = put(session, table, manifest, columns, current, now)
-    if outcome is not Outcome.UNCHANGED:
+    known, key = _known(session), (table.__name__, manifest.metadata.name)
+    current = known.get(key)
+    if current is None:
+        current = existing_by_name(session, table, [manifest.metadata.name]).get(manifest.metadata.name)
+    if current is not None and current.digest != manifest.digest:
+        # A new version (an implementation at a new revision): its earlier one must be in the
+        # database before ``put`` marks it superseded.
         session.flush()
+    row, _ = put(session, table, manifest, columns, current, now)
+    known[key] = row
     return row
 
 
