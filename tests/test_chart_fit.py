@@ -87,7 +87,7 @@ def test_the_record_label_fits_on_the_side_of_its_point_with_more_room(day):
         RecordPoint(datetime(2026, 8, day, tzinfo=UTC), 1_200_000, LONG_KERNEL, 1.6),
     ]
     chart = history_chart(points, until=datetime(2026, 8, 30, tzinfo=UTC))
-    assert chart is not None and chart.label == f"{LONG_KERNEL}, 1.20 ms" and chart.label_text.endswith("…, 1.20 ms")
+    assert chart is not None and chart.label == f"{LONG_KERNEL}, 1.200 ms" and chart.label_text.endswith("…, 1.200 ms")
     drawn = text_width(chart.label_text)
     if chart.label_anchor == "end":
         assert chart.label_x - drawn >= 0
