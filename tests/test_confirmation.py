@@ -188,7 +188,7 @@ def test_strict_reruns_check_a_program_without_convolutions_and_contradictions_a
     assert run_json["ratio"] == pytest.approx(2.175, rel=1e-3) and run_json["bound"] == pytest.approx(bound.bound)
     page = BeautifulSoup(client.get(f"/runs/{compiled.name}").text, "html.parser")
     section = page.select_one("#confirmation").get_text(" ", strip=True)
-    assert "contradicted" in section and "4.35 ms" in section and "twice the largest spread" in section
+    assert "contradicted" in section and "4.350 ms" in section and "twice the largest spread" in section
     assert page.select_one(f'#confirmation a[href="/runs/{names[2]}"]') is not None
     twin = client.get("/discrepancies.json").json()
     assert twin["contradictedCount"] == 1 and twin["confirmedCount"] == 1
