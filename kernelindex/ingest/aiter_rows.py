@@ -267,6 +267,7 @@ def read_table(path: str, body: bytes, last_change: LastChange, url: str, bounds
         reading.drift |= {f"aiter table column {column}" for column in header if column not in known}
         table = _Table(path, family, header, last_change)
         for number, fields in body_rows:
+            reason: str | None
             if sum(map(len, fields)) > bounds.max_row_chars:
                 row, reason = None, "too_wide"
             else:
