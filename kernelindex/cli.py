@@ -656,7 +656,11 @@ def _print_rerun_results(results: Sequence[object], *, summary_of: Path | None =
         stored = [r for r in results if isinstance(r, BundleResult) and r.outcome is not None]
         added = sum(1 for r in stored if r.outcome is not None and not r.outcome.already_imported)
         already = len(stored) - added
-        err.print(f"imported {added} rerun bundle(s) from {summary_of} ({already} already present)", highlight=False)
+        err.print(
+            f"imported {added} rerun bundle(s) from {summary_of} ({already} already present)",
+            highlight=False,
+            soft_wrap=True,
+        )
     for result in results:
         assert isinstance(result, BundleResult)
         if result.error:

@@ -43,6 +43,10 @@ from kernelindex.store import accounts as store_accounts
 
 POSTGRES_URL = os.environ.get("KERNELINDEX_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REQUIRE_ALL = os.environ.get("KERNELINDEX_TEST_REQUIRE_ALL") == "1"
+# The ingest memory ceiling bounds an ingest's process (``kernelindex ingest``, a first start);
+# a test worker that ingests in-process also holds torch and many catalogues, well past 1 GiB.
+# The ceiling's own tests (tests/test_hostile_upstreams.py) set theirs, in a process of its own.
+os.environ.setdefault("KERNELINDEX_INGEST_MAX_MEMORY_MB", "16384")
 BACKENDS = ["sqlite", "postgresql"]
 TEST_DB_PREFIX = "kernelindex_test_"
 
