@@ -15,7 +15,7 @@ import resource
 import stat
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from pathlib import Path
@@ -37,6 +37,13 @@ MAX_NOTES = 200
 NOTE_CHARS = 1_000
 
 
+def configured_memory_bytes() -> int:
+    """``KERNELINDEX_INGEST_MAX_MEMORY_MB`` where it is set to a whole number, else the default: an
+    adapter made without settings (a library caller, a test worker) keeps the ceiling it names."""
+    configured = os.environ.get("KERNELINDEX_INGEST_MAX_MEMORY_MB", "")
+    return int(configured) * MIB if configured.isdigit() and int(configured) > 0 else DEFAULT_MAX_MEMORY_BYTES
+
+
 @dataclass(frozen=True)
 class Bounds:
     """The limits one ingest runs under (see the module docstring); the defaults are the documented ones."""
@@ -48,7 +55,7 @@ class Bounds:
     max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
     max_csv_columns: int = DEFAULT_MAX_CSV_COLUMNS
     max_row_chars: int = DEFAULT_MAX_ROW_CHARS
-    max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES
+    max_memory_bytes: int = field(default_factory=configured_memory_bytes)
     max_wait_s: float = DEFAULT_MAX_WAIT_S
 
 
