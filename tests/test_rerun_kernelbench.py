@@ -196,6 +196,45 @@ def test_a_wrong_result_fails_the_case(tmp_path: Path) -> None:
     assert record["correctness"][0]["passed"] is False and record["correctness"][1]["passed"] is True
 
 
+def _graph_aware_timer(replay_ns: int | None) -> Any:
+    """The stand-in timer, with CUDA-graph replay (`graph_only`) at `replay_ns` a call, or failing to
+    capture when `replay_ns` is None."""
+
+    def timer(fn: Any, sets: Any, flush: Any, *, check: Any, graph_only: bool = False) -> CaseTiming:
+        if not graph_only:
+            return _stand_in_timer(fn, sets, flush, check=check)
+        if replay_ns is None:
+            raise RuntimeError("operation not permitted when stream is capturing")
+        outputs = fn(*sets[0])
+        samples = [[replay_ns] * protocol_v2.TIMED_ITERATIONS for _ in range(protocol_v2.TRIALS)]
+        return CaseTiming(protocol_v2.CUDA_GRAPH, samples, [{"trialSpread": 0.0}], [check(outputs)], [{}])
+
+    return timer
+
+
+def test_the_graph_check_keeps_the_replay_figure_beside_the_blocking_one(tmp_path: Path) -> None:
+    from kernelindex.rerun.cases import Case
+    from kernelindex.rerun.kernelbench_run import measure_mode
+
+    problem = _problem(tmp_path, 5, "Graphed", TINY)
+    built = build(load_module(problem), torch.device("cpu"))
+    common: dict[str, Any] = {"device": torch.device("cpu"), "flush": torch.empty(1), "ceilings": {}}
+    checked = measure_mode(problem, Case(0, {}), built, "eager", timer=_graph_aware_timer(4000), graph_check=True,
+                           **common)  # fmt: skip
+    replay = checked["measurement"]["graphReplay"]
+    assert checked["status"] == "passed" and checked["timing"]["medianNs"] == 5024  # the figure is unchanged
+    assert replay["method"] == protocol_v2.CUDA_GRAPH and replay["samplesNs"][0][0] == 4000
+    assert replay["passedNoiseGate"] and replay["timedCallsCorrect"]
+
+    uncapturable = measure_mode(problem, Case(0, {}), built, "eager", timer=_graph_aware_timer(None),
+                                graph_check=True, **common)  # fmt: skip
+    assert uncapturable["status"] == "passed"
+    assert "stream is capturing" in uncapturable["measurement"]["graphReplay"]["error"]
+
+    unchecked = measure_mode(problem, Case(0, {}), built, "eager", timer=_graph_aware_timer(4000), **common)
+    assert "graphReplay" not in unchecked["measurement"]
+
+
 def test_outputs_are_checked_chunk_by_chunk_with_the_same_result(monkeypatch) -> None:
     from kernelindex.rerun import correctness
 

@@ -92,6 +92,24 @@ def test_v2_falls_back_to_graph_replay_when_the_block_times_out() -> None:
     assert timing.passed_gate and [len(t) for t in timing.samples] == [4, 4, 4]
 
 
+def test_v2_graph_only_times_replay_from_the_start_without_the_blocking_method() -> None:
+    device = Device()
+    captured: list[int] = []
+
+    def capture(fn: Any, input_sets: Any) -> list[Call]:
+        captured.append(len(input_sets))
+        return [Call(functools.partial(fn, *s), s) for s in input_sets]
+
+    sets = [[torch.ones(2)], [torch.ones(2) * 3]]
+    timing = time_case_v2(
+        _fn(device), sets, device, device, check=lambda o: [], sample_clocks=_clocks, event=device.event,
+        sync=device.sync, capture=capture, graph_only=True, warmup=1, iterations=4, trials=3,
+    )  # fmt: skip
+    assert timing.method == protocol_v2.CUDA_GRAPH and captured == [2]
+    assert [a["method"] for a in timing.attempts] == [protocol_v2.CUDA_GRAPH]
+    assert timing.passed_gate and [len(t) for t in timing.samples] == [4, 4, 4]
+
+
 def _durations(*trial_ms: float, calls: int) -> Iterator[float]:
     for ms in trial_ms:
         yield from [ms] * calls

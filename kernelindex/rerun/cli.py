@@ -106,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     kb.add_argument("--limit", type=int, help="at most this many problems from the list (after --problem)")
     kb.add_argument("--budget-s", type=float, help="start no new problem after this many seconds")
     kb.add_argument("--device", default="cuda", help="torch device (default cuda)")
+    kb.add_argument(
+        "--graph-check",
+        action="store_true",
+        help="also time each blocking-kernel case by CUDA-graph replay (kept as measurement.graphReplay), so a "
+        "host-bound network shows as a gap between the two figures",
+    )
 
     proof = sub.add_parser(
         "host-proof",
@@ -187,6 +193,7 @@ def _kernelbench(args: argparse.Namespace, key: Any) -> int:
             device=args.device,
             budget_s=args.budget_s,
             protocol=args.protocol,
+            graph_check=args.graph_check,
         )
     except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -224,10 +224,12 @@ def measure_mode(
     timer: Callable[..., CaseTiming],
     ceilings: dict[str, Any],
     settings: dict[str, Any] | None = None,
+    graph_check: bool = False,
 ) -> dict[str, Any]:
     """The case record of one mode: first call checked (compiles), then timed under v2's timer and its
     timed calls checked; the reference used (and `settings`, the backend settings read back, where the
-    protocol records them) is written into the record's measurement."""
+    protocol records them) is written into the record's measurement. With `graph_check`, a case timed
+    by the blocking kernel is timed again by CUDA-graph replay, kept as `measurement.graphReplay`."""
     slug, names = problem.slug, [f"output{i}" for i in range(len(built.refs))]
     check = _checker(names, built.refs)
     try:
@@ -248,17 +250,43 @@ def measure_mode(
     rotation = len(sets)
     try:
         timing = timer(fn, sets, flush, check=check)
+        replay = graph_replay(timer, fn, sets, flush, check) if graph_check else None
     except Exception as exc:
         return case_record(slug, case, ceilings, correctness=checks, error=f"timing: {_message(exc)}")
     finally:
         del sets
     record = timed_record(slug, case, ceilings, checks, timing, rotation)
+    if replay is not None and timing.method == protocol_v2.BLOCKING_KERNEL:
+        record.setdefault("measurement", {})["graphReplay"] = replay
     record.setdefault("measurement", {}).update(
         reference=built.reference, forwardDrawsRandomNumbers=built.random_forward
     )
     if settings is not None:
         record["measurement"]["settings"] = dict(settings)
     return record
+
+
+def graph_replay(
+    timer: Callable[..., CaseTiming],
+    fn: Callable[..., Any],
+    sets: Sequence[Sequence[Any]],
+    flush: torch.Tensor,
+    check: Callable[[Any], list[dict[str, Any]]],
+) -> dict[str, Any]:
+    """The same call timed by CUDA-graph replay, for comparison with its blocking-kernel figure: a
+    network whose host work the blocking kernel cannot hide shows up as a gap between the two. A failed
+    capture (a program that synchronises, say) is recorded as such, not as a failed case."""
+    try:
+        replay = timer(fn, sets, flush, check=check, graph_only=True)
+    except Exception as exc:
+        return {"method": protocol_v2.CUDA_GRAPH, "error": _message(exc)}
+    passed = all(c["passed"] for trial in replay.checks for c in trial)
+    return {
+        "method": replay.method,
+        "samplesNs": replay.samples,
+        "passedNoiseGate": replay.passed_gate,
+        "timedCallsCorrect": passed,
+    }
 
 
 def _checker(names: list[str], refs: Sequence[torch.Tensor]) -> Callable[[Any], list[dict[str, Any]]]:
@@ -284,6 +312,7 @@ def run_problems(
     clocks: Callable[[], dict[str, Any]] | None = None,
     log: Callable[[str], None] = print,
     protocol: str = STRICT,
+    graph_check: bool = False,
 ) -> list[dict[str, Any]]:
     """Measure every (problem, mode) not yet done in `out_dir`'s progress file, writing one signed bundle
     each under `protocol` (`STRICT` or `FAITHFUL`); stops starting new problems once `deadline` (a
@@ -327,6 +356,7 @@ def run_problems(
                         timer=timer,
                         ceilings=ceilings,
                         settings=settings,
+                        graph_check=graph_check,
                     )
                 except Exception as exc:  # anything the per-step handlers missed: this pair only
                     record = case_record(problem.slug, case, ceilings, error=_message(exc))
@@ -424,6 +454,7 @@ def run_kernelbench_session(
     budget_s: float | None = None,
     log: Callable[[str], None] = print,
     protocol: str = STRICT,
+    graph_check: bool = False,
 ) -> list[dict[str, Any]]:
     """Set up the GPU (environment, ceilings, flush buffer, blocking gate) and measure the problems; the
     rows of this call are also appended to `<out>/sessions.jsonl`."""
@@ -450,6 +481,7 @@ def run_kernelbench_session(
         clocks=functools.partial(smi_query, dev.index or 0, env["gpu"].get("uuid")),
         log=log,
         protocol=protocol,
+        graph_check=graph_check,
     )
     with (out_dir / "sessions.jsonl").open("a", encoding="utf-8") as fh:
         entry = {"sessionId": session_id, "startedAt": started, "finishedAt": utc_now(), "rows": rows}

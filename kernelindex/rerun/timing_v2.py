@@ -143,14 +143,19 @@ def time_case_v2(
     event: Callable[..., Any] | None = None,
     sync: Callable[[], None] | None = None,
     capture: Callable[[Callable[..., Any], Sequence[Sequence[torch.Tensor]]], list[Call]] = graph_calls,
+    graph_only: bool = False,
     **counts: int,
 ) -> CaseTiming:
     """Time `fn` on a case under protocol v2: the blocking-kernel method, or CUDA-graph replay when the
     blocking kernel times out; trials repeated (up to NOISE_ATTEMPTS attempts) until they pass the noise
-    gate. `passed_gate` False means the last attempt still disagreed: the caller rejects the case."""
+    gate. `passed_gate` False means the last attempt still disagreed: the caller rejects the case.
+    `graph_only` times CUDA-graph replay from the start (the graph check of a blocking-kernel figure)."""
     event = event or torch.cuda.Event
     sync = sync or torch.cuda.synchronize
-    method, calls = protocol_v2.BLOCKING_KERNEL, eager_calls(fn, input_sets)
+    if graph_only:
+        method, calls = protocol_v2.CUDA_GRAPH, capture(fn, input_sets)
+    else:
+        method, calls = protocol_v2.BLOCKING_KERNEL, eager_calls(fn, input_sets)
     timing = CaseTiming(method=method, samples=[])
     for attempt in range(protocol_v2.NOISE_ATTEMPTS):
         try:
