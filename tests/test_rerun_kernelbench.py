@@ -324,3 +324,26 @@ def test_the_real_v2_timer_drives_a_kernelbench_run_with_a_stand_in_device(tmp_p
     assert measured["rotationSets"] == protocol_v2.ROTATION_SETS and len(measured["timedCallChecks"]) == 3
     assert all(c["passed"] for trial in measured["timedCallChecks"] for c in trial)
     assert len(measured["clocks"]) == protocol_v2.TRIALS + 1 and body["cases"][0]["timing"]["medianNs"] == 2000
+
+
+@pytest.mark.parametrize(
+    "replay",
+    [
+        "fast",
+        {"samplesNs": "many"},
+        {"samplesNs": []},
+        {"samplesNs": [[1000, -5]]},
+        {"samplesNs": [[1000, True]]},
+        {"samplesNs": [[1000], 7]},
+        {"samplesNs": [[10**16]]},
+    ],
+)
+def test_a_malformed_replay_figure_is_no_check_at_all(replay: Any) -> None:
+    from kernelindex.rerun import graph_check
+
+    case = {"timing": {"medianNs": 2000}, "measurement": {"method": protocol_v2.BLOCKING_KERNEL, "graphReplay": replay}}
+    assert graph_check.check_case(0, case) is None
+    good = {**case, "measurement": {**case["measurement"], "graphReplay": {"samplesNs": [[1900, 2100, 2000]]}}}
+    assert graph_check.check_cases([good, "junk", case]) == [
+        graph_check.GraphCheck(0, graph_check.AGREES, 2000, 2000, 1.0, graph_check.BOUND)
+    ]

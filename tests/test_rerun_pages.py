@@ -8,6 +8,7 @@ import base64
 import hashlib
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 import rfc8785
@@ -312,3 +313,37 @@ def test_a_search_naming_the_h200_opens_the_workload_on_its_h200_group(client, r
     assert first["slug"] == ADAIN and "?group=" in first["url"]
     opened = client.get(first["url"].replace(ADAIN, ADAIN + ".json", 1)).json()
     assert opened["selectedGroup"]["gpu"] == "NVIDIA H200"
+
+
+def test_a_case_whose_blocking_figure_exceeds_graph_replay_is_flagged(client, loaded_db) -> None:
+    """A bundle measured with --graph-check: case 0's replay is a third faster (the host set part of
+    its figure), case 1's agrees, case 2's graph could not be captured; a bundle without the check
+    shows no such section."""
+    key = Ed25519PrivateKey.generate()
+    payload = make_payload(version=2, session_id="e" * 32)
+    for index, case in enumerate(payload["cases"][:3]):
+        median = case["timing"]["medianNs"]
+        replay: dict[str, Any] = {"method": "cuda_graph_replay", "passedNoiseGate": True, "timedCallsCorrect": True}
+        if index == 2:
+            replay = {"method": "cuda_graph_replay", "error": "RuntimeError: operation not permitted when capturing"}
+        else:
+            replay["samplesNs"] = [[median * 2 // 3 if index == 0 else median] * 50 for _ in range(3)]
+        case["measurement"]["graphReplay"] = replay
+    with loaded_db.sessions.begin() as session:
+        name = import_bundle(session, read_bundle(signed(payload, key), approved(key)), NOW, operator("lab-a")).run_name
+
+    rows = html(client, f"/runs/{name}").select("tr.flagged")
+    assert len(rows) == 1 and "50% above graph replay (bound 10%)" in rows[0].get_text()
+    checks = client.get(f"/runs/{name}.json").json()["rerun"]["graphChecks"]
+    assert [(c["index"], c["state"], c["flagged"]) for c in checks] == [
+        (0, "host-bound", True),
+        (1, "agrees", False),
+        (2, "not-captured", False),
+    ]
+    assert checks[0]["ratio"] == pytest.approx(1.5, rel=1e-3) and checks[0]["bound"] == 0.1
+
+    plain = make_payload(version=2, session_id="f" * 32, gpu_uuid="GPU-cccc")
+    with loaded_db.sessions.begin() as session:
+        other = import_bundle(session, read_bundle(signed(plain, key), approved(key)), NOW, operator("lab-a")).run_name
+    assert client.get(f"/runs/{other}.json").json()["rerun"]["graphChecks"] == []
+    assert "graph replay" not in html(client, f"/runs/{other}").get_text()

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from kernelindex import figures, urls
+from kernelindex.rerun import graph_check
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.store.reruns import RerunResult
 from kernelindex.web.chart import ChartTick
@@ -72,6 +74,19 @@ class Ceiling(Part):
     method: str
 
 
+class GraphCheckRow(Part):
+    """A case's graph-replay check (`kernelindex.rerun.graph_check`): its state in words, both figures."""
+
+    index: int
+    state: str  # agrees, host-bound, graph-slower, not-captured
+    flagged: bool
+    blocking_median: str
+    replay_median: str  # "" where the graph could not be captured
+    ratio: float | None
+    bound: float
+    words: str
+
+
 class RerunPart(Part):
     bundle_id: str
     bundle_url: str
@@ -106,6 +121,8 @@ class RerunPart(Part):
     cases: list[RerunCaseRow]
     chart: SamplesChart
     ceilings: list[Ceiling]
+    # Empty where the bundle carries no graph-replay figure (measured without --graph-check).
+    graph_checks: list[GraphCheckRow] = []
 
 
 def rerun_part(result: RerunResult, protocol_name: str) -> RerunPart:
@@ -202,6 +219,35 @@ def rerun_part(result: RerunResult, protocol_name: str) -> RerunPart:
             Ceiling(name=name, value=_rate(record), method=record.get("method", record.get("error", "")))
             for name, record in payload["ceilings"].items()
         ],
+        graph_checks=[_graph_row(check, written) for check in graph_check.check_cases(payload["cases"])],
+    )
+
+
+def _graph_row(check: graph_check.GraphCheck, written: Callable[[float], str]) -> GraphCheckRow:
+    bound = f"{check.bound:.0%}"
+    replay = written(check.replay_median_ns) if check.replay_median_ns is not None else ""
+    ratio = check.ratio or 1.0
+    if check.state == graph_check.NOT_CAPTURED:
+        words = f"CUDA-graph capture failed ({check.error}); the figure is not checked against replay"
+    elif check.state == graph_check.HOST_BOUND:
+        words = (
+            f"flagged: the blocking-kernel figure is {ratio - 1:.0%} above graph replay (bound {bound}), "
+            "so part of it is the host's launch time, not the GPU's work"
+        )
+    elif check.state == graph_check.GRAPH_SLOWER:
+        slower = 1 / ratio - 1
+        words = f"flagged: graph replay is {slower:.0%} slower than the blocking-kernel figure (bound {bound})"
+    else:
+        words = f"agrees with graph replay within {bound}"
+    return GraphCheckRow(
+        index=check.case_index,
+        state=check.state,
+        flagged=check.flagged,
+        blocking_median=written(check.blocking_median_ns),
+        replay_median=replay,
+        ratio=round(check.ratio, 4) if check.ratio is not None else None,
+        bound=check.bound,
+        words=words,
     )
 
 
