@@ -199,6 +199,18 @@ def test_strict_reruns_check_a_program_without_convolutions_and_contradictions_a
     assert rerun_json.status_code == 200, rerun_json.text[:300]
     assert rerun_json.json()["confirmation"] is None  # a rerun
 
+    # The leaderboard marks both reported figures where they are ranked, and no other row.
+    groups = client.get(f"/workloads/{RELU}.json").json()["groups"]
+    reported_group = next(g for g in groups if not g["controlledRerun"] and "H100" in g["label"])
+    key = reported_group["key"].removeprefix("sha256:")[:16]
+    rows = client.get(f"/workloads/{RELU}.json", params={"group": key, "runs": "all"}).json()["ranked"]
+    marks = {row["name"]: row["confirmation"] for row in rows}
+    assert marks[eager.name] == "confirmed" and marks[compiled.name] == "contradicted"
+    assert {state for name, state in marks.items() if name not in {eager.name, compiled.name}} <= {None, "unchecked"}
+    shown = BeautifulSoup(client.get(f"/workloads/{RELU}?group={key}&runs=all").text, "html.parser")
+    badges = [b.get_text() for b in shown.select("table.ranked .badge.confirmation-confirmed")]
+    assert badges == ["Confirmed by rerun"] and len(shown.select("table.ranked .confirmation-contradicted")) == 1
+
 
 def test_the_largest_departure_comes_first(kernelbench_db: StoreUnderTest) -> None:
     _import(

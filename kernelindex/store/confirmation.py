@@ -161,6 +161,27 @@ def confirmation_of_run(session: Session, run: Run) -> Confirmation | None:
     return confirmations(session, [run]).get(run.id)
 
 
+def confirmation_states(session: Session, run_names: Sequence[str]) -> dict[str, str]:
+    """The confirmation state of each reported KernelBench figure among ``run_names`` (a leaderboard's
+    rows), by run name; other runs are left out, and a list without such figures reads nothing more."""
+    names = sorted(set(run_names))
+    if not names:
+        return {}
+    runs = session.scalars(
+        select(Run)
+        .join(Source, Source.id == Run.source_id)
+        .join(Implementation, Implementation.id == Run.implementation_id)
+        .where(Run.name.in_(names), Source.slug == KERNELBENCH, Implementation.name.in_(MODES))
+        .options(
+            joinedload(Run.source),
+            joinedload(Run.implementation),
+            joinedload(Run.environment),
+            joinedload(Run.workload),
+        )
+    ).all()
+    return {c.run_name: c.state for c in confirmations(session, runs).values()}
+
+
 def contradicted_figures(session: Session) -> tuple[list[Confirmation], list[Confirmation], SpreadBound]:
     """(contradicted, confirmed): every reported KernelBench figure that a rerun checks, the contradicted
     ones largest departure first, and the bound used."""

@@ -20,6 +20,7 @@ from kernelindex.ranking import RankedRun, ineligibility_reasons
 from kernelindex.slugs import slugify
 from kernelindex.store.case_ranking import UnknownCase, case_ranking
 from kernelindex.store.completeness import workload_completeness
+from kernelindex.store.confirmation import confirmation_states
 from kernelindex.store.cross_gpu import cross_gpu_view, matrix_page_count
 from kernelindex.store.framework_filter import UnknownFramework
 from kernelindex.store.leaderboards import (
@@ -117,6 +118,9 @@ class RunRow(Part):
     reasons: list[str]
     # In the best-per-implementation table: how many ranked runs the implementation has here.
     implementation_runs: int | None = None
+    # A reported KernelBench figure's check by reruns (``store.confirmation``): confirmed, contradicted or
+    # unchecked; None for every other run.
+    confirmation: str | None = None
 
 
 class GroupTab(Part):
@@ -690,6 +694,18 @@ def _ranked_table(
     )
 
 
+def _with_confirmation(table: RankedTable, states: dict[str, str]) -> RankedTable:
+    if not states:
+        return table
+
+    def marked(rows: list[RunRow]) -> list[RunRow]:
+        return [row.model_copy(update={"confirmation": states.get(row.name)}) for row in rows]
+
+    return RankedTable(
+        page=marked(table.page), fastest=marked(table.fastest), total=table.total, page_count=table.page_count
+    )
+
+
 def _paged(rows: list[RunRow], fastest: list[RunRow], total: int, page: int) -> RankedTable:
     page_count = max(1, -(-total // PAGE_SIZE))
     if page > page_count:
@@ -821,6 +837,7 @@ def build_leaderboard(
     selected_tab = next((tab for tab in tabs if tab.selected), None)
 
     table = _ranked_table(session, board, detail, runs, workload.case_count, implementation_filter, sort, page)
+    table = _with_confirmation(table, confirmation_states(session, [r.name for r in table.page + table.fastest]))
     group_param = selected_key.removeprefix("sha256:")[:16] if selected_key and group else None
 
     def board_url(sort: str = sort, runs: str = runs, page: int | None = None, matrix: int = matrix_page) -> str:
