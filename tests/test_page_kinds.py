@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from kernelindex.app import create_app
@@ -51,6 +52,7 @@ from kernelindex.settings import Settings
 from kernelindex.store.accounts import create_user
 from tests import kernelbench_slice, liger_slice
 from tests.chromium import launched
+from tests.render_sql import SqlWhileRendering, visit_every_kind
 from tests.servers import serving
 
 # One worker runs the whole module, so the catalogue, the server and Chromium start once.
@@ -326,3 +328,19 @@ def test_page_kind_is_accessible_and_fits_the_width(
         assert not problems, f"{kind.path} at {width} px, {scheme}:\n" + "\n".join(problems)
     finally:
         page.close()
+
+
+def test_no_sql_runs_while_any_kind_of_page_renders(catalogue: str, tmp_path: Path) -> None:
+    """Every kind of page above, with every source, and its JSON twin: once the handler has read what
+    the page shows, no SQL runs while the template (or the twin) is written. (``test_render_sql`` runs
+    the same check on both databases over the bundled catalogue.)"""
+    engine = make_engine(catalogue)
+    sessions = make_sessionmaker(engine)
+    with SqlWhileRendering(engine) as recorder:
+        settings = Settings(database_url=catalogue, public_url="http://testserver", export_dir=tmp_path / "exports")
+        with TestClient(create_app(settings, sessions=sessions)) as client:
+            visited = visit_every_kind(
+                client, [(k.path, k.signed_in, k.status) for k in PAGE_KINDS], MAINTAINER, PASSPHRASE
+            )
+    engine.dispose()
+    recorder.check(visited)

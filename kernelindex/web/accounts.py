@@ -16,6 +16,7 @@ from kernelindex.store.accounts import User
 from kernelindex.store.attestations import attestations_by_user
 from kernelindex.web.auth import GENERATION_KEY, HANDLE_KEY, NO_STORE, SignedInUser, current_user
 from kernelindex.web.deps import CheckedForm, SessionDep, client_address
+from kernelindex.web.rendering import template_response
 from kernelindex.web.session_cookie import SIGNED_IN_KEY
 
 # HTML pages and their forms: the OpenAPI document describes the JSON API only.
@@ -44,9 +45,7 @@ def sign_in(request: Request, user: User) -> None:
 
 
 def form_page(request: Request, template: str, status: int = 200, **context: Any) -> Response:
-    return request.app.state.templates.TemplateResponse(
-        request, template, {"errors": {}, "values": {}, **context}, status_code=status
-    )
+    return template_response(request, template, {"errors": {}, "values": {}, **context}, status_code=status)
 
 
 def limited(

@@ -26,6 +26,7 @@ from kernelindex.store.moderation import AttestationRow, AuditRow, Counts, HeldR
 from kernelindex.web.auth import NO_STORE, Maintainer
 from kernelindex.web.deps import CheckedForm, SessionDep
 from kernelindex.web.pages import PageContext
+from kernelindex.web.rendering import template_response
 
 # HTML pages and their forms: the OpenAPI document describes the JSON API only.
 router = APIRouter(include_in_schema=False)
@@ -89,10 +90,7 @@ def admin_page(
         audit=moderation.audit_log(session),
         **context,
     )
-    response: Response = request.app.state.templates.TemplateResponse(
-        request, page.template, {"page": page}, status_code=status, headers=NO_STORE
-    )
-    return response
+    return template_response(request, page.template, {"page": page}, status_code=status, headers=NO_STORE)
 
 
 @router.get("/admin")

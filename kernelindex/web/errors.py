@@ -12,6 +12,8 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
+from kernelindex.web.rendering import template_response
+
 log = logging.getLogger("kernelindex.web")
 
 # How long a client should wait before asking again while the database is in trouble.
@@ -89,13 +91,8 @@ def problem(status: int, detail: str, title: str | None = None) -> JSONResponse:
 def error_response(request: Request, status: int, detail: str) -> Response:
     if wants_problem_json(request):
         return problem(status, detail)
-    templates = request.app.state.templates
-    return templates.TemplateResponse(
-        request,
-        "error.html",
-        {"status": status, "title": TITLES.get(status, "Error"), "detail": detail},
-        status_code=status,
-    )
+    context = {"status": status, "title": TITLES.get(status, "Error"), "detail": detail}
+    return template_response(request, "error.html", context, status_code=status)
 
 
 def database_trouble(exc: SQLAlchemyError) -> str | None:

@@ -24,6 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from kernelindex import urls
 from kernelindex.accounts.csrf import uses_token
 from kernelindex.store.sources import source_credits
+from kernelindex.web.rendering import RENDERING
 from kernelindex.web.session_cookie import SIGNED_IN_KEY
 
 PAGE_CACHE = "public, max-age=60, stale-while-revalidate=600"
@@ -103,12 +104,21 @@ def render_page(request: Request, context: PageContext, status_code: int = 200) 
     query = query_suffix(request)
     headers = {"Link": f'<{twin}{query}>; rel="alternate"; type="application/json"'}
     if wants_json(request):
-        body = dump_json(context.model_dump(mode="json", by_alias=True))
+        token = RENDERING.set(f"{context.template} (JSON twin)")
+        try:
+            body = dump_json(context.model_dump(mode="json", by_alias=True))
+        finally:
+            RENDERING.reset(token)
         return cached_response(request, body, "application/json", headers, status_code=status_code)
     template = request.app.state.templates.get_template(context.template)
-    html = template.render(
-        request=request, page=context, json_twin=twin + query, url_for=request.url_for, credits=_credits(request)
-    )
+    credits = _credits(request)
+    token = RENDERING.set(context.template)
+    try:
+        html = template.render(
+            request=request, page=context, json_twin=twin + query, url_for=request.url_for, credits=credits
+        )
+    finally:
+        RENDERING.reset(token)
     # A page that carries this visitor's own (a CSRF token in a form, the signed-in handle) is
     # theirs alone: no shared cache may keep it, and the browser must revalidate. A signed-out
     # visitor's page without a form is everyone's.

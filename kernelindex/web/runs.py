@@ -29,6 +29,7 @@ from kernelindex.web.confirmation import confirmation_part
 from kernelindex.web.deps import CheckedForm, SessionDep, client_address
 from kernelindex.web.errors import NotFound, SignInRequired
 from kernelindex.web.pages import PRIVATE_CACHE, page_route, public_url, render_page
+from kernelindex.web.rendering import template_response
 from kernelindex.web.rerun_part import rerun_part
 from kernelindex.web.response_cache import depends_on
 from kernelindex.web.run_page import FormState, build_run_page, parse_accessed
@@ -123,7 +124,7 @@ class ReportForm:
 def render_report_form(request: Request, run: Run, state: FormState, status_code: int = 200) -> Response:
     """The report form, with this visitor's CSRF token: a page for them alone, kept by no cache."""
     page = ReportForm(run.name, urls.run(run.name), state, REPORT_REASONS)
-    return request.app.state.templates.TemplateResponse(
+    return template_response(
         request, "report.html", {"page": page}, status_code=status_code, headers={"Cache-Control": PRIVATE_CACHE}
     )
 
