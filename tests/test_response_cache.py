@@ -3,6 +3,7 @@ never stale after a write (ingest, attestation, moderation), on SQLite and Postg
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -54,6 +55,46 @@ def test_response_cache_serves_an_unchanged_page_from_memory(site):
     assert second.headers["content-security-policy"] == first.headers["content-security-policy"]
     again = client.get(f"/workloads/{WORKLOAD}", headers={"If-None-Match": first.headers["etag"]})
     assert again.status_code == 304 and again.content == b""
+
+
+def test_an_oversized_page_is_logged_once_per_path_and_still_served(site, monkeypatch, caplog):
+    from kernelindex.web import response_cache
+
+    client, cache = site
+    monkeypatch.setattr(response_cache, "MAX_ENTRY_BYTES", 1024)  # every leaderboard is larger
+    with caplog.at_level("WARNING", logger="kernelindex.response_cache"):
+        first = client.get(f"/workloads/{WORKLOAD}")
+        hits = cache.hits
+        second = client.get(f"/workloads/{WORKLOAD}")
+        client.get(f"/workloads/{WORKLOAD}.json")
+    assert first.status_code == second.status_code == 200 and second.content == first.content
+    assert cache.hits == hits  # rendered again, not kept
+    logged = [r.getMessage() for r in caplog.records if r.name == "kernelindex.response_cache"]
+    assert logged == [
+        f"response cache: /workloads/{WORKLOAD} is over the 1,024 bytes a page may take, so it is rendered for every "
+        "request",
+        f"response cache: /workloads/{WORKLOAD}.json is over the 1,024 bytes a page may take, so it is rendered for "
+        "every request",
+    ]
+
+
+def test_a_page_asked_for_many_times_at_once_is_rendered_once(site):
+    """Single flight: twelve requests at once for a page not in the cache get one render between them."""
+    import httpx
+
+    client, cache = site
+    app = client.app
+
+    async def at_once() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as browser:
+            return list(await asyncio.gather(*(browser.get(f"/workloads/{WORKLOAD}") for _ in range(12))))
+
+    misses, joined = cache.misses, cache.joined
+    responses = client.portal.call(at_once)
+    assert {r.status_code for r in responses} == {200} and len({r.content for r in responses}) == 1
+    assert cache.misses == misses + 1 and cache.joined == joined + 11
+    assert cache.rendering == {}
 
 
 def test_response_cache_leaves_byte_ranges_to_the_app(site):

@@ -27,6 +27,8 @@ visitor's request can reach the body served to the next.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -40,7 +42,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from kernelindex.store.version import ATTESTATION_PATHS, ATTESTATIONS, LISTS, VersionReader
 from kernelindex.web.errors import TOO_SLOW, UNREACHABLE, database_trouble, unavailable
 
-MAX_ENTRY_BYTES = 2 * 1024 * 1024
+# The largest page kept: a sixteenth of the default cache (64 MiB), so one page never crowds out many.
+# The largest pages of the 1M-run catalogue stay under it; a larger one is logged once per path.
+MAX_ENTRY_BYTES = 4 * 1024 * 1024
+LOG = logging.getLogger("kernelindex.response_cache")
 # Requests the app answers itself: credentials, byte ranges, date-based conditions.
 _APP_ANSWERS = frozenset({b"authorization", b"range", b"if-range", b"if-modified-since"})
 _REPLACED = frozenset({b"host", b"forwarded", b"x-forwarded-host", b"x-forwarded-proto", b"x-forwarded-port"})
@@ -95,6 +100,13 @@ class ResponseCache:
         self.size = 0
         self.hits = 0
         self.misses = 0
+        # Paths whose page was too large to keep, logged the first time (it is then rendered every time).
+        self.oversized: set[bytes] = set()
+        # Single flight: the renders under way, by key. A request for a page another request is
+        # rendering waits for that render and is answered from it, so a stale page (after an
+        # ingest, say) is rendered once per worker however many ask for it at once.
+        self.rendering: dict[tuple[bytes, ...], asyncio.Event] = {}
+        self.joined = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "GET":
@@ -136,13 +148,37 @@ class ResponseCache:
         seq, numbers = versions
         # Read after the versions: a store found again while they were read is seen here.
         epoch = self.reader.epoch
-        if entry is not None and entry.epoch == epoch and all(number <= entry.made_at for number in numbers.values()):
+        if self._fresh(entry, epoch, numbers):
+            assert entry is not None
             self.hits += 1
             self.entries.move_to_end(key)
             await self._answer(entry, match, send)
             return
+        under_way = self.rendering.get(key)
+        if under_way is not None:
+            await under_way.wait()
+            entry = self.entries.get(key)
+            if self._fresh(entry, epoch, numbers):
+                assert entry is not None
+                self.joined += 1
+                self.entries.move_to_end(key)
+                await self._answer(entry, match, send)
+                return
         self.misses += 1
-        await self._render(scope, receive, send, key, seq, epoch)
+        done = asyncio.Event()
+        self.rendering.setdefault(key, done)
+        try:
+            await self._render(scope, receive, send, key, seq, epoch)
+        finally:
+            if self.rendering.get(key) is done:
+                del self.rendering[key]
+            done.set()
+
+    @staticmethod
+    def _fresh(entry: Entry | None, epoch: int, numbers: dict[str, int]) -> bool:
+        return (
+            entry is not None and entry.epoch == epoch and all(number <= entry.made_at for number in numbers.values())
+        )
 
     async def _answer(self, entry: Entry, match: bytes, send: Send) -> None:
         if match and entry.etag and _matches(match, entry.etag):
@@ -173,6 +209,7 @@ class ResponseCache:
                 size += len(body)
                 if size > MAX_ENTRY_BYTES:
                     keep = False
+                    self._refused(key[0])
                 else:
                     chunks.append(body)
                     if not message.get("more_body", False):
@@ -184,6 +221,16 @@ class ResponseCache:
         asked = [(name, value) for name, value in scope["headers"] if name not in _REPLACED]
         canonical = {**scope, "scheme": self.scheme, "headers": [(b"host", self.host), *asked], _DEPENDS: declared}
         await self.app(canonical, receive, capture)
+
+    def _refused(self, path: bytes) -> None:
+        if path in self.oversized:
+            return
+        self.oversized.add(path)
+        LOG.warning(
+            "response cache: %s is over the %s bytes a page may take, so it is rendered for every request",
+            path.decode("latin-1"),
+            f"{MAX_ENTRY_BYTES:,}",
+        )
 
     def _store(self, key: tuple[bytes, ...], entry: Entry) -> None:
         old = self.entries.pop(key, None)
