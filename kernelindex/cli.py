@@ -21,6 +21,7 @@ from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 
 from kernelindex import __version__
+from kernelindex.commands import register_query_commands
 from kernelindex.settings import Settings, served_at
 
 if TYPE_CHECKING:
@@ -776,6 +777,9 @@ def _run_or_exit(action: object, message: str) -> None:
         err.print(f"[red]{message}:[/] {exc}")
         sys.exit(1)
 
+
+# The query commands (search, top, show, compare, cite, submit) ask a registry over HTTP.
+register_query_commands(main)
 
 if __name__ == "__main__":
     main()
