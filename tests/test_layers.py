@@ -54,7 +54,7 @@ ALLOWED: dict[str, frozenset[str] | None] = {
     # The client speaks the API's own models (``CLIENT_MODELS`` below), never the store's queries.
     "client": LEAVES | {"kernelindex", "store", "web"},
     # The query commands and the MCP server reach a registry through the client alone.
-    "commands": LEAVES | {"client"},
+    "commands": LEAVES | {"client", "mcp_server"},
     "mcp_server": LEAVES | {"client"},
     # The top: the command line and the app factory wire everything together.
     "cli": None,

@@ -66,10 +66,13 @@ class Client:
         max_wait_s: float = 30.0,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        public_url: str | None = None,
     ):
         if not registry.startswith(("http://", "https://")):
             raise ValueError(f"a registry is an http:// or https:// URL, not {registry!r}")
         self.registry = registry.rstrip("/")
+        # Where permalinks point: the registry's canonical origin, when it is asked at another address.
+        self.public_url = (public_url or registry).rstrip("/")
         self.retries, self.backoff_s, self.max_wait_s, self._sleep = retries, backoff_s, max_wait_s, sleep
         self._http = httpx.Client(
             base_url=self.registry,
@@ -89,7 +92,7 @@ class Client:
 
     def permalink(self, path: str) -> str:
         """A path the registry served (``url`` fields are relative to the site), as an absolute URL."""
-        return path if path.startswith(("http://", "https://")) else urls.absolute(self.registry, path)
+        return path if path.startswith(("http://", "https://")) else urls.absolute(self.public_url, path)
 
     # --- transport ----------------------------------------------------------------------
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
+from kernelindex.commands.agent import mcp_command
 from kernelindex.commands.query import COMMANDS
 
 
 def register_query_commands(group: click.Group) -> None:
-    for command in COMMANDS:
+    for command in [*COMMANDS, mcp_command]:
         group.add_command(command)

@@ -17,6 +17,7 @@ from typing import Any
 import click
 from rich.table import Table
 
+from kernelindex import urls
 from kernelindex.client import CITATION_FORMATS, Client, ClientError, NotFoundError, ProblemError
 from kernelindex.commands.output import (
     FOUND,
@@ -68,13 +69,13 @@ def _exit(found: bool) -> None:
     raise SystemExit(FOUND if found else NOTHING_FOUND)
 
 
-@click.command()
+@click.command("search")
 @click.argument("query")
 @click.option("--gpu", metavar="SLUG", help="Give each workload found its figures on this GPU (e.g. h200).")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 100))
 @registry_option
 @output_options
-def search(query: str, gpu: str | None, limit: int, registry: str | None, mode: Mode) -> None:
+def search_command(query: str, gpu: str | None, limit: int, registry: str | None, mode: Mode) -> None:
     """Search workloads, implementations, GPUs and origin models."""
     with answered("Search"), _client(registry) as client:
         found = client.search(query, gpu=gpu, limit=limit)
@@ -96,14 +97,14 @@ def search(query: str, gpu: str | None, limit: int, registry: str | None, mode: 
         out.print(table)
 
 
-@click.command()
+@click.command("top")
 @click.argument("workload")
 @click.option("--gpu", metavar="SLUG", help="The GPU (e.g. h200); default: the group the leaderboard opens on.")
 @click.option("--case", metavar="N|AXIS=VALUE", help="A 0-based case index or its axis values (num_tokens=4096).")
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
 @registry_option
 @output_options
-def top(workload: str, gpu: str | None, case: str | None, limit: int, registry: str | None, mode: Mode) -> None:
+def top_command(workload: str, gpu: str | None, case: str | None, limit: int, registry: str | None, mode: Mode) -> None:
     """The fastest runs of WORKLOAD on a GPU, at one case of its sweep."""
     with answered("Top"), _client(registry) as client:
         ranked = client.workload_top(workload, gpu=gpu, case=case, limit=limit)
@@ -134,11 +135,11 @@ def top(workload: str, gpu: str | None, case: str | None, limit: int, registry: 
         out.print(table)
 
 
-@click.command()
+@click.command("show")
 @click.argument("run")
 @registry_option
 @output_options
-def show(run: str, registry: str | None, mode: Mode) -> None:
+def show_command(run: str, registry: str | None, mode: Mode) -> None:
     """One run, by name or digest: its figure, rank, evidence and where it was measured."""
     with answered("Show"), _client(registry) as client:
         detail = client.run(run)
@@ -168,11 +169,11 @@ def show(run: str, registry: str | None, mode: Mode) -> None:
         out.print(table)
 
 
-@click.command()
+@click.command("compare")
 @click.argument("runs", nargs=-1, required=True)
 @registry_option
 @output_options
-def compare(runs: tuple[str, ...], registry: str | None, mode: Mode) -> None:
+def compare_command(runs: tuple[str, ...], registry: str | None, mode: Mode) -> None:
     """Compare 2–8 runs field by field; a winner only when they are comparable."""
     if not 2 <= len(runs) <= 8:
         raise click.UsageError(f"compare takes 2 to 8 runs; got {len(runs)}.")
@@ -181,7 +182,7 @@ def compare(runs: tuple[str, ...], registry: str | None, mode: Mode) -> None:
         if mode != "table":
             emit(mode, result, result.fields)
             return
-        table = Table(title=result.verdict, caption=client.permalink(f"/compare?{'&'.join('run=' + r for r in runs)}"))
+        table = Table(title=result.verdict, caption=client.permalink(urls.compare(runs)))
         table.add_column("field", style="bold")
         for column in result.runs:
             table.add_column(column.name + (" (winner)" if column.winner else ""))
@@ -190,12 +191,12 @@ def compare(runs: tuple[str, ...], registry: str | None, mode: Mode) -> None:
         out.print(table)
 
 
-@click.command()
+@click.command("cite")
 @click.argument("ref", metavar="RUN|WORKLOAD")
 @click.option("--format", "fmt", type=click.Choice(sorted(CITATION_FORMATS)), default="text", show_default=True)
 @registry_option
 @output_options
-def cite(ref: str, fmt: str, registry: str | None, mode: Mode) -> None:
+def cite_command(ref: str, fmt: str, registry: str | None, mode: Mode) -> None:
     """A run's citation, or a workload leaderboard's (as of today), in a citation format."""
     with answered("Cite"), _client(registry) as client:
         of = "run"
@@ -211,12 +212,12 @@ def cite(ref: str, fmt: str, registry: str | None, mode: Mode) -> None:
         emit(mode, document, [document])
 
 
-@click.command()
+@click.command("submit")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--api-key", metavar="KEY", envvar=API_KEY_ENV, help=f"Your API key (default: ${API_KEY_ENV}).")
 @registry_option
 @output_options
-def submit(file: Path, api_key: str | None, registry: str | None, mode: Mode) -> None:
+def submit_command(file: Path, api_key: str | None, registry: str | None, mode: Mode) -> None:
     """Post FILE (a submission's JSON, sent as it is) to the registry's /api/v1/submissions."""
     if not api_key:
         raise click.UsageError(f"an API key is needed: --api-key KEY or ${API_KEY_ENV}.")
@@ -243,4 +244,4 @@ def submit(file: Path, api_key: str | None, registry: str | None, mode: Mode) ->
         out.print(f"Submission {receipt.id}: {receipt.status} · {client.permalink(receipt.url)}", highlight=False)
 
 
-COMMANDS = [search, top, show, compare, cite, submit]
+COMMANDS = [search_command, top_command, show_command, compare_command, cite_command, submit_command]
