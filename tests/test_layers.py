@@ -55,7 +55,7 @@ ALLOWED: dict[str, frozenset[str] | None] = {
     "client": LEAVES | {"kernelindex", "store", "web"},
     # The query commands and the MCP server reach a registry through the client alone.
     "commands": LEAVES | {"client", "mcp_server"},
-    "mcp_server": LEAVES | {"client"},
+    "mcp_server": LEAVES | {"kernelindex", "client"},
     # The top: the command line and the app factory wire everything together.
     "cli": None,
     "app": None,
