@@ -18,7 +18,8 @@ from kernelindex.client import ClientError, NetworkError, NotFoundError, Problem
 FOUND, NOTHING_FOUND, USAGE_OR_NETWORK = 0, 1, 2
 Mode = Literal["table", "json", "jsonl"]
 
-out = Console(soft_wrap=True)
+# Piped into a file or a pager, tables are as wide as their names, not cut at 80 columns.
+out = Console(width=None if Console().is_terminal else 200)
 err = Console(stderr=True)
 
 

@@ -89,7 +89,10 @@ def search_command(query: str, gpu: str | None, limit: int, registry: str | None
         on = found.gpu
         table = Table(title=f"{len(found.hits)} found for {found.query!r}" + (f" · figures on {on}" if on else ""))
         for column in ("kind", "name", "title", *(["fastest on " + on + " (ms)"] if on else []), "permalink"):
-            table.add_column(column, justify="right" if column.startswith("fastest") else "left")
+            # Names are what a reader copies into the next command: never wrapped.
+            table.add_column(
+                column, justify="right" if column.startswith("fastest") else "left", no_wrap=column == "name"
+            )
         for hit in found.hits:
             best = hit.on_gpu.fastest if hit.on_gpu else None
             figure = [f"{latency_ms(best.latency_ns)} {best.primary_statistic}" if best else "–"] if on else []
@@ -122,7 +125,8 @@ def top_command(workload: str, gpu: str | None, case: str | None, limit: int, re
             f"{len(ranked.entries)} of {ranked.ranked_total} ranked · {client.permalink(ranked.url)}",
         )
         for column in ("#", "implementation", f"{ranked.statistic} (ms)", "× best", "evidence", "run"):
-            table.add_column(column, justify="right" if column in ("#", "× best") or "(ms)" in column else "left")
+            right = column in ("#", "× best") or "(ms)" in column
+            table.add_column(column, justify="right" if right else "left", no_wrap=column == "run")
         for entry in ranked.entries:
             table.add_row(
                 str(entry.rank),
