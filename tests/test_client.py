@@ -65,6 +65,9 @@ def test_top_refuses_a_case_or_gpu_it_cannot_use_with_the_problem_body(aic_regis
             client.workload_top(moe, gpu="h200", case="num_tokens=17")
         with pytest.raises(BadRequestError) as out_of_range:
             client.workload_top(moe, gpu="h200", case=3)
+        for garbage in ("--5", "²", "9" * 12, "num_tokens="):
+            with pytest.raises(BadRequestError):
+                client.workload_top(moe, gpu="h200", case=garbage)
         with pytest.raises(BadRequestError) as unknown_gpu:
             client.workload_top(moe, gpu="h2000")
         with pytest.raises(NotFoundError):

@@ -8,6 +8,7 @@ per-case ranking), any other group by its suite figure (``ranked_rows``, the ran
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -89,8 +90,8 @@ def parse_case(workload: Workload, text: str | None) -> int | None:
     if text is None or not text.strip():
         return None
     wanted = text.strip()
-    if wanted.lstrip("-").isdigit():
-        return int(wanted)
+    if re.fullmatch(r"-?[0-9]{1,9}", wanted):
+        return int(wanted)  # out of range: refused by ``case_ranking``
     cases = workload_manifest(workload).spec.cases
     normalised = wanted.replace(" ", "")
     for index, case in enumerate(cases):
