@@ -5,6 +5,8 @@ network error)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from kernelindex.cli import main
+from kernelindex.client import CITATION_FORMATS
+from kernelindex.commands.query import CITATION_CHOICES
 from tests.registries import aic_registry, sol_registry  # noqa: F401 (fixtures)
 from tests.servers import free_port, serving
 from tests.test_aiconfigurator_pages import catalogue, moe, run_name  # noqa: F401 (fixtures)
@@ -155,3 +159,14 @@ def test_submit_refusals_and_usage_errors(submissions, tmp_path: Path):
     assert invoke("submit", str(not_json), "--registry", base, "--api-key", "good-key").exit_code == 2
     assert invoke("submit", str(broken), "--registry", base, env={"KERNELINDEX_API_KEY": ""}).exit_code == 2
     assert len(received) == 2  # neither the file that is not JSON nor the call without a key was sent
+
+
+def test_the_citation_choices_are_the_clients_formats():
+    assert sorted(CITATION_CHOICES) == sorted(CITATION_FORMATS)
+
+
+def test_the_command_line_starts_without_the_client_or_the_mcp_sdk():
+    code = "import sys, kernelindex.cli; print(sorted(m for m in ('mcp', 'kernelindex.client') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kernelindex.client import Client
 from kernelindex.commands.query import default_registry, registry_option
-from kernelindex.mcp_server.server import build_server
 
 
 @click.command("mcp")
@@ -14,6 +12,10 @@ from kernelindex.mcp_server.server import build_server
 def mcp_command(registry: str | None) -> None:
     """Serve KernelIndex's read-only MCP tools over stdio (search, fastest, run, compare, cite,
     regressions, gpu_coverage), answering from the registry at --registry."""
+    # Imported here: the MCP SDK is needed by this command alone.
+    from kernelindex.client import Client
+    from kernelindex.mcp_server.server import build_server
+
     base = registry or default_registry()
     try:
         Client(base).close()  # refuse a malformed URL now, not at the first tool call

@@ -13,8 +13,6 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 
-from kernelindex.client import ClientError, NetworkError, NotFoundError, ProblemError, UnexpectedResponse
-
 FOUND, NOTHING_FOUND, USAGE_OR_NETWORK = 0, 1, 2
 Mode = Literal["table", "json", "jsonl"]
 
@@ -45,6 +43,8 @@ def fail(status: int, message: str) -> NoReturn:
 @contextmanager
 def answered(what: str) -> Iterator[None]:
     """Client errors as one clear line and an exit status: 1 for a name no record has, 2 otherwise."""
+    from kernelindex.client import ClientError, NetworkError, NotFoundError, ProblemError, UnexpectedResponse
+
     try:
         yield
     except NotFoundError as exc:

@@ -12,13 +12,12 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
 
 from kernelindex import urls
-from kernelindex.client import CITATION_FORMATS, Client, ClientError, NotFoundError, ProblemError
 from kernelindex.commands.output import (
     FOUND,
     NOTHING_FOUND,
@@ -34,6 +33,13 @@ from kernelindex.commands.output import (
 )
 from kernelindex.settings import Settings
 
+if TYPE_CHECKING:
+    from kernelindex.client import Client
+
+# The client (with the API's models, FastAPI's among them) is imported by each command when it
+# runs, so that `kernelindex ingest` and the rest start without it.
+CITATION_CHOICES = ("bibtex", "csl", "ris", "text")  # ``kernelindex.client.CITATION_FORMATS``, by name
+
 REGISTRY_ENV = "KERNELINDEX_REGISTRY_URL"
 API_KEY_ENV = "KERNELINDEX_API_KEY"
 # A submission is one manifest bundle: far below this; a larger file is refused before sending.
@@ -46,6 +52,8 @@ def default_registry() -> str:
 
 
 def _client(registry: str | None) -> Client:
+    from kernelindex.client import Client
+
     try:
         return Client(registry or default_registry())
     except ValueError as exc:
@@ -197,11 +205,13 @@ def compare_command(runs: tuple[str, ...], registry: str | None, mode: Mode) -> 
 
 @click.command("cite")
 @click.argument("ref", metavar="RUN|WORKLOAD")
-@click.option("--format", "fmt", type=click.Choice(sorted(CITATION_FORMATS)), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(CITATION_CHOICES), default="text", show_default=True)
 @registry_option
 @output_options
 def cite_command(ref: str, fmt: str, registry: str | None, mode: Mode) -> None:
     """A run's citation, or a workload leaderboard's (as of today), in a citation format."""
+    from kernelindex.client import NotFoundError
+
     with answered("Cite"), _client(registry) as client:
         of = "run"
         try:
@@ -223,6 +233,8 @@ def cite_command(ref: str, fmt: str, registry: str | None, mode: Mode) -> None:
 @output_options
 def submit_command(file: Path, api_key: str | None, registry: str | None, mode: Mode) -> None:
     """Post FILE (a submission's JSON, sent as it is) to the registry's /api/v1/submissions."""
+    from kernelindex.client import ClientError, ProblemError
+
     if not api_key:
         raise click.UsageError(f"an API key is needed: --api-key KEY or ${API_KEY_ENV}.")
     document = file.read_bytes()
