@@ -45,7 +45,7 @@ def test_top_table_says_what_each_figure_is(aic_registry, moe):  # noqa: F811
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
     assert "num_tokens=16 (case 1)" in text and "mean (ms)" in text
-    assert "AIConfigurator collector" in text
+    assert "AIConfigurator collector" in text and "measured and published by AIConfigurator" in text
     lines = [line for line in result.stdout.splitlines() if "│" in line and line.split("│")[1].strip().isdigit()]
     assert [line.split("│")[3].strip() for line in lines] == ["0.0450", "0.0500", "0.0600", "0.0650"]
 

@@ -46,6 +46,7 @@ def test_top_ranks_the_sweep_at_the_case_asked_by_index_or_by_axis_values(aic_re
     assert by_values.case is not None and (by_values.case.index, by_values.case.label) == (1, "num_tokens=16")
     assert (by_values.metric, by_values.unit, by_values.statistic) == ("latency", "ns", "mean")
     assert by_values.gpu == "h200" and by_values.ranked_total == 4
+    assert {entry.source for entry in by_values.entries} == {"AIConfigurator"}  # who measured them
     # Without a case: the one most runs measured (num_tokens=1), as the workload page opens on.
     assert default.case is not None and default.case.label == "num_tokens=1" and default.case.chosen is False
     # The #1's permalink names the run the API serves, measured on that GPU.

@@ -91,6 +91,7 @@ def test_every_tool_over_stdio_answers_with_permalinks(aic_registry, moe, catalo
         "mean",
         "num_tokens=16",
     )
+    assert first["measuredBy"] == "AIConfigurator"
     assert first["evidence"] == "reported" and first["url"] == f"{aic_registry}/runs/{fastest_run}"
     assert [entry["latencyNs"] for entry in top["ranked"]] == [45_000, 50_000, 60_000, 65_000]
     assert answers["by words"]["workload"] == moe and answers["by words"]["ranked"] == top["ranked"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -212,7 +212,7 @@ class Client:
         params = {"gpu": gpu, "framework": framework, "workload": workload, "kernel": kernel, "page": page}
         return self._get(RegressionsPage, urls.json_twin(urls.regressions()), params)
 
-    def citation(self, ref: str, fmt: str, *, of: str = "run") -> str:
+    def citation(self, ref: str, fmt: str, *, of: Literal["run", "workload"] = "run") -> str:
         """A run's (``of="run"``) or a leaderboard's (``of="workload"``) citation as text."""
         if fmt not in CITATION_FORMATS:
             raise ValueError(f"citation formats are {', '.join(CITATION_FORMATS)}; not {fmt!r}")

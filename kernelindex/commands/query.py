@@ -127,9 +127,10 @@ def top_command(workload: str, gpu: str | None, case: str | None, limit: int, re
             err.print(f"{workload} has no eligible run{where}.", markup=False, highlight=False)
             _exit(False)
         at = f" at {ranked.case.label} (case {ranked.case.index})" if ranked.case else ""
+        sources = sorted({entry.source for entry in ranked.entries if entry.source})
         table = Table(
             title=f"{ranked.workload_title}\n{ranked.gpu_product}{at} · {ranked.protocol_title}",
-            caption=f"{ranked.metric}, {ranked.statistic} as the source reports it, in ms; "
+            caption=f"{ranked.metric}, {ranked.statistic} as measured and published by {', '.join(sources)}, in ms; "
             f"{len(ranked.entries)} of {ranked.ranked_total} ranked · {client.permalink(ranked.url)}",
         )
         for column in ("#", "implementation", f"{ranked.statistic} (ms)", "× best", "evidence", "run"):

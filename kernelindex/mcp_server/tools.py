@@ -79,6 +79,7 @@ class RegistryTools:
                         "latencyNs": entry.latency_ns,
                         "vsBest": entry.vs_best,
                         "evidence": entry.evidence,
+                        "measuredBy": entry.source,
                         "run": entry.run,
                         "url": client.permalink(entry.url),
                     }
@@ -110,9 +111,9 @@ class RegistryTools:
                 "vsBest": run.vs_best,
                 "status": run.status,
                 "evidence": run.evidence,
+                "measuredBy": run.source.name if run.source else None,
                 "eligible": run.eligible,
                 "ineligibilityReasons": run.ineligibility_reasons,
-                "source": run.source.name if run.source else None,
                 "observedAt": run.observed_at.isoformat(),
                 "availability": run.availability.text,
                 "url": client.permalink(run.url),

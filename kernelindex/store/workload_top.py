@@ -46,6 +46,7 @@ class TopEntry(ApiModel):
     latency_ns: int = Field(description="at the case (or the suite figure without one), in integer nanoseconds")
     vs_best: float = Field(description="latency ÷ the #1's latency (1.0 for #1)")
     evidence: EvidenceLevelField = Field(title="Evidence")
+    source: str | None = Field(description="who measured it: the source that published the run")
     observed_at: datetime = Field(description="when the source observed the run")
     url: str
     api_url: str
@@ -159,6 +160,7 @@ def workload_top(session: Session, workload: Workload, gpu: str | None, case: st
             latency_ns=r.latency_ns,
             vs_best=r.vs_best,
             evidence=views[r.run].evidence,
+            source=views[r.run].source_name,
             observed_at=views[r.run].observed_at,
             url=urls.run(r.run),
             api_url=urls.api_run(r.run),
