@@ -76,6 +76,9 @@ def test_top_refuses_a_case_or_gpu_it_cannot_use_with_the_problem_body(aic_regis
         nowhere = client.workload_top(moe, gpu="b200")
     assert "num_tokens=17" in unknown_case.value.problem.detail
     assert "from 0 to 2" in out_of_range.value.problem.detail
+    with Client(aic_registry) as client, pytest.raises(BadRequestError) as an_axis_value:
+        client.workload_top(moe, gpu="h200", case=256)
+    assert "give them: num_tokens=256 is case 2." in an_axis_value.value.problem.detail
     assert unknown_gpu.value.status == 400 and unknown_gpu.value.body["status"] == 400
     assert "Did you mean h200" in unknown_gpu.value.body["detail"]
     assert nowhere.entries == [] and nowhere.comparison_key is None

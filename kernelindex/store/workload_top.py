@@ -91,9 +91,17 @@ def parse_case(workload: Workload, text: str | None) -> int | None:
     if text is None or not text.strip():
         return None
     wanted = text.strip()
-    if re.fullmatch(r"-?[0-9]{1,9}", wanted):
-        return int(wanted)  # out of range: refused by ``case_ranking``
     cases = workload_manifest(workload).spec.cases
+    if re.fullmatch(r"-?[0-9]{1,9}", wanted):
+        index = int(wanted)
+        # "4096" past the last index most likely meant an axis value: name the cases that have it.
+        having = [f"{case_label(case)} is case {i}" for i, case in enumerate(cases) if index in case.axes.values()]
+        if not 0 <= index < len(cases) and having:
+            raise UnknownCase(
+                f"case is a 0-based index from 0 to {len(cases) - 1}, not {index}; "
+                f"to choose by axis values, give them: {'; '.join(having[:3])}."
+            )
+        return index  # any other out of range: refused by ``case_ranking``
     normalised = wanted.replace(" ", "")
     for index, case in enumerate(cases):
         if case_label(case).replace(" ", "") == normalised:
