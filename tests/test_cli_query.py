@@ -170,3 +170,10 @@ def test_the_command_line_starts_without_the_client_or_the_mcp_sdk():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("command", ["search", "top", "show", "compare", "cite", "submit", "mcp"])
+def test_each_query_command_has_help_and_is_listed(command):
+    result = invoke(command, "--help")
+    assert result.exit_code == 0 and "Usage:" in result.output and "--registry" in result.output
+    assert f"  {command} " in invoke("--help").output
