@@ -19,7 +19,13 @@ from fastapi.responses import JSONResponse
 from kernelindex.cli import main
 from kernelindex.client import CITATION_FORMATS
 from kernelindex.commands.query import CITATION_CHOICES
-from tests.registries import aic_registry, sol_registry  # noqa: F401 (fixtures)
+from tests.registries import (  # noqa: F401 (fixtures)
+    FASTEST_AT_4096,
+    MOE_LAYER,
+    aic_bundled_registry,
+    aic_registry,
+    sol_registry,
+)
 from tests.servers import free_port, serving
 from tests.test_aiconfigurator_pages import catalogue, moe, run_name  # noqa: F401 (fixtures)
 
@@ -38,6 +44,17 @@ def test_top_json_puts_the_fastest_at_the_case_first(aic_registry, moe, catalogu
     assert (first["implementation"], first["latencyNs"]) == ("TensorRT-LLM 1.3.0rc20 · moe_torch_flow", 45_000)
     assert first["run"] == fastest
     assert (body["case"]["label"], body["statistic"], body["unit"]) == ("num_tokens=16", "mean", "ns")
+
+
+def test_top_names_the_fastest_moe_layer_on_the_h200_at_4096_tokens(aic_bundled_registry):  # noqa: F811
+    for case in ("22", "num_tokens=4096"):
+        result = invoke("top", MOE_LAYER, "--gpu", "h200", "--case", case, "--json", "--registry", aic_bundled_registry)
+        assert result.exit_code == 0, result.output
+        first = json.loads(result.stdout)["entries"][0]
+        assert (first["implementation"], first["latencyNs"]) == FASTEST_AT_4096
+    table = invoke("top", MOE_LAYER, "--gpu", "h200", "--case", "22", "--registry", aic_bundled_registry)
+    ranked = [line for line in table.stdout.splitlines() if line.startswith("│ 1 ")]
+    assert "TensorRT-LLM 1.3.0rc20" in ranked[0] and "0.726" in ranked[0]
 
 
 def test_top_table_says_what_each_figure_is(aic_registry, moe):  # noqa: F811

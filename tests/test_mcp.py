@@ -23,7 +23,13 @@ from kernelindex.client import Client
 from kernelindex.mcp_server.http import with_mcp
 from kernelindex.mcp_server.limits import CallBudget
 from kernelindex.mcp_server.server import build_server
-from tests.registries import aic_registry, sol_registry  # noqa: F401 (fixtures)
+from tests.registries import (  # noqa: F401 (fixtures)
+    FASTEST_AT_4096,
+    MOE_LAYER,
+    aic_bundled_registry,
+    aic_registry,
+    sol_registry,
+)
 from tests.servers import serving
 from tests.test_aiconfigurator_pages import catalogue, moe, run_name  # noqa: F401 (fixtures)
 
@@ -106,6 +112,21 @@ def test_every_tool_over_stdio_answers_with_permalinks(aic_registry, moe, catalo
         links = urls_in(answer)
         assert links, f"{name} answered no permalink"
         assert all(link.startswith(aic_registry + "/") for link in links), (name, links)
+
+
+def test_fastest_names_the_moe_layers_fastest_on_the_h200_with_its_permalink(aic_bundled_registry):  # noqa: F811
+    async def ask() -> dict[str, Any]:
+        async with stdio_session(aic_bundled_registry) as session:
+            return await call(session, "fastest", workload=MOE_LAYER, gpu="h200", case="num_tokens=4096", limit=3)
+
+    top = anyio.run(ask)
+    first = top["ranked"][0]
+    assert (first["implementation"], first["latencyNs"]) == FASTEST_AT_4096
+    assert first["latencyMs"] == 0.725787 and (top["unit"], top["statistic"]) == ("ms", "mean")
+    assert first["url"] == f"{aic_bundled_registry}/runs/{first['run']}"
+    with Client(aic_bundled_registry) as client:
+        run = client.run(first["run"])  # the permalink names the run the registry serves
+    assert (run.workload, run.gpu) == (MOE_LAYER, "h200")
 
 
 def test_a_capped_server_refuses_calls_past_its_budget(sol_registry):  # noqa: F811
