@@ -78,6 +78,7 @@ class Client:
             base_url=self.registry,
             timeout=timeout_s,
             transport=transport,
+            follow_redirects=True,  # a registry moved (to https, to a new path) answers where it went
             headers={"User-Agent": f"kernelindex-client/{__version__}", "Accept": "application/json"},
         )
 
