@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 import httpx
@@ -21,9 +21,11 @@ from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 
 from kernelindex import __version__
+from kernelindex.commands import register_query_commands
 from kernelindex.settings import Settings, served_at
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session, sessionmaker
 
@@ -727,8 +729,9 @@ def users_create(handle: str, maintainer: bool, password_stdin: bool, database_u
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--mcp", is_flag=True, help="Also serve the MCP tools (streamable HTTP) at /mcp.")
 @database_url_option
-def serve(host: str, port: int, database_url: str | None) -> None:
+def serve(host: str, port: int, mcp: bool, database_url: str | None) -> None:
     """Migrate the store, load every bundled snapshot and the reruns if it is empty, and serve the site."""
     import uvicorn
 
@@ -765,7 +768,25 @@ def serve(host: str, port: int, database_url: str | None) -> None:
     engine.dispose()
     err.print(f"Serving KernelIndex on http://{host}:{port}/ (store: {settings.database_url})")
     err.print(f"Links are written for {settings.public_url}; hosts answered: {', '.join(settings.trusted_hosts)}")
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", proxy_headers=False, **server_options())
+    app = create_app(settings)
+    served = _with_mcp(app, settings, host, port) if mcp else app
+    uvicorn.run(served, host=host, port=port, log_level="info", proxy_headers=False, **server_options())
+
+
+def _with_mcp(app: FastAPI, settings: Settings, host: str, port: int) -> Callable[..., Any]:
+    """The site with the MCP tools at /mcp; they ask this same server's API over loopback."""
+    from kernelindex.accounts.ratelimit import LIMITS
+    from kernelindex.client import Client
+    from kernelindex.mcp_server.http import with_mcp
+    from kernelindex.mcp_server.limits import CallBudget
+    from kernelindex.mcp_server.server import build_server
+
+    local = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+    # Each address is held to LIMITS["mcp"] at /mcp; this budget caps all of them together.
+    server = build_server(lambda: Client(local, public_url=settings.public_url), CallBudget(3000, 60))
+    limit = LIMITS["mcp"]
+    err.print(f"MCP tools at {settings.public_url}/mcp (streamable HTTP)")
+    return with_mcp(app, server, lambda address: app.state.rate_limiter.allow(limit, address), limit.message, host)
 
 
 def _run_or_exit(action: object, message: str) -> None:
@@ -776,6 +797,9 @@ def _run_or_exit(action: object, message: str) -> None:
         err.print(f"[red]{message}:[/] {exc}")
         sys.exit(1)
 
+
+# The query commands (search, top, show, compare, cite, submit) ask a registry over HTTP.
+register_query_commands(main)
 
 if __name__ == "__main__":
     main()

@@ -200,6 +200,11 @@ def api_workload(slug: str) -> str:
     return f"{API}/workloads/{_segment(slug)}"
 
 
+def api_workload_top(slug: str, **query: Any) -> str:
+    """A workload's ranked top on one GPU at one case (``?gpu=&case=&limit=``)."""
+    return with_query(f"{API}/workloads/{_segment(slug)}/top", **query)
+
+
 def api_run(name: str) -> str:
     return f"{API}/runs/{_segment(name)}"
 

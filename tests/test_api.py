@@ -25,6 +25,7 @@ L040 = "l1-040-conv2d-residual-block"
 API_PATHS = {
     "/api/v1/workloads",
     "/api/v1/workloads/{ref}",
+    "/api/v1/workloads/{ref}/top",
     "/api/v1/runs",
     "/api/v1/runs/{ref}",
     "/api/v1/implementations",

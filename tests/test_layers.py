@@ -51,6 +51,11 @@ ALLOWED: dict[str, frozenset[str] | None] = {
     # The rerun pages state the runner's own protocol constants, roofline assumption and
     # implementation registry; the runner imports nothing of the app, so this adds no cycle.
     "web": LEAVES | DOMAIN | {"store", "accounts", "rerun"},
+    # The client speaks the API's own models (``CLIENT_MODELS`` below), never the store's queries.
+    "client": LEAVES | {"kernelindex", "store", "web"},
+    # The query commands and the MCP server reach a registry through the client alone.
+    "commands": LEAVES | {"client", "mcp_server"},
+    "mcp_server": LEAVES | {"kernelindex", "client"},
     # The top: the command line and the app factory wire everything together.
     "cli": None,
     "app": None,
@@ -158,6 +163,29 @@ def test_each_package_imports_only_the_layers_below_it() -> None:
             if target != package and target not in allowed
         ]
     assert offending == [], "imports across the layers:\n" + "\n".join(offending)
+
+
+# The modules of the store and the web layer that define the models the API serves.
+CLIENT_MODELS = frozenset(
+    {
+        "kernelindex.store.schemas",
+        "kernelindex.store.workload_top",
+        "kernelindex.web.api",
+        "kernelindex.web.compare",
+        "kernelindex.web.regressions",
+    }
+)
+
+
+def test_the_client_imports_only_the_api_models_of_the_store_and_web() -> None:
+    offending = [
+        f"{module}: {item.shown}"
+        for module in modules()
+        if package_of(module) == "client"
+        for target, item in app_imports(module)
+        if target in {"store", "web"} and item.target(modules()) not in CLIENT_MODELS
+    ]
+    assert offending == [], "the client reaches past the API's models:\n" + "\n".join(offending)
 
 
 def web_may_import(item: Import) -> bool:

@@ -50,6 +50,7 @@ BUILT = [
     urls.json_twin("/workloads/l1-040-conv2d-residual-block?group=abc"),
     urls.json_twin("/"),
     urls.api_workload("l1-040-conv2d-residual-block"),
+    urls.api_workload_top("aic-moe-c9871ce8a622e8b8", gpu="h200", case="num_tokens=4096"),
     urls.api_run("sol-submission-16893"),
     urls.api_runs(workload="l1-040-conv2d-residual-block", comparison_key=DIGEST),
     urls.api_implementation("geometric"),

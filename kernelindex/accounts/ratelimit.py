@@ -41,6 +41,8 @@ LIMITS = {
     "report": Limit("report", 10, 3600, "Too many reports from this address; try again in an hour."),
     # Per maintainer: generous for real work, a stop for a runaway script or a stolen session.
     "moderate": Limit("moderate", 120, 3600, "Too many moderation actions from this account; try again in an hour."),
+    # Requests to /mcp (serve --mcp) per address: an agent at work makes a few a minute.
+    "mcp": Limit("mcp", 600, 60, "Too many MCP requests from this address; at most 600 a minute, try again shortly."),
     "attest": Limit("attest", 20, 86400, "You have added 20 attestations today, the daily limit; try again tomorrow."),
 }
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from kernelindex.manifests.digest import DIGEST_PATTERN, is_digest
 from kernelindex.manifests.types import EvidenceLevelField
+from kernelindex.store.case_ranking import UnknownCase
 from kernelindex.store.gpu_filter import GpuFilterError
 from kernelindex.store.gpu_search import search_on_gpu
 from kernelindex.store.gpus import GpuWorkloadFilters, find_gpu, gpu_detail, list_gpu_workloads, list_gpus
@@ -52,6 +53,7 @@ from kernelindex.store.schemas import (
 from kernelindex.store.search import search_response
 from kernelindex.store.source_filter import UnknownSource
 from kernelindex.store.sources import list_sources, source_detail
+from kernelindex.store.workload_top import TOP_LIMIT, WorkloadTop, workload_top
 from kernelindex.store.workloads import (
     WorkloadFilters,
     find_workload,
@@ -194,6 +196,40 @@ def workload(request: Request, session: SessionDep, ref: str) -> Response:
     if found is None:
         raise NotFound(f"No workload has the slug or digest {ref!r}.")
     return send(request, workload_detail(session, found))
+
+
+@router.get(
+    f"{V1}/workloads/{{ref}}/top",
+    operation_id="getWorkloadTop",
+    response_model=WorkloadTop,
+    tags=["workloads"],
+    summary="A workload's fastest runs on one GPU, at one case of its sweep",
+    description="The comparison group its fastest run on gpu leads (without gpu, the group the leaderboard opens "
+    "on), ranked at case (a 0-based index or axis values such as num_tokens=4096; without it, the case most runs "
+    "measured) for a sweep, else by the suite figure. Figures are latencies in integer nanoseconds of the statistic "
+    "named; entries is empty when the GPU has no eligible run of the workload.",
+)
+def workload_top_route(
+    request: Request,
+    session: SessionDep,
+    ref: str,
+    gpu: Annotated[str | None, Query(min_length=1, max_length=200, description="a GPU slug, e.g. h200")] = None,
+    case: Annotated[
+        str | None,
+        Query(
+            min_length=1, max_length=300, description="a case index (0-based) or its axis values, e.g. num_tokens=4096"
+        ),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=TOP_LIMIT, description="at most this many runs, 1–100")] = 10,
+) -> Response:
+    found = find_workload(session, _ref(ref, "workload"))
+    if found is None:
+        raise NotFound(f"No workload has the slug or digest {ref!r}.")
+    try:
+        top = workload_top(session, found, gpu, case, limit)
+    except (GpuFilterError, UnknownCase) as exc:
+        raise BadRequest(str(exc)) from None
+    return send(request, top)
 
 
 # --- Runs ------------------------------------------------------------------------------

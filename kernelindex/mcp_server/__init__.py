@@ -1,0 +1,1 @@
+"""The MCP server: KernelIndex's read-only tools for agents (``build_server``)."""
