@@ -281,7 +281,7 @@ def _ingest(
         raise click.UsageError("give --snapshot or upstream options, not both")
     from kernelindex.db import migrate
     from kernelindex.db.engine import Timeouts, make_engine, make_sessionmaker
-    from kernelindex.ingest.aiconfigurator_tables import DataDirError
+    from kernelindex.ingest.aiconfigurator.tables import DataDirError
     from kernelindex.ingest.snapshot import SnapshotError
     from kernelindex.ingest.sources import SOURCES
     from kernelindex.ingest.sources import ingest as ingest_source

@@ -24,7 +24,7 @@ import shutil
 from pathlib import Path
 
 from kernelindex.ingest.github import snapshot_refs
-from kernelindex.ingest.liger_rows import DATA_FILES
+from kernelindex.ingest.liger_kernel.rows import DATA_FILES
 from kernelindex.paths import BUNDLED_DATA
 
 BUNDLED = BUNDLED_DATA / "liger-kernel"

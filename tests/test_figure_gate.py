@@ -27,8 +27,8 @@ from kernelindex.figure_gate import (
     score,
 )
 from kernelindex.ingest.aiconfigurator import SYSTEMS
-from kernelindex.ingest.aiconfigurator_rows import check
-from kernelindex.ingest.aiconfigurator_tables import TableFile
+from kernelindex.ingest.aiconfigurator.rows import check
+from kernelindex.ingest.aiconfigurator.tables import TableFile
 from kernelindex.ingest.runner import run_ingest
 from tests.upstream import FakeUpstream
 

@@ -20,15 +20,15 @@ import pytest
 from click.testing import CliRunner, Result
 from sqlalchemy import create_engine, select
 
+import kernelindex.ingest.aiter.rows
 from kernelindex.cli import main
 from kernelindex.db.tables import Implementation, IngestionReport, Run
-from kernelindex.ingest import aiter_rows, liger_rows
 from kernelindex.ingest.aiconfigurator import AIConfigurator
 from kernelindex.ingest.bounds import Bounds, NotARegularFile, read_regular
 from kernelindex.ingest.github import GitHubRaw
 from kernelindex.ingest.http import Fetcher
-from kernelindex.ingest.liger_kernel import LigerKernel
-from kernelindex.ingest.problem_shapes import READ_SECONDS, ProblemNotReadable, read_problem
+from kernelindex.ingest.kernelbench.problem_shapes import READ_SECONDS, ProblemNotReadable, read_problem
+from kernelindex.ingest.liger_kernel import LigerKernel, rows
 from kernelindex.ingest.reading import bounds_of
 from kernelindex.ingest.runner import run_ingest
 from kernelindex.settings import Settings
@@ -373,26 +373,28 @@ def test_open_regular_refuses_before_reading(tmp_path):
 
 def test_a_csv_header_of_a_million_columns_is_refused_in_a_sentence():
     header = ",".join(f"c{number}" for number in range(1_000_000)).encode()
-    with pytest.raises(liger_rows.FileError, match="too large: the header has 1000000 columns, more than the 256"):
-        liger_rows.read_file("benchmark/data/all_benchmark_data.csv", header + b"\n")
-    last = aiter_rows.LastChange("0" * 40, datetime(2026, 1, 1, tzinfo=UTC))
-    with pytest.raises(aiter_rows.FileError, match="the header has 1000000 columns, more than the 256"):
-        aiter_rows.read_table("aiter/configs/x.csv", header + b"\n", last, "http://raw/x.csv")
+    with pytest.raises(rows.FileError, match="too large: the header has 1000000 columns, more than the 256"):
+        rows.read_file("benchmark/data/all_benchmark_data.csv", header + b"\n")
+    last = kernelindex.ingest.aiter.rows.LastChange("0" * 40, datetime(2026, 1, 1, tzinfo=UTC))
+    with pytest.raises(
+        kernelindex.ingest.aiter.rows.FileError, match="the header has 1000000 columns, more than the 256"
+    ):
+        kernelindex.ingest.aiter.rows.read_table("aiter/configs/x.csv", header + b"\n", last, "http://raw/x.csv")
 
 
 def test_a_row_wider_than_the_cap_is_skipped():
-    header = ",".join(liger_rows.COLUMNS).encode()
-    row = b",".join([b"x" * 50] * len(liger_rows.COLUMNS))
-    reading = liger_rows.read_file("f.csv", header + b"\n" + row + b"\n", Bounds(max_row_chars=100))
+    header = ",".join(rows.COLUMNS).encode()
+    row = b",".join([b"x" * 50] * len(rows.COLUMNS))
+    reading = rows.read_file("f.csv", header + b"\n" + row + b"\n", Bounds(max_row_chars=100))
     assert reading.skipped["malformed_row"] == 1 and "wider than 100 characters" in reading.warnings[0]
 
 
 def test_liger_config_json_nested_deep_is_a_malformed_row_not_a_traceback():
-    header = ",".join(liger_rows.COLUMNS).encode()
-    columns = list(liger_rows.COLUMNS)
+    header = ",".join(rows.COLUMNS).encode()
+    columns = list(rows.COLUMNS)
     fields = [b"x"] * len(columns)
     fields[columns.index("extra_benchmark_config_str")] = b'"' + b"[" * 50_000 + b"]" * 50_000 + b'"'
-    reading = liger_rows.read_file("f.csv", header + b"\n" + b",".join(fields) + b"\n")
+    reading = rows.read_file("f.csv", header + b"\n" + b",".join(fields) + b"\n")
     assert reading.skipped["malformed_row"] == 1 and not reading.rows
 
 
@@ -491,7 +493,7 @@ def test_a_failure_no_adapter_worded_is_one_line_of_a_finished_report(db, monkey
 
 
 def test_a_liger_value_of_1e999999_is_refused_in_a_sentence():
-    columns = list(liger_rows.COLUMNS)
+    columns = list(rows.COLUMNS)
     values = {column: "x" for column in columns} | {
         "metric_name": "speed",
         "metric_unit": "ms",
@@ -512,7 +514,7 @@ def test_a_liger_value_of_1e999999_is_refused_in_a_sentence():
     # The figure gate refuses the row where it stands; the rest of the file still goes on.
     assert discovery.complete and not discovery.errors
     lines = discovery.refused.lines()  # the one row, in each data file the transport serves it as
-    assert len(lines) == len(liger_rows.DATA_FILES) and discovery.refused.counts == {"out_of_range": len(lines)}
+    assert len(lines) == len(rows.DATA_FILES) and discovery.refused.counts == {"out_of_range": len(lines)}
     assert all("y_value_50 is 1E+999999, outside 1 ns to 1 hour" in line for line in lines), lines
 
 

@@ -18,8 +18,8 @@ from kernelindex.db.tables import Environment, Implementation, IngestionReport, 
 from kernelindex.ingest import github
 from kernelindex.ingest.github import git_blob_sha
 from kernelindex.ingest.kernelbench import KernelBench, open_source
-from kernelindex.ingest.kernelbench_files import readable_name
-from kernelindex.ingest.kernelbench_manifests import workload_name
+from kernelindex.ingest.kernelbench.files import readable_name
+from kernelindex.ingest.kernelbench.manifests import workload_name
 from kernelindex.ingest.reading import Reading
 from kernelindex.ingest.runner import IngestSummary
 from kernelindex.ingest.sources import SOURCES, ingest

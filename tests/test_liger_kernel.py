@@ -23,7 +23,7 @@ from kernelindex.ingest import github
 from kernelindex.ingest.github import GitHubRaw
 from kernelindex.ingest.http import Fetcher
 from kernelindex.ingest.liger_kernel import OWNER, REPO, LigerKernel, SweepError
-from kernelindex.ingest.liger_sweeps import ordered_cases
+from kernelindex.ingest.liger_kernel.sweeps import ordered_cases
 from kernelindex.ingest.sources import ingest
 from kernelindex.settings import Settings
 from kernelindex.store.batch import Batch

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelindex.ingest.problem_shapes import ProblemNotReadable, TensorSpec, read_problem
+from kernelindex.ingest.kernelbench.problem_shapes import ProblemNotReadable, TensorSpec, read_problem
 from kernelindex.paths import BUNDLED_DATA
 
 FILES = BUNDLED_DATA / "kernelbench" / "files"

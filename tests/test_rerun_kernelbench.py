@@ -14,8 +14,8 @@ import torch
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from kernelindex.ingest.github import Commit
-from kernelindex.ingest.kernelbench_files import Problem as IngestedProblem
-from kernelindex.ingest.kernelbench_manifests import workload_name
+from kernelindex.ingest.kernelbench.files import Problem as IngestedProblem
+from kernelindex.ingest.kernelbench.manifests import workload_name
 from kernelindex.rerun import protocol_v2
 from kernelindex.rerun.bundle import key_id, public_key_b64, public_key_raw, read_bundle, verify_bundle
 from kernelindex.rerun.kernelbench_problems import Problem, ProblemError, Progress, list_problems, select_problems

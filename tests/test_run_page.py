@@ -16,7 +16,7 @@ from sqlalchemy import select
 
 from kernelindex.app import create_app
 from kernelindex.db.tables import Run
-from kernelindex.ingest.kernelbench_manifests import protocol_manifest as kernelbench_protocol
+from kernelindex.ingest.kernelbench.manifests import protocol_manifest as kernelbench_protocol
 from kernelindex.ingest.sources import ingest
 from kernelindex.manifests import BenchmarkRun
 from kernelindex.manifests.kinds import Comparability

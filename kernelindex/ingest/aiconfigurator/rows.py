@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from kernelindex.figure_gate import MAX_LATENCY_NS, MIN_LATENCY_NS, NS_PER, Reason, Refusals, Refused
 from kernelindex.gpus import Gpu
-from kernelindex.ingest.aiconfigurator_tables import Schema, TableFile, classify
+from kernelindex.ingest.aiconfigurator.tables import Schema, TableFile, classify
 from kernelindex.ingest.bounds import NotARegularFile, open_regular
 
 NativeScalar = str | int | float | bool | None

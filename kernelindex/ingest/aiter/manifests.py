@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any
 
 from kernelindex.gpus import Gpu
-from kernelindex.ingest.aiter_rows import FUSED_MOE, GEMM, TunedRow, WorkloadKey
+from kernelindex.ingest.aiter.rows import FUSED_MOE, GEMM, TunedRow, WorkloadKey
 from kernelindex.manifests import (
     API_VERSION,
     BenchmarkProtocol,

@@ -3,7 +3,7 @@
 Reads the Parquet tables of an installed ``aiconfigurator-core`` (``pip install
 'kernelindex[aiconfigurator]'``) or of a folder (``--data-dir``: an unpacked wheel, a checkout of
 the upstream repository, or the bundled slice). A unit is one workload (table × fixed
-configuration, see ``aiconfigurator_manifests``), gathered from every system, framework and
+configuration, see ``aiconfigurator.manifests``), gathered from every system, framework and
 version that measured it. Tables are surveyed once to list the units and count every row;
 then each table's rows are read again, one table at a time, so memory holds one table's rows.
 """
@@ -31,7 +31,7 @@ from kernelindex.gpus import (
     L40S,
     RTX_PRO_6000_SERVER,
 )
-from kernelindex.ingest.aiconfigurator_manifests import (
+from kernelindex.ingest.aiconfigurator.manifests import (
     environment_manifest,
     implementation_manifest,
     protocol_manifest,
@@ -39,7 +39,7 @@ from kernelindex.ingest.aiconfigurator_manifests import (
     run_manifest,
     workload_manifest,
 )
-from kernelindex.ingest.aiconfigurator_rows import (
+from kernelindex.ingest.aiconfigurator.rows import (
     PendingWorkload,
     System,
     TableError,
@@ -50,7 +50,7 @@ from kernelindex.ingest.aiconfigurator_rows import (
     read_rows,
     workload_keys,
 )
-from kernelindex.ingest.aiconfigurator_tables import (
+from kernelindex.ingest.aiconfigurator.tables import (
     Collection,
     TableFile,
     by_table,

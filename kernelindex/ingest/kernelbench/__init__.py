@@ -31,7 +31,7 @@ from kernelindex.gpus import Gpu, gpu_for_device_name
 from kernelindex.ingest import github
 from kernelindex.ingest.github import Commit, GitHubApi, GitHubRaw, git_blob_sha
 from kernelindex.ingest.http import UpstreamError, decode_json
-from kernelindex.ingest.kernelbench_files import (
+from kernelindex.ingest.kernelbench.files import (
     MODES,
     RETIRED_SETUP,
     TIMING_FILE,
@@ -48,7 +48,7 @@ from kernelindex.ingest.kernelbench_files import (
     problem_path,
     timing_figures,
 )
-from kernelindex.ingest.kernelbench_manifests import (
+from kernelindex.ingest.kernelbench.manifests import (
     environment_manifest,
     implementation_manifest,
     protocol_manifest,
@@ -56,7 +56,7 @@ from kernelindex.ingest.kernelbench_manifests import (
     run_manifest,
     workload_manifest,
 )
-from kernelindex.ingest.problem_shapes import ProblemFacts, ProblemNotReadable, read_problem
+from kernelindex.ingest.kernelbench.problem_shapes import ProblemFacts, ProblemNotReadable, read_problem
 from kernelindex.ingest.reading import Opened, Reading
 from kernelindex.ingest.runner import Discovery
 from kernelindex.ingest.values import first_error

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from kernelindex.gpus import Gpu, amd_gpu_class
 from kernelindex.ingest import github
-from kernelindex.ingest.aiter_manifests import (
+from kernelindex.ingest.aiter.manifests import (
     environment_manifest,
     implementation_manifest,
     protocol_manifest,
@@ -31,7 +31,7 @@ from kernelindex.ingest.aiter_manifests import (
     run_manifest,
     workload_manifest,
 )
-from kernelindex.ingest.aiter_rows import CONFIGS, FileError, LastChange, TunedRow, read_table
+from kernelindex.ingest.aiter.rows import CONFIGS, FileError, LastChange, TunedRow, read_table
 from kernelindex.ingest.github import GitHubApi, GitHubRaw
 from kernelindex.ingest.http import UpstreamError
 from kernelindex.ingest.pipeline import failure_line

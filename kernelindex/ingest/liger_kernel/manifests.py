@@ -12,8 +12,8 @@ from typing import Any
 
 from kernelindex.figure_gate import ms_to_ns
 from kernelindex.gpus import Gpu
-from kernelindex.ingest.liger_rows import WorkloadKey
-from kernelindex.ingest.liger_sweeps import SweepRun, Sweeps
+from kernelindex.ingest.liger_kernel.rows import WorkloadKey
+from kernelindex.ingest.liger_kernel.sweeps import SweepRun, Sweeps
 from kernelindex.manifests import (
     API_VERSION,
     BenchmarkProtocol,

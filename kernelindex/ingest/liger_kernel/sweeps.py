@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from kernelindex.gpus import Gpu
-from kernelindex.ingest.liger_rows import Measurement, SweepKey
+from kernelindex.ingest.liger_kernel.rows import Measurement, SweepKey
 
 
 @dataclass

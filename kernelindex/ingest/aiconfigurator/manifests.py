@@ -22,7 +22,7 @@ from typing import Any
 
 from kernelindex.figure_gate import ms_to_ns
 from kernelindex.gpus import Gpu
-from kernelindex.ingest.aiconfigurator_rows import NativeScalar, RunKey, RunRows, WorkloadKey
+from kernelindex.ingest.aiconfigurator.rows import NativeScalar, RunKey, RunRows, WorkloadKey
 from kernelindex.manifests import (
     API_VERSION,
     BenchmarkProtocol,

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from kernelindex.ingest import github
 from kernelindex.ingest.github import GitHubRaw
 from kernelindex.ingest.http import UpstreamError
-from kernelindex.ingest.liger_manifests import (
+from kernelindex.ingest.liger_kernel.manifests import (
     Script,
     environment_manifest,
     implementation_manifest,
@@ -36,8 +36,8 @@ from kernelindex.ingest.liger_manifests import (
     run_name,
     workload_manifest,
 )
-from kernelindex.ingest.liger_rows import DATA_FILES, FileError, Measurement, WorkloadKey, read_file
-from kernelindex.ingest.liger_sweeps import arrange
+from kernelindex.ingest.liger_kernel.rows import DATA_FILES, FileError, Measurement, WorkloadKey, read_file
+from kernelindex.ingest.liger_kernel.sweeps import arrange
 from kernelindex.ingest.pipeline import failure_line
 from kernelindex.ingest.reading import Opened, Reading
 from kernelindex.ingest.runner import Discovery

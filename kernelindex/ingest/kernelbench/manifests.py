@@ -15,8 +15,8 @@ from typing import Any
 from kernelindex.figure_gate import ms_to_ns
 from kernelindex.gpus import Gpu
 from kernelindex.ingest.github import GitHubRaw
-from kernelindex.ingest.kernelbench_files import Measurement, Mode, Problem, readable_name
-from kernelindex.ingest.problem_shapes import ProblemFacts
+from kernelindex.ingest.kernelbench.files import Measurement, Mode, Problem, readable_name
+from kernelindex.ingest.kernelbench.problem_shapes import ProblemFacts
 from kernelindex.manifests import (
     API_VERSION,
     BenchmarkProtocol,
