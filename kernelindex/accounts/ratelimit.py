@@ -42,6 +42,9 @@ LIMITS = {
     # Per maintainer: generous for real work, a stop for a runaway script or a stolen session.
     "moderate": Limit("moderate", 120, 3600, "Too many moderation actions from this account; try again in an hour."),
     "attest": Limit("attest", 20, 86400, "You have added 20 attestations today, the daily limit; try again tomorrow."),
+    "rerun_upload": Limit(
+        "rerun_upload", 1000, 86400, "You have sent 1,000 rerun bundles today, the limit; try tomorrow."
+    ),
 }
 
 

@@ -277,6 +277,8 @@ class RunPage(PageContext):
     # A rerun's agreeing reruns (names): on another physical GPU, and on the same GPU measured again.
     reproduced_by: list[str] = []
     repeated_on_same_gpu: list[str] = []
+    # Of ``reproduced_by``, those by another approved operator under another key: an independent replication.
+    replicated_by: list[str] = []
 
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -411,6 +413,7 @@ def build_run_page(
         confirmation=confirmation,
         reproduced_by=agreements.reproduced_by if agreements else [],
         repeated_on_same_gpu=agreements.repeated_on_same_gpu if agreements else [],
+        replicated_by=agreements.replicated_by if agreements else [],
     )
 
 
