@@ -198,6 +198,9 @@ def test_an_approved_operator_uploads_a_bundle(site) -> None:
     assert "Ada Lovelace, Lab A (account ada), measuring on H200 SXM, host a1" in page
     # The signed bytes are served as uploaded: anyone can check the signature again.
     assert reader.get(created["bundleUrl"]).content == body
+    # The protocol page says how operators upload.
+    protocol = BeautifulSoup(reader.get("/protocols/kernelindex-rerun-v1").text, "html.parser")
+    assert UPLOAD in protocol.get_text(" ", strip=True)
 
 
 def test_refusals_name_their_check_and_write_nothing(site) -> None:
