@@ -20,6 +20,7 @@ key was approved for. Its runs are credited to the account's operator (``runner_
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,7 +31,7 @@ from kernelindex.ingest.reruns import BundleRefused, checked_bundle, parse_bundl
 from kernelindex.rerun.bundle import BundleError, canonical_bytes
 from kernelindex.store.accounts import User, audit
 from kernelindex.store.reruns import bundle_text
-from kernelindex.store.runner_keys import Uploaded, UploadRefused, operator_id, runner_key
+from kernelindex.store.runner_keys import Uploaded, UploadRefused, operator_id, runner_key, shape_problem
 
 # What each of the importer's named checks is answered with: the body cannot be read (400), or it
 # was read and its content is refused (422).
@@ -51,14 +52,9 @@ def _upload(session: Session, data: bytes, user: User) -> Uploaded:
         document = parse_bundle(data)
     except BundleRefused as exc:
         raise UploadRefused(400, "bundle-json", str(exc)) from exc
-    signature = document.get("signature") if isinstance(document, dict) else None
-    kid = signature.get("keyId") if isinstance(signature, dict) else None
-    if not isinstance(kid, str) or not isinstance(document.get("payload"), dict):
-        raise UploadRefused(
-            400,
-            "bundle-json",
-            "The body must be one bundle: a JSON object with a payload and a signature naming its keyId.",
-        )
+    if (problem := shape_problem(document)) is not None:
+        raise UploadRefused(400, "bundle-json", f"The body must be one bundle as the runner writes it: {problem}.")
+    kid: str = document["signature"]["keyId"]
     key = runner_key(session, kid)
     if key is None:
         raise UploadRefused(
@@ -90,7 +86,10 @@ def _upload(session: Session, data: bytes, user: User) -> Uploaded:
 def _refuse_stored(session: Session, raw_payload: dict[str, Any], kid: str) -> None:
     """Refuse a bundle whose id is stored already: replayed, signed again by another key, or reused."""
     bundle_id = raw_payload.get("bundleId")
-    stored = bundle_text(session, bundle_id) if isinstance(bundle_id, str) else None
+    # An id of another form is refused by the payload check; looked up, a NUL would fail PostgreSQL's query.
+    if not isinstance(bundle_id, str) or re.fullmatch(r"[0-9a-f]{32}", bundle_id) is None:
+        return
+    stored = bundle_text(session, bundle_id)
     if stored is None:
         return
     earlier = parse_bundle(stored.encode("utf-8"))

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session, aliased
 
 from kernelindex.accounts.text import control_character_problem
 from kernelindex.db.rerun_tables import RunnerKey
-from kernelindex.rerun.bundle import key_id
+from kernelindex.rerun.bundle import ALGORITHM, FORMAT, key_id
 from kernelindex.store.accounts import User, audit, find_user, now
 from kernelindex.store.moderation import ModerationError
 
@@ -174,6 +176,48 @@ def revoke_runner_key(session: Session, maintainer: User, kid: str, reason: str)
 
 
 # --- Uploads ------------------------------------------------------------------------------
+
+KEY_ID_PATTERN = "^ed25519:[0-9a-f]{16}$"
+# The shape of a bundle (``rerun.bundle``), checked before anything else; the API documents it.
+BUNDLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["format", "payload", "signature"],
+    "additionalProperties": False,
+    "properties": {
+        "format": {"type": "string", "enum": [FORMAT]},
+        "payload": {"type": "object", "description": "what the runner measured, as it signed it"},
+        "signature": {
+            "type": "object",
+            "required": ["algorithm", "keyId", "publicKey", "value"],
+            "additionalProperties": False,
+            "properties": {
+                "algorithm": {"type": "string", "enum": [ALGORITHM]},
+                "keyId": {"type": "string", "pattern": KEY_ID_PATTERN},
+                "publicKey": {"type": "string"},
+                "value": {"type": "string"},
+            },
+        },
+    },
+}
+
+
+def shape_problem(document: Any) -> str | None:
+    """What keeps ``document`` from having a bundle's shape (``BUNDLE_SCHEMA``), or None."""
+    if not isinstance(document, dict) or set(document) != set(BUNDLE_SCHEMA["required"]):
+        return "a JSON object of format, payload and signature"
+    if document["format"] != FORMAT:
+        return f"its format is {FORMAT!r}"
+    if not isinstance(document["payload"], dict):
+        return "its payload is an object"
+    signature = document["signature"]
+    fields = BUNDLE_SCHEMA["properties"]["signature"]["required"]
+    if not isinstance(signature, dict) or set(signature) != set(fields):
+        return f"its signature is an object of {', '.join(fields)}"
+    if not all(isinstance(signature[field], str) for field in fields) or signature["algorithm"] != ALGORITHM:
+        return f"its signature's fields are text, its algorithm {ALGORITHM!r}"
+    if not re.fullmatch(KEY_ID_PATTERN, signature["keyId"]):
+        return "its signature's keyId is ed25519: and 16 hex digits"
+    return None
 
 
 class UploadRefused(Exception):

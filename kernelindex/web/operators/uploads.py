@@ -25,7 +25,7 @@ from kernelindex.store import accounts
 from kernelindex.store.accounts import User
 from kernelindex.store.reruns import agreements_of_run
 from kernelindex.store.run_queries import find_run
-from kernelindex.store.runner_keys import Uploaded, UploadRefused
+from kernelindex.store.runner_keys import BUNDLE_SCHEMA, Uploaded, UploadRefused
 from kernelindex.web.deps import RawBody, SessionDep
 from kernelindex.web.errors import TITLES
 from kernelindex.web.request_guard import MAX_BUNDLE_UPLOAD_BYTES
@@ -101,7 +101,7 @@ def _key_holder(request: Request, session: Session) -> User | JSONResponse:
         "requestBody": {
             "required": True,
             "description": f"One bundle as the runner wrote it, at most {MAX_BUNDLE_UPLOAD_BYTES} bytes.",
-            "content": {"application/json": {"schema": {"type": "object"}}},
+            "content": {"application/json": {"schema": BUNDLE_SCHEMA}},
         }
     },
     responses={
