@@ -268,6 +268,8 @@ def test_refusals_name_their_check_and_write_nothing(site) -> None:
         "protocol",
     )
     refused(site, signed({k: v for k, v in other.items() if k != "suite"}, site.ada_key), site.ada_api, 422, "payload")
+    nul = {**other, "environment": {**other["environment"], "hostname": "vm\x00"}}
+    refused(site, signed(nul, site.ada_key), site.ada_api, 422, "payload")
     # A roofline claimed for a workload this registry has no model of; a KernelBench program it does not hold.
     elsewhere = {**other, "workload": {**other["workload"], "slug": "l1-999-not-in-this-registry"}}
     refused(site, signed(elsewhere, site.ada_key), site.ada_api, 422, "claims")

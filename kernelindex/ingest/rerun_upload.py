@@ -71,6 +71,9 @@ def _upload(session: Session, data: bytes, user: User) -> Uploaded:
             403, "runner-key-revoked", f"The key {kid} was revoked on {key.revoked_at:%Y-%m-%d}; it signs nothing now."
         )
     document, raw_payload = signed_payload(data, {kid: key.public_key})
+    if _holds_nul(raw_payload):
+        # PostgreSQL stores no NUL in text: refused here, by name, rather than failing the write.
+        raise UploadRefused(422, "payload", "The signed payload holds a NUL character, which no field may contain.")
     _refuse_stored(session, raw_payload, kid)
     verified = checked_bundle(data, document, raw_payload)
     operator = Operator(key.operator, key.operator_name, key.approved_by)
@@ -81,6 +84,16 @@ def _upload(session: Session, data: bytes, user: User) -> Uploaded:
     assert outcome.run_name is not None  # a new bundle (``_refuse_stored``) becomes a new run
     audit(session, user, "rerun.upload", f"bundle {outcome.bundle_id}", f"run {outcome.run_name}, signed by {kid}")
     return Uploaded(outcome.bundle_id, outcome.run_name, kid, operator_id(user.handle))
+
+
+def _holds_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
 
 
 def _refuse_stored(session: Session, raw_payload: dict[str, Any], kid: str) -> None:
