@@ -248,6 +248,9 @@ def test_refusals_name_their_check_and_write_nothing(site) -> None:
     refused(site, signed(payload, site.bob_key), site.bob_api, 409, "re-signed")
     reused = {**other, "bundleId": payload["bundleId"]}
     refused(site, signed(reused, site.ada_key), site.ada_api, 409, "bundle-id")
+    # The stored measurement under a new id, from the other operator: it would look independent.
+    copied = {**payload, "bundleId": "0" * 32, "sessionId": "1" * 32}
+    refused(site, signed(copied, site.bob_key), site.bob_api, 409, "copied-samples")
 
     # The content, signed by the approved key: figures that do not follow from the samples, an unknown workload.
     def halve_a_median(p: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ The checks, cheapest first; each refusal is an ``UploadRefused`` naming its chec
 - ``signature`` (422): the bundle's public key is the approved one and its signature covers the payload;
 - ``replay``, ``re-signed``, ``bundle-id`` (409): a bundle with the same id is stored: the same payload
   under the same key (a replay), the same payload signed again by another key, or another payload;
+- ``copied-samples`` (409): a stored bundle of the workload holds every one of its raw samples;
 - ``payload``, ``protocol``, ``figures``, ``claims`` (422): ``reruns.checked_bundle``, as for any import:
   the payload's form, a published protocol, every figure recomputed from the raw samples, the GPU's
   datasheet;
@@ -31,7 +32,14 @@ from kernelindex.ingest.reruns import BundleRefused, checked_bundle, parse_bundl
 from kernelindex.rerun.bundle import BundleError, canonical_bytes
 from kernelindex.store.accounts import User, audit
 from kernelindex.store.reruns import bundle_text
-from kernelindex.store.runner_keys import Uploaded, UploadRefused, operator_id, runner_key, shape_problem
+from kernelindex.store.runner_keys import (
+    Uploaded,
+    UploadRefused,
+    bundles_of_workload,
+    operator_id,
+    runner_key,
+    shape_problem,
+)
 
 # What each of the importer's named checks is answered with: the body cannot be read (400), or it
 # was read and its content is refused (422).
@@ -75,6 +83,7 @@ def _upload(session: Session, data: bytes, user: User) -> Uploaded:
         # PostgreSQL stores no NUL in text: refused here, by name, rather than failing the write.
         raise UploadRefused(422, "payload", "The signed payload holds a NUL character, which no field may contain.")
     _refuse_stored(session, raw_payload, kid)
+    _refuse_copied(session, raw_payload)
     verified = checked_bundle(data, document, raw_payload)
     operator = Operator(key.operator, key.operator_name, key.approved_by)
     try:
@@ -84,6 +93,39 @@ def _upload(session: Session, data: bytes, user: User) -> Uploaded:
     assert outcome.run_name is not None  # a new bundle (``_refuse_stored``) becomes a new run
     audit(session, user, "rerun.upload", f"bundle {outcome.bundle_id}", f"run {outcome.run_name}, signed by {kid}")
     return Uploaded(outcome.bundle_id, outcome.run_name, kid, operator_id(user.handle))
+
+
+def _samples(payload: Any) -> bytes | None:
+    """The raw samples of every case, in order, as canonical JSON; None where the payload has none to compare."""
+    cases = payload.get("cases") if isinstance(payload, dict) else None
+    if not isinstance(cases, list) or not cases:
+        return None
+    samples = [case.get("timing", {}).get("samplesNs") if isinstance(case, dict) else None for case in cases]
+    if any(not isinstance(case, list) or not case for case in samples):
+        return None
+    try:
+        return canonical_bytes({"samples": samples})
+    except BundleError:
+        return None  # not plain JSON: the payload check refuses it
+
+
+def _refuse_copied(session: Session, raw_payload: dict[str, Any]) -> None:
+    """Refuse a bundle whose raw samples, every one, are those of a stored bundle of the workload: timings
+    in nanoseconds are never measured twice alike, so it is the same measurement under a new id (which,
+    signed by another operator's key, would make a rerun look independently replicated)."""
+    workload = raw_payload.get("workload")
+    slug = workload.get("slug") if isinstance(workload, dict) else None
+    mine = _samples(raw_payload)
+    if not isinstance(slug, str) or mine is None:
+        return
+    for bundle_id, text in bundles_of_workload(session, slug):
+        if _samples(parse_bundle(text.encode("utf-8"))["payload"]) == mine:
+            raise UploadRefused(
+                409,
+                "copied-samples",
+                f"Every raw sample of this bundle is one of the stored bundle {bundle_id}'s: the same measurement "
+                "under a new id is not a second measurement.",
+            )
 
 
 def _holds_nul(value: Any) -> bool:

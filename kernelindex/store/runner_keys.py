@@ -20,7 +20,8 @@ from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session, aliased
 
 from kernelindex.accounts.text import control_character_problem
-from kernelindex.db.rerun_tables import RunnerKey
+from kernelindex.db.rerun_tables import RerunBundle, RerunResult, RunnerKey
+from kernelindex.db.tables import Run, Workload
 from kernelindex.rerun.bundle import ALGORITHM, FORMAT, key_id
 from kernelindex.store.accounts import User, audit, find_user, now
 from kernelindex.store.moderation import ModerationError
@@ -218,6 +219,19 @@ def shape_problem(document: Any) -> str | None:
     if not re.fullmatch(KEY_ID_PATTERN, signature["keyId"]):
         return "its signature's keyId is ed25519: and 16 hex digits"
     return None
+
+
+def bundles_of_workload(session: Session, workload: str) -> list[tuple[str, str]]:
+    """``(bundle id, bundle text)`` of every rerun stored under the workload named ``workload``."""
+    rows = session.execute(
+        select(RerunBundle.bundle_id, RerunBundle.bundle_json)
+        .join(RerunResult, RerunResult.bundle_id == RerunBundle.id)
+        .join(Run, Run.id == RerunResult.run_id)
+        .join(Workload, Workload.id == Run.workload_id)
+        .where(Workload.name == workload)
+        .order_by(RerunBundle.id)
+    )
+    return [(bundle_id, text) for bundle_id, text in rows]
 
 
 class UploadRefused(Exception):
