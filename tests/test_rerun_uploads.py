@@ -196,6 +196,8 @@ def test_an_approved_operator_uploads_a_bundle(site) -> None:
     assert twin["rerun"]["approvedKey"]["operatorName"] == "Ada Lovelace, Lab A"
     page = BeautifulSoup(reader.get(created["url"]).text, "html.parser").get_text(" ", strip=True)
     assert "Ada Lovelace, Lab A (account ada), measuring on H200 SXM, host a1" in page
+    # Labelled as the operator's verified rerun, not as one of KernelIndex's own.
+    assert twin["evidenceSentence"].startswith("Verified rerun by Ada Lovelace, Lab A (account ada):")
     # The signed bytes are served as uploaded: anyone can check the signature again.
     assert reader.get(created["bundleUrl"]).content == body
     # The protocol page says how operators upload.
@@ -206,7 +208,9 @@ def test_an_approved_operator_uploads_a_bundle(site) -> None:
 def test_refusals_name_their_check_and_write_nothing(site) -> None:
     payload = payload_of(FIRST)
     good = signed(payload, site.ada_key)
-    assert site.upload(good, site.ada_api).status_code == 201
+    first = site.upload(good, site.ada_api)
+    assert first.status_code == 201
+    stored = first.json()["run"]
 
     # The request itself: no key, a key without the reruns scope, a body that is not a bundle, too large.
     refused(site, good, None, 401, "api-key")
@@ -244,7 +248,7 @@ def test_refusals_name_their_check_and_write_nothing(site) -> None:
     refused(site, json.dumps(swapped).encode(), site.ada_api, 422, "signature")
 
     # A stored bundle: replayed, the same payload signed again by another approved key, its id reused.
-    refused(site, good, site.ada_api, 409, "replay")
+    assert f"as the run {stored}" in refused(site, good, site.ada_api, 409, "replay")["detail"]
     refused(site, signed(payload, site.bob_key), site.bob_api, 409, "re-signed")
     reused = {**other, "bundleId": payload["bundleId"]}
     refused(site, signed(reused, site.ada_key), site.ada_api, 409, "bundle-id")
@@ -308,4 +312,5 @@ def test_one_operator_on_two_gpus_is_reproduced_not_replicated(site) -> None:
     b = site.upload(signed(payload_of(SECOND), second_key), site.ada_api).json()
     assert b["evidence"] == "reproduced" and b["reproducedBy"] == [a["run"]] and b["replicatedBy"] == []
     assert site.evidence(a["run"]) == "reproduced"
-    assert site.client().get(a["jsonUrl"]).json()["replicatedBy"] == []
+    twin = site.client().get(a["jsonUrl"]).json()
+    assert twin["replicatedBy"] == [] and twin["evidenceSentence"].startswith("Reproduced by Ada Lovelace, Lab A")

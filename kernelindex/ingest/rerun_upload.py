@@ -31,7 +31,7 @@ from kernelindex.ingest.rerun_import import Operator, import_bundle
 from kernelindex.ingest.reruns import BundleRefused, checked_bundle, parse_bundle, signed_payload
 from kernelindex.rerun.bundle import BundleError, canonical_bytes
 from kernelindex.store.accounts import User, audit
-from kernelindex.store.reruns import bundle_text
+from kernelindex.store.reruns import bundle_text, stored_bundle
 from kernelindex.store.runner_keys import (
     Uploaded,
     UploadRefused,
@@ -153,7 +153,9 @@ def _refuse_stored(session: Session, raw_payload: dict[str, Any], kid: str) -> N
             409, "bundle-id", f"Another bundle with the id {bundle_id} is stored; a bundle's id names one measurement."
         )
     if earlier["signature"]["keyId"] == kid:
-        raise UploadRefused(409, "replay", f"The bundle {bundle_id} is stored already; it is not stored twice.")
+        found = stored_bundle(session, bundle_id)
+        where = f", as the run {found.run_name}" if found is not None and found.run_name else ""
+        raise UploadRefused(409, "replay", f"The bundle {bundle_id} is stored already{where}; it is not stored twice.")
     raise UploadRefused(
         409,
         "re-signed",

@@ -71,7 +71,7 @@ class BundleRefused(BundleError):
 
 @contextmanager
 def _check(name: str) -> Iterator[None]:
-    """Name the check a ``BundleError`` raised inside refuses the bundle by (one already named keeps its name)."""
+    """Turn a ``BundleError`` raised inside into a ``BundleRefused`` by check ``name`` (a named one stays as it is)."""
     try:
         yield
     except BundleRefused:
@@ -100,8 +100,7 @@ def signed_payload(
     (the cheap half of ``read_bundle``: nothing of the payload is checked yet)."""
     if len(data) > MAX_BUNDLE_BYTES:
         raise BundleRefused("size", f"the bundle is {len(data)} bytes, over the {MAX_BUNDLE_BYTES}-byte limit")
-    with _check("json"):
-        document = parse_bundle(data)
+    document = parse_bundle(data)
     with _check("signature"):
         if checked_key is None:
             raw_payload = verify_bundle(document, approved_keys)

@@ -50,10 +50,6 @@ class RunnerKeyRow:
     revoked_at: datetime | None
     revoked_by: str | None
 
-    @property
-    def live(self) -> bool:
-        return self.revoked_at is None
-
 
 def _rows(session: Session, *where: ColumnElement[bool]) -> list[RunnerKeyRow]:
     owner, approver, revoker = aliased(User), aliased(User), aliased(User)
