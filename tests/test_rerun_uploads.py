@@ -220,6 +220,11 @@ def test_refusals_name_their_check_and_write_nothing(site) -> None:
     refused(site, b"{not json", site.ada_api, 400, "bundle-json")
     refused(site, b'["a list"]', site.ada_api, 400, "bundle-json")
     refused(site, good + b" " * (MAX_BUNDLE_UPLOAD_BYTES + 1 - len(good)), site.ada_api, 413, "body-size")
+    # Streamed without a length, too: counted as it arrives.
+    before = site.counts()
+    chunks = iter([good, b" " * MAX_BUNDLE_UPLOAD_BYTES])
+    streamed = site.client().post(UPLOAD, content=chunks, headers={"Authorization": f"Bearer {site.ada_api}"})
+    assert streamed.status_code == 413 and streamed.json()["check"] == "body-size" and site.counts() == before
 
     # The key: never approved, approved for another account, revoked.
     other = payload_of(SECOND)
