@@ -17,6 +17,7 @@ from kernelindex.accounts.csrf import csrf_token
 from kernelindex.accounts.ratelimit import DatabaseCounter, RateLimiter, RedisCounter
 from kernelindex.accounts.secrets import session_secret
 from kernelindex.db.engine import Timeouts, make_engine, make_sessionmaker
+from kernelindex.ingest.rerun_upload import upload_bundle
 from kernelindex.paths import STATIC, TEMPLATES
 from kernelindex.settings import Settings
 from kernelindex.store.version import VersionReader
@@ -33,6 +34,7 @@ from kernelindex.web import (
     figures_page,
     home,
     manifests,
+    operators,
     records,
     regressions,
     reruns,
@@ -103,6 +105,8 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
     app.state.sessions = sessions
     app.state.versions = versions
     app.state.templates = make_templates(settings.public_url)
+    # Uploaded rerun bundles are checked by the importer, a layer the pages do not import.
+    app.state.rerun_uploader = upload_bundle
     app.state.rate_limiter = RateLimiter(
         RedisCounter(settings.redis_url) if settings.redis_url else DatabaseCounter(sessions)
     )
@@ -144,6 +148,7 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
         compare,
         manifests,
         admin,
+        operators,
         accounts,
         attestations,
         home,

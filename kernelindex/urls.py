@@ -178,6 +178,14 @@ def admin() -> str:
     return "/admin"
 
 
+def admin_runner_keys() -> str:
+    return "/admin/runner-keys"
+
+
+def admin_runner_key_revoke(key_id: str) -> str:
+    return f"/admin/runner-keys/{_segment(key_id)}/revoke"
+
+
 def catalogue_export() -> str:
     return "/exports/catalog.jsonl.gz"
 
@@ -203,6 +211,11 @@ def api_workload(slug: str) -> str:
 def api_workload_top(slug: str, **query: Any) -> str:
     """A workload's ranked top on one GPU at one case (``?gpu=&case=&limit=``)."""
     return with_query(f"{API}/workloads/{_segment(slug)}/top", **query)
+
+
+def api_reruns() -> str:
+    """Where an operator uploads a signed rerun bundle (``POST``)."""
+    return f"{API}/reruns"
 
 
 def api_run(name: str) -> str:

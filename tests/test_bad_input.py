@@ -303,6 +303,7 @@ FORM_PAGES = [
     ("ada", "/runs/{run}"),
     (None, "/runs/{run}/report"),
     ("grace", "/admin?run={run}&attestation={attestation}"),
+    ("grace", "/admin/runner-keys"),
 ]
 # Fields of each page (a form's action and field, ids folded), at least: a form that loses its
 # fields, or a page that loses its form, fails here.
@@ -313,6 +314,7 @@ FORM_FIELDS_AT_LEAST = {
     "/runs/{run}": 8,
     "/runs/{run}/report": 2,
     "/admin": 12,
+    "/admin/runner-keys": 4,
 }
 
 

@@ -44,6 +44,9 @@ LIMITS = {
     # Requests to /mcp (serve --mcp) per address: an agent at work makes a few a minute.
     "mcp": Limit("mcp", 600, 60, "Too many MCP requests from this address; at most 600 a minute, try again shortly."),
     "attest": Limit("attest", 20, 86400, "You have added 20 attestations today, the daily limit; try again tomorrow."),
+    "rerun_upload": Limit(
+        "rerun_upload", 1000, 86400, "You have sent 1,000 rerun bundles today, the limit; try tomorrow."
+    ),
 }
 
 

@@ -74,3 +74,25 @@ class RerunCase(ManifestRecord, Base):
     position: Mapped[int]
     bound_ns: Mapped[int] = mapped_column(BigInteger)
     achievable_bound_ns: Mapped[int] = mapped_column(BigInteger)
+
+
+class RunnerKey(Base):
+    """A runner key a maintainer approved for an operator's account: bundles it signs may be uploaded
+    by that account (``POST /api/v1/reruns``). The keys of the registry's own runner are configured in
+    a file instead (``runner-keys.json``); a key revoked here is refused for every later upload, and
+    the runs it signed before stay as they are."""
+
+    __tablename__ = "runner_key"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    # ``ed25519:`` and the first 16 hex digits of the sha256 of the raw public key, as bundles name it.
+    key_id: Mapped[str] = mapped_column(String(64), unique=True)
+    public_key: Mapped[str] = mapped_column(String(64))  # base64 of the raw 32 bytes
+    user_id: Mapped[int] = mapped_column(ForeignKey("user_account.id"), index=True)
+    # Who the operator is (name, affiliation) and the machine the key measures on, as the maintainer wrote them.
+    operator_name: Mapped[str] = mapped_column(String(200))
+    machine: Mapped[str] = mapped_column(String(300))
+    approved_by_id: Mapped[int] = mapped_column(ForeignKey("user_account.id"))
+    approved_at: Mapped[datetime]
+    revoked_at: Mapped[datetime | None]
+    revoked_by_id: Mapped[int | None] = mapped_column(ForeignKey("user_account.id"))

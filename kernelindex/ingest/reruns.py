@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,33 +61,78 @@ class VerifiedBundle:
     gpu: GpuSpec
 
 
+class BundleRefused(BundleError):
+    """A bundle refused by one named check (``check``): the upload API names it in its answer."""
+
+    def __init__(self, check: str, message: str):
+        super().__init__(message)
+        self.check = check
+
+
+@contextmanager
+def _check(name: str) -> Iterator[None]:
+    """Turn a ``BundleError`` raised inside into a ``BundleRefused`` by check ``name`` (a named one stays as it is)."""
+    try:
+        yield
+    except BundleRefused:
+        raise
+    except BundleError as exc:
+        raise BundleRefused(name, str(exc)) from exc
+
+
 def read_bundle(data: bytes, approved_keys: dict[str, str], *, checked_key: str | None = None) -> VerifiedBundle:
-    """The bundle's validated payload if its signature is by an approved key; ``BundleError`` if not.
+    """The bundle's validated payload if its signature is by an approved key; ``BundleError`` if not
+    (a ``BundleRefused`` naming the check that failed).
 
     ``checked_key``: these exact bytes were checked in full before, signed by this approved key
     (the bundled dataset's ``checked.json``, pinned by its file's sha256), so the signature and the
     figures recomputed from the raw samples (the costly part: a seeded bootstrap per case) are not
     checked again; the payload, its status and its claims are, as for any bundle.
     """
+    document, raw_payload = signed_payload(data, approved_keys, checked_key=checked_key)
+    return checked_bundle(data, document, raw_payload, samples=checked_key is None)
+
+
+def signed_payload(
+    data: bytes, approved_keys: dict[str, str], *, checked_key: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The bundle document and its payload, once the signature is found to be by an approved key
+    (the cheap half of ``read_bundle``: nothing of the payload is checked yet)."""
     if len(data) > MAX_BUNDLE_BYTES:
-        raise BundleError(f"the bundle is {len(data)} bytes, over the {MAX_BUNDLE_BYTES}-byte limit")
+        raise BundleRefused("size", f"the bundle is {len(data)} bytes, over the {MAX_BUNDLE_BYTES}-byte limit")
+    document = parse_bundle(data)
+    with _check("signature"):
+        if checked_key is None:
+            raw_payload = verify_bundle(document, approved_keys)
+        else:
+            raw_payload = _checked_payload(document, approved_keys, checked_key)
+    return document, raw_payload
+
+
+def parse_bundle(data: bytes) -> Any:
+    """The bundle's JSON, nothing of it checked."""
     try:
-        text = data.decode("utf-8")
-        document = json.loads(text)
+        return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise BundleError(f"the bundle is not UTF-8 JSON: {exc}") from exc
-    if checked_key is None:
-        raw_payload = verify_bundle(document, approved_keys)
-    else:
-        raw_payload = _checked_payload(document, approved_keys, checked_key)
+        raise BundleRefused("json", f"the bundle is not UTF-8 JSON: {exc}") from exc
+
+
+def checked_bundle(
+    data: bytes, document: dict[str, Any], raw_payload: dict[str, Any], *, samples: bool = True
+) -> VerifiedBundle:
+    """The costly half of ``read_bundle``: the payload's form, its figures against its raw samples
+    (``samples`` False: checked before) and its claims against the GPU's datasheet."""
     try:
         payload = Payload.model_validate(raw_payload)
     except ValidationError as exc:
         problem = exc.errors()[0]
         where = ".".join(str(part) for part in problem["loc"])
-        raise BundleError(f"the signed payload is malformed at {where}: {problem['msg']}") from exc
-    _check_figures(payload, samples=checked_key is None)
-    gpu = check_claims(payload)
+        raise BundleRefused("payload", f"the signed payload is malformed at {where}: {problem['msg']}") from exc
+    with _check("figures"):
+        _check_figures(payload, samples=samples)
+    with _check("claims"):
+        gpu = check_claims(payload)
+    text = data.decode("utf-8")
     return VerifiedBundle(payload, document["signature"]["keyId"], text, hashlib.sha256(data).hexdigest(), gpu)
 
 
@@ -104,9 +151,10 @@ def _check_figures(payload: Payload, *, samples: bool = True) -> None:
     (``samples`` False: the figures were recomputed from the samples before, see ``read_bundle``)."""
     name = published_name(payload.protocol)
     if name is None:
-        raise BundleError(
+        raise BundleRefused(
+            "protocol",
             f"bundle {payload.bundle_id} was measured under a protocol other than "
-            f"{' or '.join(sorted(RERUN_PROTOCOL_NAMES))} as published here"
+            f"{' or '.join(sorted(RERUN_PROTOCOL_NAMES))} as published here",
         )
     if payload.status != "passed" or not payload.suite.complete or payload.suite.latency_ns is None:
         reason = payload.message or "not every case of the suite was measured and passed"

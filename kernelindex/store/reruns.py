@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +24,7 @@ from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Wo
 from kernelindex.manifests import Manifest
 from kernelindex.manifests.digest import comparison_key
 from kernelindex.manifests.types import EvidenceLevel, RunStatus
-from kernelindex.ranking import CaseFigure, RerunFacts, rerun_agreements, rerun_evidence
+from kernelindex.ranking import CaseFigure, RerunFacts, independent, rerun_agreements, rerun_evidence
 from kernelindex.rerun import protocol as rerun_protocol
 from kernelindex.rerun.bundle import BundleError
 from kernelindex.rerun.cases import Case
@@ -275,10 +275,12 @@ def derive_rerun_evidence(session: Session, *group_keys: str) -> None:
 
 @dataclass(frozen=True)
 class RerunAgreements:
-    """The reruns (names) that agree with one: on another physical GPU, or on the same GPU again."""
+    """The reruns (names) that agree with one: on another physical GPU (those of them by another
+    approved operator, under another key, also in ``replicated_by``), or on the same GPU again."""
 
     reproduced_by: list[str]
     repeated_on_same_gpu: list[str]
+    replicated_by: list[str] = field(default_factory=list)
 
 
 def agreements_of_run(session: Session, run: Run) -> RerunAgreements:
@@ -289,8 +291,15 @@ def agreements_of_run(session: Session, run: Run) -> RerunAgreements:
     if reruns is None or mine is None:
         return RerunAgreements([], [])
     names = {other.id: other.name for other, _ in reruns}
+    facts_of = {other.id: facts for other, facts in reruns}
     found = rerun_agreements(mine, [facts for _, facts in reruns])
-    return RerunAgreements(sorted(names[i] for i in found.reproduced_by), sorted(names[i] for i in found.repeated_by))
+    # Of those on another GPU, the ones by another operator: what makes a run "Independently replicated".
+    replicated = [i for i in found.reproduced_by if independent(mine, facts_of[i])]
+    return RerunAgreements(
+        sorted(names[i] for i in found.reproduced_by),
+        sorted(names[i] for i in found.repeated_by),
+        sorted(names[i] for i in replicated),
+    )
 
 
 def _facts_by_implementation(

@@ -17,6 +17,7 @@ from urllib.parse import unquote_to_bytes
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from kernelindex import urls
 from kernelindex.web.errors import wants_problem_json
 
 MAX_TARGET_BYTES = 8192
@@ -56,10 +57,12 @@ class RequestGuard:
         await _refuse(scope, send, *problem)
 
 
-async def _refuse(scope: Scope, send: Send, status: int, title: str, detail: str) -> None:
-    """Answer without reaching the router: problem JSON, or a page that stands alone (no base.html)."""
-    if wants_problem_json(Request(scope)):
-        body = json.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail}).encode()
+async def _refuse(scope: Scope, send: Send, status: int, title: str, detail: str, check: str | None = None) -> None:
+    """Answer without reaching the router: problem JSON (naming the ``check`` that refused the request,
+    where one is given), or a page that stands alone (no base.html)."""
+    if check is not None or wants_problem_json(Request(scope)):
+        document = {"type": "about:blank", "title": title, "status": status, "detail": detail}
+        body = json.dumps(document | ({"check": check} if check else {})).encode()
         content_type = b"application/problem+json"
     else:
         body = PAGE.format(status=status, title=html.escape(title), detail=html.escape(detail)).encode()
@@ -70,13 +73,20 @@ async def _refuse(scope: Scope, send: Send, status: int, title: str, detail: str
 
 
 MAX_BODY_BYTES = 64 * 1024
+# A signed rerun bundle carries every raw sample: the largest shipped one is 190,819 bytes, and an
+# upload may be up to four times that (768 KiB); every other request keeps the general limit.
+MAX_BUNDLE_UPLOAD_BYTES = 768 * 1024
+BODY_LIMITS_BY_PATH = {urls.api_reruns(): MAX_BUNDLE_UPLOAD_BYTES}
+# The upload API names the check that refused a body in its problem JSON (``check``).
+SIZE_CHECK = "body-size"
 # The whole body, not each read: a client dripping a byte at a time is cut off all the same.
 BODY_TIMEOUT_S = 30.0
 
 
 class BodyLimit:
-    """Refuse request bodies over ``MAX_BODY_BYTES`` (413), declared or streamed, and bodies
-    not received whole within ``timeout_s`` of the first read (408)."""
+    """Refuse request bodies over ``MAX_BODY_BYTES`` (413; over ``BODY_LIMITS_BY_PATH``'s limit at
+    the paths it names), declared or streamed, and bodies not received whole within ``timeout_s`` of
+    the first read (408)."""
 
     def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES, timeout_s: float = BODY_TIMEOUT_S):
         self.app = app
@@ -87,9 +97,12 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = BODY_LIMITS_BY_PATH.get(scope["path"], self.max_bytes)
+        check = SIZE_CHECK if scope["path"] in BODY_LIMITS_BY_PATH else None
+        too_large = (413, "Request too large", f"Requests are limited to {limit} bytes.", check)
         declared = dict(scope.get("headers", [])).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await _refuse(scope, send, 413, "Request too large", f"Requests are limited to {self.max_bytes} bytes.")
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            await _refuse(scope, send, *too_large)
             return
         received = 0
         deadline: float | None = None
@@ -102,14 +115,14 @@ class BodyLimit:
             except TimeoutError:
                 raise TooSlow() from None
             received += len(message.get("body", b""))
-            if received > self.max_bytes:
+            if received > limit:
                 raise TooLarge()
             return message
 
         try:
             await self.app(scope, counted, send)
         except TooLarge:
-            await _refuse(scope, send, 413, "Request too large", f"Requests are limited to {self.max_bytes} bytes.")
+            await _refuse(scope, send, *too_large)
         except TooSlow:
             detail = f"The request's body did not arrive within {self.timeout_s:g} seconds."
             await _refuse(scope, send, 408, "Request timeout", detail)

@@ -19,6 +19,7 @@ from kernelindex import figures, urls
 from kernelindex.rerun import graph_check
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.store.reruns import RerunResult
+from kernelindex.store.runner_keys import RunnerKeyRow
 from kernelindex.web.chart import ChartTick
 from kernelindex.web.format import latency, latency_column
 from kernelindex.web.leaderboard import Part
@@ -87,6 +88,17 @@ class GraphCheckRow(Part):
     words: str
 
 
+class ApprovedKey(Part):
+    """An operator's key as a maintainer approved it for their account (``/admin/runner-keys``)."""
+
+    handle: str
+    operator_name: str
+    machine: str
+    approved_by: str
+    approved_at: datetime
+    revoked_at: datetime | None
+
+
 class RerunPart(Part):
     bundle_id: str
     bundle_url: str
@@ -94,6 +106,8 @@ class RerunPart(Part):
     key_id: str
     # The operator the key registry named for the signing key; None where it named none.
     operator: str | None
+    # Who the operator is and the machine, where the key was approved for an operator's account.
+    approved_key: ApprovedKey | None = None
     signature: str
     session_id: str
     runner_version: str
@@ -125,7 +139,9 @@ class RerunPart(Part):
     graph_checks: list[GraphCheckRow] = []
 
 
-def rerun_part(result: RerunResult, protocol_name: str) -> RerunPart:
+def rerun_part(result: RerunResult, protocol_name: str, key: RunnerKeyRow | None = None) -> RerunPart:
+    """The rerun section of a run page; ``key``: the signing key, where a maintainer approved it for an
+    operator's account (its details are shown where the run is credited to that operator)."""
     bundle = result.bundle
     document = json.loads(bundle.bundle_json)
     payload = document["payload"]
@@ -184,6 +200,18 @@ def rerun_part(result: RerunResult, protocol_name: str) -> RerunPart:
         bundle_sha256=bundle.file_sha256,
         key_id=bundle.key_id,
         operator=bundle.operator,
+        approved_key=(
+            ApprovedKey(
+                handle=key.handle,
+                operator_name=key.operator_name,
+                machine=key.machine,
+                approved_by=key.approved_by,
+                approved_at=key.approved_at,
+                revoked_at=key.revoked_at,
+            )
+            if key is not None and key.operator == bundle.operator
+            else None
+        ),
         signature=document["signature"]["value"],
         session_id=payload["sessionId"],
         runner_version=payload["runnerVersion"],

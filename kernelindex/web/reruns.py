@@ -159,6 +159,16 @@ def _standing() -> list[Fact]:
             "“Independently replicated”. A key whose operator is not stated never counts as independent.",
         ),
         Fact(
+            label="operators",
+            value="Besides the registry's own runner, an operator whose runner key a maintainer approved for their "
+            "account (stating who they are and the machine) uploads the bundles that key signs, one at a time, "
+            f"at {urls.api_reruns()} with an API key of the reruns scope. Each upload passes every check above, "
+            "the signature first; a bundle already stored, its payload signed again by another key, or its raw "
+            "samples under a new id, is not a second measurement and is refused. Its runs are credited to that "
+            "operator, so an agreeing rerun of "
+            "theirs on another GPU makes both “Independently replicated”. A revoked key signs no later upload.",
+        ),
+        Fact(
             label="comparability",
             value="Ranked only against runs of the same workload, protocol version and environment (GPU and "
             "software stack); never against the source's figures measured on other hardware. On a KernelBench "

@@ -52,6 +52,27 @@ EVIDENCE_SENTENCES = {
         "agrees case by case."
     ),
 }
+
+
+def evidence_sentence(evidence: EvidenceLevel, rerun: RerunPart | None) -> str:
+    """What the run's evidence level means; a rerun an operator uploaded names the operator, not KernelIndex."""
+    key = rerun.approved_key if rerun is not None else None
+    if key is None:
+        return EVIDENCE_SENTENCES[evidence]
+    who = f"{key.operator_name} (account {key.handle})"
+    if evidence == EvidenceLevel.VERIFIED:
+        return (
+            f"Verified rerun by {who}: measured on their machine under the published KernelIndex rerun protocol, "
+            "signed by a runner key a maintainer approved for them, every figure rechecked here from its raw samples."
+        )
+    if evidence == EvidenceLevel.REPRODUCED:
+        return (
+            f"Reproduced by {who}: another rerun of theirs, on another physical GPU (its UUID), agrees case by "
+            "case. Not independent: one operator ran both."
+        )
+    return EVIDENCE_SENTENCES[evidence]
+
+
 SOL_STATISTIC_NOTE = (
     "The source publishes one suite figure per submission and calls it a mean. Its figures fit the "
     "geometric mean of the per-case latencies: the source's own SOL-bound and baseline aggregates "
@@ -277,6 +298,8 @@ class RunPage(PageContext):
     # A rerun's agreeing reruns (names): on another physical GPU, and on the same GPU measured again.
     reproduced_by: list[str] = []
     repeated_on_same_gpu: list[str] = []
+    # Of ``reproduced_by``, those by another approved operator under another key: an independent replication.
+    replicated_by: list[str] = []
 
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -341,7 +364,7 @@ def build_run_page(
         statistic_name=statistic.text,
         statistic_inferred=statistic.inferred,
         evidence=run.evidence,
-        evidence_sentence=EVIDENCE_SENTENCES[run.evidence],
+        evidence_sentence=evidence_sentence(run.evidence, rerun),
         availability=view.availability,
         observed_at=run.observed_at,
         first_recorded_at=run.created_at,
@@ -411,6 +434,7 @@ def build_run_page(
         confirmation=confirmation,
         reproduced_by=agreements.reproduced_by if agreements else [],
         repeated_on_same_gpu=agreements.repeated_on_same_gpu if agreements else [],
+        replicated_by=agreements.replicated_by if agreements else [],
     )
 
 

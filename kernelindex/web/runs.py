@@ -23,6 +23,7 @@ from kernelindex.store.page_scopes import run_page_scopes
 from kernelindex.store.reruns import agreements_of_run, rerun_of_run
 from kernelindex.store.run_queries import Run, run_standing
 from kernelindex.store.run_queries import find_run as run_by_ref
+from kernelindex.store.runner_keys import runner_key
 from kernelindex.store.version import LISTS
 from kernelindex.web.auth import current_user
 from kernelindex.web.confirmation import confirmation_part
@@ -67,7 +68,11 @@ def render_run(
         attestations_of_run(session, run.id),
         signed_in=current_user(request, session) is not None,
         attestation_form=attestation_form,
-        rerun=rerun_part(result, run.protocol.name) if (result := rerun_of_run(session, run.id)) else None,
+        rerun=(
+            rerun_part(result, run.protocol.name, runner_key(session, result.bundle.key_id))
+            if (result := rerun_of_run(session, run.id))
+            else None
+        ),
         confirmation=confirmation_part(confirmation) if confirmation is not None else None,
         agreements=agreements_of_run(session, run) if result else None,
     )
