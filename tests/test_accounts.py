@@ -103,6 +103,9 @@ def test_signin_signout_and_safe_redirects(empty_client):
 def test_a_forged_or_expired_session_cookie_signs_nobody_in(empty_client, db):
     signup(empty_client)
     cookie = empty_client.cookies["kernelindex_session"]
+    # Each cookie replaces the jar's: a second cookie of the same name (set for another domain) would
+    # be sent beside the first, and the server may read either.
+    empty_client.cookies.clear()
     empty_client.cookies.set("kernelindex_session", cookie[:-3] + ("AAA" if not cookie.endswith("AAA") else "BBB"))
     assert empty_client.get("/account", follow_redirects=False).status_code == 303
     payload = cookie.split(".")[0]
@@ -110,8 +113,10 @@ def test_a_forged_or_expired_session_cookie_signs_nobody_in(empty_client, db):
     old = signer.sign(payload.encode())
     # Re-sign the same session as of 15 days ago: past the 14-day lifetime.
     signer.get_timestamp = lambda: int(time.time()) - 15 * 86400  # type: ignore[method-assign]
+    empty_client.cookies.clear()
     empty_client.cookies.set("kernelindex_session", signer.sign(payload.encode()).decode())
     assert empty_client.get("/account", follow_redirects=False).status_code == 303
+    empty_client.cookies.clear()
     empty_client.cookies.set("kernelindex_session", old.decode())
     assert empty_client.get("/account", follow_redirects=False).status_code == 200
 
