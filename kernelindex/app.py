@@ -17,7 +17,7 @@ from kernelindex.accounts.csrf import csrf_token
 from kernelindex.accounts.ratelimit import DatabaseCounter, RateLimiter, RedisCounter
 from kernelindex.accounts.secrets import session_secret
 from kernelindex.db.engine import Timeouts, make_engine, make_sessionmaker
-from kernelindex.ingest.rerun_upload import upload_bundle
+from kernelindex.ingest.reruns.upload import upload_bundle
 from kernelindex.paths import STATIC, TEMPLATES
 from kernelindex.settings import Settings
 from kernelindex.store.version import VersionReader

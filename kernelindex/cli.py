@@ -627,7 +627,7 @@ def rerun_import(bundles: tuple[Path, ...], keys_file: Path | None, database_url
     """Check each BUNDLE's signature and figures and store it as verified runs (all or nothing per bundle)."""
     from kernelindex.db import migrate
     from kernelindex.db.engine import make_engine, make_sessionmaker
-    from kernelindex.ingest.rerun_import import KeysError, import_bundle_files, load_approved_keys
+    from kernelindex.ingest.reruns.importer import KeysError, import_bundle_files, load_approved_keys
 
     settings = _settings(database_url)
     keys_file = keys_file or settings.runner_keys_file
@@ -652,7 +652,7 @@ def rerun_import(bundles: tuple[Path, ...], keys_file: Path | None, database_url
 def _print_rerun_results(results: Sequence[object], *, summary_of: Path | None = None) -> None:
     """One line per bundle, or for the hundreds of a bundled folder (``summary_of``) one line in all;
     a refused bundle is always named."""
-    from kernelindex.ingest.rerun_import import BundleResult
+    from kernelindex.ingest.reruns.importer import BundleResult
 
     if summary_of is not None:
         stored = [r for r in results if isinstance(r, BundleResult) and r.outcome is not None]
@@ -738,7 +738,7 @@ def serve(host: str, port: int, mcp: bool, database_url: str | None) -> None:
     from kernelindex.app import create_app
     from kernelindex.db import migrate
     from kernelindex.db.engine import make_engine, make_sessionmaker
-    from kernelindex.ingest.rerun_import import import_bundled_reruns
+    from kernelindex.ingest.reruns.importer import import_bundled_reruns
     from kernelindex.ingest.sources import SOURCES
     from kernelindex.ingest.sources import ingest as ingest_source
     from kernelindex.paths import BUNDLED_RERUNS

@@ -14,7 +14,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from kernelindex.ingest.rerun_import import ApprovedKeys, Operator
+from kernelindex.ingest.reruns.importer import ApprovedKeys, Operator
 from kernelindex.paths import BUNDLED_RERUNS
 from kernelindex.rerun import payload as runner_payload
 from kernelindex.rerun import protocol, protocol_v2

@@ -26,7 +26,7 @@ from kernelindex.cli import main
 from kernelindex.db import migrate
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.tables import Attestation, ManifestVersion, Run, User
-from kernelindex.ingest.rerun_import import import_bundled_reruns
+from kernelindex.ingest.reruns.importer import import_bundled_reruns
 from kernelindex.ingest.runner import run_ingest
 from kernelindex.settings import Settings
 from kernelindex.store import accounts, attestations, moderation

@@ -24,7 +24,7 @@ from sqlalchemy import select
 
 from kernelindex.db.rerun_tables import RerunBundle
 from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Source, Workload
-from kernelindex.ingest.rerun_import import import_bundled_reruns
+from kernelindex.ingest.reruns.importer import import_bundled_reruns
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.slugs import slugify
 from kernelindex.store import accounts, attestations

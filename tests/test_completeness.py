@@ -15,7 +15,7 @@ from sqlalchemy import delete, select
 from kernelindex.db import migrate
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.tables import IngestionReport, Workload
-from kernelindex.ingest.rerun_import import import_bundled_reruns
+from kernelindex.ingest.reruns.importer import import_bundled_reruns
 from kernelindex.ingest.runner import run_ingest
 from kernelindex.ingest.snapshot import SnapshotError, snapshot_facts
 from kernelindex.ingest.sources import ingest

@@ -21,8 +21,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from kernelindex.db.tables import Run
-from kernelindex.ingest.rerun_import import import_bundle
 from kernelindex.ingest.reruns import read_bundle
+from kernelindex.ingest.reruns.importer import import_bundle
 from kernelindex.ingest.sources import ingest
 from kernelindex.paths import BUNDLED_RERUNS
 from kernelindex.ranking import CONFIRMED, CONTRADICTED, confirmation_bound, confirmation_state, settings_neutral

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import select
 
 from kernelindex.db.tables import Attestation, Run, User
-from kernelindex.ingest.rerun_import import import_bundle_files
+from kernelindex.ingest.reruns.importer import import_bundle_files
 from kernelindex.ingest.sources import SOURCES, ingest
 from kernelindex.manifests import BenchmarkRun
 from kernelindex.settings import Settings

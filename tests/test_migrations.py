@@ -10,7 +10,7 @@ from kernelindex.db.base import Base
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.rerun_tables import RerunBundle, RerunCase, RerunResult
 from kernelindex.db.tables import Run
-from kernelindex.ingest.rerun_import import import_bundled_reruns
+from kernelindex.ingest.reruns.importer import import_bundled_reruns
 from kernelindex.manifests.types import EvidenceLevel
 from tests.rerun_bundles import v1_reruns
 

@@ -45,7 +45,7 @@ from sqlalchemy import select
 from kernelindex.app import create_app
 from kernelindex.db.engine import make_engine, make_sessionmaker
 from kernelindex.db.tables import Workload
-from kernelindex.ingest.rerun_import import import_bundled_reruns
+from kernelindex.ingest.reruns.importer import import_bundled_reruns
 from kernelindex.ingest.sources import SOURCES, ingest
 from kernelindex.paths import BUNDLED_RERUNS
 from kernelindex.settings import Settings

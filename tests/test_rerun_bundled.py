@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from kernelindex.db.tables import Run
-from kernelindex.ingest.rerun_import import (
+from kernelindex.ingest.reruns.importer import (
     BUNDLED_KEYS_FILE,
     import_bundle_files,
     import_bundled_reruns,

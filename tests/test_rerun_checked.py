@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from kernelindex.ingest.rerun_import import (
+from kernelindex.ingest.reruns.importer import (
     BUNDLED_KEYS_FILE,
     CHECKED_FILE,
     CheckedFile,
@@ -36,7 +36,7 @@ def test_the_checked_list_is_what_checking_every_bundle_in_full_gives() -> None:
     passed = {path: result for path, result in found.items() if isinstance(result, CheckedFile)}
     assert (BUNDLED_RERUNS / CHECKED_FILE).read_text() == checked_list_text(BUNDLED_RERUNS, passed), (
         "fixtures/reruns/checked.json is stale: write it again with "
-        "`python -c 'from kernelindex.ingest.rerun_import import write_checked_list; "
+        "`python -c 'from kernelindex.ingest.reruns.importer import write_checked_list; "
         "from kernelindex.paths import BUNDLED_RERUNS; write_checked_list(BUNDLED_RERUNS)'`"
     )
     assert set(read_checked_list(BUNDLED_RERUNS)) == set(files)

@@ -12,8 +12,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import func, select
 
 from kernelindex.db.rerun_tables import RerunBundle
-from kernelindex.ingest.rerun_import import ApprovedKeys, import_bundle_files
 from kernelindex.ingest.reruns import read_bundle
+from kernelindex.ingest.reruns.importer import ApprovedKeys, import_bundle_files
 from kernelindex.rerun.bundle import BundleError
 from tests.conftest import StoreUnderTest
 from tests.rerun_bundles import approved, resign_with_tampering, v1_reruns

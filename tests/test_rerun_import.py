@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session
 
 from kernelindex.db.rerun_tables import RerunBundle, RerunCase, RerunResult
 from kernelindex.db.tables import ManifestVersion, Run
-from kernelindex.ingest import rerun_import
-from kernelindex.ingest.rerun_import import (
+from kernelindex.ingest.reruns import importer, read_bundle
+from kernelindex.ingest.reruns.importer import (
     ApprovedKeys,
     KeysError,
     Operator,
@@ -25,7 +25,6 @@ from kernelindex.ingest.rerun_import import (
     import_bundle_files,
     load_approved_keys,
 )
-from kernelindex.ingest.reruns import read_bundle
 from kernelindex.manifests import BenchmarkRun
 from kernelindex.rerun.bundle import BundleError
 from tests.conftest import StoreUnderTest
@@ -383,10 +382,10 @@ def test_bundles_checked_in_worker_processes_come_back_in_order_with_their_refus
     tampered.write_bytes(resign_with_tampering(good[0].read_bytes(), key, _fake_median))
     missing = tmp_path / "missing.json"
     paths = [good[0], tampered, good[1], missing, good[2]]
-    sequential = list(rerun_import._verified(paths, approved(key)))
-    monkeypatch.setattr(rerun_import, "PARALLEL_FROM", 1)
-    monkeypatch.setattr(rerun_import, "VERIFY_BATCH", 2)
-    parallel = list(rerun_import._verified(paths, approved(key)))
+    sequential = list(importer._verified(paths, approved(key)))
+    monkeypatch.setattr(importer, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(importer, "VERIFY_BATCH", 2)
+    parallel = list(importer._verified(paths, approved(key)))
     assert [path for path, _ in parallel] == paths
     shown = [(p, v if isinstance(v, str) else v.payload.bundle_id) for p, v in parallel]
     assert shown == [(p, v if isinstance(v, str) else v.payload.bundle_id) for p, v in sequential]

@@ -17,8 +17,8 @@ from sqlalchemy import func, select
 
 from kernelindex.db.rerun_tables import RerunBundle, RerunCase, RerunResult
 from kernelindex.db.tables import Run
-from kernelindex.ingest.rerun_import import import_bundle
 from kernelindex.ingest.reruns import read_bundle
+from kernelindex.ingest.reruns.importer import import_bundle
 from kernelindex.ingest.sources import ingest
 from kernelindex.paths import BUNDLED_RERUNS
 from kernelindex.rerun.bundle import BundleError

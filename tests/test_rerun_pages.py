@@ -16,8 +16,8 @@ from bs4 import BeautifulSoup
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from fastapi.testclient import TestClient
 
-from kernelindex.ingest.rerun_import import import_bundle
 from kernelindex.ingest.reruns import read_bundle
+from kernelindex.ingest.reruns.importer import import_bundle
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.verify import verify_document
 from tests.rerun_bundles import ADAIN, approved, make_payload, operator, signed

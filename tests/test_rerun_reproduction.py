@@ -11,8 +11,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import select
 
 from kernelindex.db.tables import Run
-from kernelindex.ingest.rerun_import import import_bundle
 from kernelindex.ingest.reruns import read_bundle
+from kernelindex.ingest.reruns.importer import import_bundle
 from tests.rerun_bundles import approved, make_payload, operator, signed
 
 NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
@@ -56,7 +56,7 @@ def test_the_same_gpu_again_repeats_and_another_gpu_reproduces(loaded_db, client
 
 
 def test_importing_again_relabels_runs_stored_under_an_older_rule(loaded_db, tmp_path) -> None:
-    from kernelindex.ingest.rerun_import import import_bundle_files
+    from kernelindex.ingest.reruns.importer import import_bundle_files
     from tests.rerun_bundles import approved_keys
 
     key = Ed25519PrivateKey.generate()

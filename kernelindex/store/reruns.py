@@ -158,7 +158,7 @@ def write_rerun(
         bundle_json=record.bundle_json,
     )
     # Rows are linked by relationship, not id, so that nothing needs a flush here: an import writing
-    # many bundles in one transaction (``rerun_import``) flushes them together, a multi-row INSERT
+    # many bundles in one transaction (``ingest.reruns.importer``) flushes them together, a multi-row INSERT
     # per table.
     result = RerunResult(
         run=run,

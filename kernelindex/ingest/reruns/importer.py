@@ -392,7 +392,7 @@ def checked_list_text(root: Path, checked: dict[Path, CheckedFile]) -> str:
     }
     document = {
         "about": "Bundles whose signature and figures passed every check of the importer when this "
-        "dataset was built; a first start does not recompute them (kernelindex/ingest/rerun_import.py).",
+        "dataset was built; a first start does not recompute them (kernelindex/ingest/reruns/importer.py).",
         "files": files,
     }
     return json.dumps(document, indent=1, sort_keys=True) + "\n"

@@ -3,10 +3,10 @@
 ``read_bundle`` trusts nothing until the signature checks out against an approved runner
 key, then validates the payload, checks that its figures follow from its own raw samples,
 and rechecks its GPU, clocks, ceilings and bounds against the GPU's datasheet and the
-workload's model (``rerun_checks``). ``map_bundle`` turns it into the manifests the registry stores: the published
+workload's model (``reruns.checks``). ``map_bundle`` turns it into the manifests the registry stores: the published
 rerun protocol, the environment as found, the implementation, one suite-scoped run and
 one case-scoped run per case, as the ``RerunRecord`` the store writes. The importer
-(``rerun_import``) checks that the bundle fits the registry (the workload exists and has
+(``reruns.importer``) checks that the bundle fits the registry (the workload exists and has
 the same cases) before mapping it.
 """
 
@@ -23,8 +23,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from kernelindex.gpu_specs import GpuSpec, fastest_admitted_peak, speed_of_light_ns
-from kernelindex.ingest.rerun_checks import check_claims
-from kernelindex.ingest.rerun_payload import Payload
+from kernelindex.ingest.reruns.checks import check_claims
+from kernelindex.ingest.reruns.payload import Payload
 from kernelindex.manifests import API_VERSION, BenchmarkProtocol, BenchmarkRun, ExecutionEnvironment, Implementation
 from kernelindex.rerun import protocol_faithful as rerun_protocol_faithful
 from kernelindex.rerun import protocol_v2 as rerun_protocol_v2

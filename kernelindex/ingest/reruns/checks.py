@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 from kernelindex.gpu_specs import GIB, GpuSpec, Precision, gpu_spec_table
-from kernelindex.ingest.rerun_payload import Payload
+from kernelindex.ingest.reruns.payload import Payload
 from kernelindex.rerun import roofline
 from kernelindex.rerun.bundle import BundleError
 

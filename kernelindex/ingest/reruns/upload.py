@@ -27,8 +27,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from kernelindex.ingest.rerun_import import Operator, import_bundle
 from kernelindex.ingest.reruns import BundleRefused, checked_bundle, parse_bundle, signed_payload
+from kernelindex.ingest.reruns.importer import Operator, import_bundle
 from kernelindex.rerun.bundle import BundleError, canonical_bytes
 from kernelindex.store.accounts import User, audit
 from kernelindex.store.reruns import bundle_text, stored_bundle
