@@ -281,10 +281,10 @@ def _ingest(
         raise click.UsageError("give --snapshot or upstream options, not both")
     from kernelindex.db import migrate
     from kernelindex.db.engine import Timeouts, make_engine, make_sessionmaker
+    from kernelindex.ingest import sources
     from kernelindex.ingest.aiconfigurator.tables import DataDirError
     from kernelindex.ingest.snapshot import SnapshotError
     from kernelindex.ingest.sources import SOURCES
-    from kernelindex.ingest.sources import ingest as ingest_source
 
     settings = _settings(database_url)
     if deadline is not None:
@@ -300,7 +300,7 @@ def _ingest(
                 current = name = SOURCES[slug].info.name
                 try:
                     with _progress(name) as progress:
-                        summary = ingest_source(
+                        summary = sources.ingest(
                             sessions, settings, slug, snapshot=snapshot, options=options, progress=progress
                         )
                 except DataDirError as exc:
@@ -738,9 +738,9 @@ def serve(host: str, port: int, mcp: bool, database_url: str | None) -> None:
     from kernelindex.app import create_app
     from kernelindex.db import migrate
     from kernelindex.db.engine import make_engine, make_sessionmaker
+    from kernelindex.ingest import sources
     from kernelindex.ingest.reruns.importer import import_bundled_reruns
     from kernelindex.ingest.sources import SOURCES
-    from kernelindex.ingest.sources import ingest as ingest_source
     from kernelindex.paths import BUNDLED_RERUNS
     from kernelindex.store.reads import store_is_empty
     from kernelindex.store.reruns import RERUN_SOURCE
@@ -759,7 +759,7 @@ def serve(host: str, port: int, mcp: bool, database_url: str | None) -> None:
         with _exclusive(engine, sessions):
             for slug, source in SOURCES.items():
                 with _progress(source.info.name, every=None) as progress:
-                    summary = ingest_source(sessions, settings, slug, snapshot=source.bundled, progress=progress)
+                    summary = sources.ingest(sessions, settings, slug, snapshot=source.bundled, progress=progress)
                 print_report(summary)
             err.print("Loading the bundled controlled reruns…")
             with _progress(f"{RERUN_SOURCE.name} (bundled)", every=None) as progress:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
-from kernelindex.store import records as store
+from kernelindex.store import records
 from kernelindex.store.records import RecordEntry
 from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
@@ -154,7 +154,7 @@ def records_page(
     after_run = params.text("after", after, max_length=RUN_NAME_MAX)
     if after_run is not None and cursor is None:
         raise BadRequest("after (a run name) continues a page at the moment given by before: give both.")
-    entries = store.catalogue_records(session, limit=PAGE_SIZE + 1, before=cursor, after=after_run)
+    entries = records.catalogue_records(session, limit=PAGE_SIZE + 1, before=cursor, after=after_run)
     return render_page(request, build_records_page(entries, cursor, after_run, urls.records()))
 
 
@@ -172,7 +172,7 @@ def records_atom(request: Request, session: SessionDep) -> Response:
         feed_id=CATALOGUE_FEED_ID,
         title="KernelIndex: new records",
         subtitle="Every time the fastest eligible run of a comparison group changed, across the catalogue.",
-        records=store.catalogue_records(session, limit=FEED_SIZE),
+        records=records.catalogue_records(session, limit=FEED_SIZE),
         base_url=_base_url(request),
         self_path=urls.records_feed(),
         alternate_path=urls.records(),
@@ -182,14 +182,14 @@ def records_atom(request: Request, session: SessionDep) -> Response:
 
 @router.get("/workloads/{slug}/records.atom", include_in_schema=False)
 def workload_records_atom(request: Request, session: SessionDep, slug: str) -> Response:
-    workload = store.find_workload(session, slug)
+    workload = records.find_workload(session, slug)
     if workload is None:
         raise NotFound(f"No workload is named {slug!r}.")
     body = records_feed(
         feed_id=f"tag:kernelindex.dev,2026:workloads/{workload.slug}/records",
         title=f"KernelIndex: records for {workload.title}",
         subtitle=f"Every time the fastest eligible run of a comparison group of {workload.slug} changed.",
-        records=store.workload_records(session, workload.id)[:FEED_SIZE],
+        records=records.workload_records(session, workload.id)[:FEED_SIZE],
         base_url=_base_url(request),
         self_path=urls.workload_feed(workload.slug),
         alternate_path=urls.workload(workload.slug),

@@ -8,11 +8,10 @@ from typing import Any, ClassVar
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+import kernelindex.rerun.protocol
 from kernelindex import urls
 from kernelindex.ranking import CASE_AGREEMENT_BOUND, SUITE_AGREEMENT_BOUND
-from kernelindex.rerun import protocol as rerun_protocol
-from kernelindex.rerun import protocol_faithful as rerun_protocol_faithful
-from kernelindex.rerun import protocol_v2 as rerun_protocol_v2
+from kernelindex.rerun import protocol_faithful, protocol_v2
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.rerun.roofline import ASSUMPTION
 from kernelindex.store.manifests import manifest_document, protocol_manifest
@@ -42,7 +41,7 @@ class ProtocolPage(PageContext):
 
 def rerun_rules() -> list[Fact]:
     """Every rule of the rerun protocol, in words, from the constants the runner uses."""
-    p = rerun_protocol
+    p = kernelindex.rerun.protocol
     return [
         Fact(
             label="implementations",
@@ -112,7 +111,7 @@ def rerun_rules() -> list[Fact]:
 
 def rerun_rules_v2() -> list[Fact]:
     """Every rule of rerun protocol v2, in the words the runner publishes with its constants."""
-    return [Fact(label=label, value=text) for label, text in rerun_protocol_v2.RULES] + _standing()
+    return [Fact(label=label, value=text) for label, text in protocol_v2.RULES] + _standing()
 
 
 def rerun_rules_faithful() -> list[Fact]:
@@ -127,7 +126,7 @@ def rerun_rules_faithful() -> list[Fact]:
         "time), where KernelBench's mean of CUDA-event intervals includes the host's launch time of small calls.",
     )
     standing = [fact for fact in _standing() if fact.label != "comparability"]
-    return [Fact(label=label, value=text) for label, text in rerun_protocol_faithful.RULES] + standing + [comparability]
+    return [Fact(label=label, value=text) for label, text in protocol_faithful.RULES] + standing + [comparability]
 
 
 def _standing() -> list[Fact]:
