@@ -38,6 +38,7 @@ from kernelindex.web import (
     reruns,
     runs,
     search,
+    submissions,
     workloads,
 )
 from kernelindex.web.accounts import signed_in_handle
@@ -136,6 +137,7 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     # Order matters where paths overlap: more specific routes first.
     for module in (
+        submissions,
         api,
         exports,
         records,

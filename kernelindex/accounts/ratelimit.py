@@ -42,6 +42,8 @@ LIMITS = {
     # Per maintainer: generous for real work, a stop for a runaway script or a stolen session.
     "moderate": Limit("moderate", 120, 3600, "Too many moderation actions from this account; try again in an hour."),
     "attest": Limit("attest", 20, 86400, "You have added 20 attestations today, the daily limit; try again tomorrow."),
+    # Counted once a submission has passed every other check: a refused one costs nothing.
+    "submit": Limit("submit", 20, 86400, "You have submitted 20 runs today, the daily limit; try again tomorrow."),
 }
 
 

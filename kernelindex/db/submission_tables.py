@@ -17,7 +17,7 @@ from kernelindex.db.base import Base
 from kernelindex.db.tables import DIGEST, Run, User, Workload
 
 
-class Submission(Base):
+class SubmissionRecord(Base):
     __tablename__ = "submission"
     __table_args__ = (
         # The review queue, oldest first, and the duplicate check by run digest.

@@ -19,7 +19,7 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, select, update
 from sqlalchemy.orm import Session, joinedload
 
-from kernelindex.db.submission_tables import Submission as SubmissionRow
+from kernelindex.db.submission_tables import SubmissionRecord
 from kernelindex.db.tables import Environment, Implementation, Protocol, Run, Workload
 from kernelindex.figures import DATASHEET, SOL_EXECBENCH
 from kernelindex.gpus import gpu_slug
@@ -137,15 +137,19 @@ def run_is_known(session: Session, digest: str) -> bool:
     """Whether the registry holds a run of this digest, or a submission of it waits or was accepted."""
     stored = session.scalar(select(Run.id).where(Run.digest == digest).limit(1))
     waiting = session.scalar(
-        select(SubmissionRow.id).where(SubmissionRow.run_digest == digest, SubmissionRow.status.in_(_LIVE)).limit(1)
+        select(SubmissionRecord.id)
+        .where(SubmissionRecord.run_digest == digest, SubmissionRecord.status.in_(_LIVE))
+        .limit(1)
     )
     return stored is not None or waiting is not None
 
 
-def add_submission(session: Session, user: User, checked: Checked, raw: bytes) -> SubmissionRow:
-    """Store a checked submission as pending, with its audit entry, in the caller's transaction."""
+def add_submission(session: Session, user: User, checked: Checked, raw: bytes) -> SubmissionRecord:
+    """Store a checked submission as pending, with its audit entry, in the caller's transaction; the
+    duplicate check is made again in it (another may have arrived since ``check_submission``)."""
     document = checked.document
-    row = SubmissionRow(
+    _refuse(check_duplicate(document, run_is_known(session, document.run.digest)))
+    row = SubmissionRecord(
         public_id=secrets.token_hex(6),
         submitter_id=user.id,
         status=PENDING,
@@ -190,7 +194,7 @@ class SubmissionView:
     document: dict[str, Any]
 
 
-def _view(row: SubmissionRow) -> SubmissionView:
+def _view(row: SubmissionRecord) -> SubmissionView:
     document = Submission.model_validate_json(row.document_json)
     run, implementation = document.run.spec, document.implementation
     return SubmissionView(
@@ -221,15 +225,15 @@ def _view(row: SubmissionRow) -> SubmissionView:
 
 def _rows(session: Session, *where: Any, order: Any, limit: int) -> list[SubmissionView]:
     rows = session.scalars(
-        select(SubmissionRow)
+        select(SubmissionRecord)
         .where(*where)
         .options(
-            joinedload(SubmissionRow.submitter),
-            joinedload(SubmissionRow.reviewer),
-            joinedload(SubmissionRow.workload),
-            joinedload(SubmissionRow.run),
+            joinedload(SubmissionRecord.submitter),
+            joinedload(SubmissionRecord.reviewer),
+            joinedload(SubmissionRecord.workload),
+            joinedload(SubmissionRecord.run),
         )
-        .order_by(order, SubmissionRow.id)
+        .order_by(order, SubmissionRecord.id)
         .limit(limit)
     )
     return [_view(row) for row in rows]
@@ -237,33 +241,33 @@ def _rows(session: Session, *where: Any, order: Any, limit: int) -> list[Submiss
 
 def review_queue(session: Session, limit: int = 100) -> list[SubmissionView]:
     """Submissions waiting for a maintainer, oldest first."""
-    return _rows(session, SubmissionRow.status == PENDING, order=SubmissionRow.submitted_at, limit=limit)
+    return _rows(session, SubmissionRecord.status == PENDING, order=SubmissionRecord.submitted_at, limit=limit)
 
 
 def reviewed_submissions(session: Session, limit: int = 50) -> list[SubmissionView]:
     """Submissions a maintainer has decided on, most recently decided first."""
-    return _rows(session, SubmissionRow.status != PENDING, order=SubmissionRow.reviewed_at.desc(), limit=limit)
+    return _rows(session, SubmissionRecord.status != PENDING, order=SubmissionRecord.reviewed_at.desc(), limit=limit)
 
 
 def submissions_of(session: Session, user: User, limit: int = 200) -> list[SubmissionView]:
     """A submitter's submissions, newest first: their credits, and what waits or came back."""
-    return _rows(session, SubmissionRow.submitter_id == user.id, order=SubmissionRow.submitted_at.desc(), limit=limit)
+    return _rows(
+        session, SubmissionRecord.submitter_id == user.id, order=SubmissionRecord.submitted_at.desc(), limit=limit
+    )
 
 
 def find_submission(session: Session, public_id: str) -> SubmissionView | None:
-    found = _rows(session, SubmissionRow.public_id == public_id, order=SubmissionRow.id, limit=1)
+    found = _rows(session, SubmissionRecord.public_id == public_id, order=SubmissionRecord.id, limit=1)
     return found[0] if found else None
 
 
-def submitter_of_run(session: Session, run_id: int) -> tuple[str, str] | None:
-    """The handle of the person who submitted the run, and the submission's public id; None for a run
-    that was not submitted."""
-    found = session.execute(
-        select(User.handle, SubmissionRow.public_id)
-        .join(SubmissionRow, SubmissionRow.submitter_id == User.id)
-        .where(SubmissionRow.run_id == run_id)
-    ).first()
-    return (found[0], found[1]) if found else None
+def submitter_of_run(session: Session, run_id: int) -> str | None:
+    """The handle of the person who submitted the run; None for a run that was not submitted."""
+    return session.scalar(
+        select(User.handle)
+        .join(SubmissionRecord, SubmissionRecord.submitter_id == User.id)
+        .where(SubmissionRecord.run_id == run_id)
+    )
 
 
 # --- The review's writes ---------------------------------------------------------------------------
@@ -282,19 +286,21 @@ def _text(value: str, limit: int, missing: str | None) -> str | None:
     return value
 
 
-def _decide(session: Session, maintainer: User, public_id: str, status: str, note: str | None) -> SubmissionRow:
+def _decide(session: Session, maintainer: User, public_id: str, status: str, note: str | None) -> SubmissionRecord:
     """Move a pending submission to ``status``: one conditional UPDATE, so a second decision is a 409."""
     result = cast(
         "CursorResult[Any]",
         session.execute(
-            update(SubmissionRow)
-            .where(SubmissionRow.public_id == public_id, SubmissionRow.status == PENDING)
+            update(SubmissionRecord)
+            .where(SubmissionRecord.public_id == public_id, SubmissionRecord.status == PENDING)
             .values(status=status, reviewed_at=now(), reviewer_id=maintainer.id, review_note=note)
             .execution_options(synchronize_session=False)
         ),
     )
     row = session.scalar(
-        select(SubmissionRow).where(SubmissionRow.public_id == public_id).execution_options(populate_existing=True)
+        select(SubmissionRecord)
+        .where(SubmissionRecord.public_id == public_id)
+        .execution_options(populate_existing=True)
     )
     if row is None:
         raise ModerationError(f"There is no submission {public_id!r}.", 404)
@@ -303,7 +309,7 @@ def _decide(session: Session, maintainer: User, public_id: str, status: str, not
     return row
 
 
-def reject_submission(session: Session, maintainer: User, public_id: str, reason: str) -> SubmissionRow:
+def reject_submission(session: Session, maintainer: User, public_id: str, reason: str) -> SubmissionRecord:
     """Refuse a submission for good, with a reason its submitter reads; it is kept, never published."""
     text = _text(reason, MAX_REASON, f"Give a reason for rejecting submission {public_id}; its submitter reads it.")
     row = _decide(session, maintainer, public_id, REJECTED, text)
@@ -311,7 +317,7 @@ def reject_submission(session: Session, maintainer: User, public_id: str, reason
     return row
 
 
-def request_changes(session: Session, maintainer: User, public_id: str, note: str) -> SubmissionRow:
+def request_changes(session: Session, maintainer: User, public_id: str, note: str) -> SubmissionRecord:
     """Send a submission back: its submitter reads what to change and submits it again."""
     text = _text(note, MAX_NOTE, f"Say what should change in submission {public_id}; its submitter reads it.")
     row = _decide(session, maintainer, public_id, CHANGES_REQUESTED, text)
@@ -415,7 +421,7 @@ def _write_run(session: Session, public_id: str, document: Submission, workload:
 def withdraw_own_run(session: Session, user: User, public_id: str, reason: str) -> Run:
     """The submitter withdraws the run their accepted submission became (the maintainers' withdrawal,
     with its audit entry in the submitter's name)."""
-    row = session.scalar(select(SubmissionRow).where(SubmissionRow.public_id == public_id))
+    row = session.scalar(select(SubmissionRecord).where(SubmissionRecord.public_id == public_id))
     if row is None or (row.submitter_id != user.id and not user.is_maintainer):
         raise ModerationError(f"You have no submission {public_id!r}.", 404)
     if row.run is None:

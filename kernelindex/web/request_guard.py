@@ -17,6 +17,8 @@ from urllib.parse import unquote_to_bytes
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from kernelindex import urls
+from kernelindex.submissions.document import MAX_BYTES as SUBMISSION_MAX_BYTES
 from kernelindex.web.errors import wants_problem_json
 
 MAX_TARGET_BYTES = 8192
@@ -56,10 +58,13 @@ class RequestGuard:
         await _refuse(scope, send, *problem)
 
 
-async def _refuse(scope: Scope, send: Send, status: int, title: str, detail: str) -> None:
+async def _refuse(
+    scope: Scope, send: Send, status: int, title: str, detail: str, extra: dict[str, str] | None = None
+) -> None:
     """Answer without reaching the router: problem JSON, or a page that stands alone (no base.html)."""
     if wants_problem_json(Request(scope)):
-        body = json.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail}).encode()
+        problem = {"type": "about:blank", "title": title, "status": status, "detail": detail, **(extra or {})}
+        body = json.dumps(problem).encode()
         content_type = b"application/problem+json"
     else:
         body = PAGE.format(status=status, title=html.escape(title), detail=html.escape(detail)).encode()
@@ -70,6 +75,10 @@ async def _refuse(scope: Scope, send: Send, status: int, title: str, detail: str
 
 
 MAX_BODY_BYTES = 64 * 1024
+# Submitted runs carry four manifests and a figure per case: their routes take more, and the
+# refusal names the submissions' "size" check. The form sends the document URL-encoded (up to
+# three bytes for one).
+LARGER_BODIES = {urls.api_submissions(): SUBMISSION_MAX_BYTES, urls.submit(): 3 * SUBMISSION_MAX_BYTES + 4096}
 # The whole body, not each read: a client dripping a byte at a time is cut off all the same.
 BODY_TIMEOUT_S = 30.0
 
@@ -87,9 +96,12 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = LARGER_BODIES.get(scope["path"], self.max_bytes)
+        extra = {"check": "size"} if scope["path"] in LARGER_BODIES else None
+        too_large = f"Requests are limited to {limit} bytes."
         declared = dict(scope.get("headers", [])).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await _refuse(scope, send, 413, "Request too large", f"Requests are limited to {self.max_bytes} bytes.")
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            await _refuse(scope, send, 413, "Request too large", too_large, extra)
             return
         received = 0
         deadline: float | None = None
@@ -102,14 +114,14 @@ class BodyLimit:
             except TimeoutError:
                 raise TooSlow() from None
             received += len(message.get("body", b""))
-            if received > self.max_bytes:
+            if received > limit:
                 raise TooLarge()
             return message
 
         try:
             await self.app(scope, counted, send)
         except TooLarge:
-            await _refuse(scope, send, 413, "Request too large", f"Requests are limited to {self.max_bytes} bytes.")
+            await _refuse(scope, send, 413, "Request too large", too_large, extra)
         except TooSlow:
             detail = f"The request's body did not arrive within {self.timeout_s:g} seconds."
             await _refuse(scope, send, 408, "Request timeout", detail)

@@ -52,6 +52,13 @@ EVIDENCE_SENTENCES = {
         "agrees case by case."
     ),
 }
+
+
+def submitted_sentence(handle: str) -> str:
+    """Who stands behind a submitted run's figure, in place of "Reported by source"."""
+    return f"Reported by {handle}, reviewed by maintainers; not independently reproduced."
+
+
 SOL_STATISTIC_NOTE = (
     "The source publishes one suite figure per submission and calls it a mean. Its figures fit the "
     "geometric mean of the per-case latencies: the source's own SOL-bound and baseline aggregates "
@@ -277,6 +284,8 @@ class RunPage(PageContext):
     # A rerun's agreeing reruns (names): on another physical GPU, and on the same GPU measured again.
     reproduced_by: list[str] = []
     repeated_on_same_gpu: list[str] = []
+    # The handle of whoever submitted the run (``/submit``), for a run published from a submission.
+    submitted_by: str | None = None
 
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -324,6 +333,7 @@ def build_run_page(
     rerun: RerunPart | None = None,
     confirmation: ConfirmationPart | None = None,
     agreements: RerunAgreements | None = None,
+    submitted_by: str | None = None,
 ) -> RunPage:
     view = to_view(run)
     manifest = run_manifest(run)
@@ -341,7 +351,7 @@ def build_run_page(
         statistic_name=statistic.text,
         statistic_inferred=statistic.inferred,
         evidence=run.evidence,
-        evidence_sentence=EVIDENCE_SENTENCES[run.evidence],
+        evidence_sentence=submitted_sentence(submitted_by) if submitted_by else EVIDENCE_SENTENCES[run.evidence],
         availability=view.availability,
         observed_at=run.observed_at,
         first_recorded_at=run.created_at,
@@ -411,6 +421,7 @@ def build_run_page(
         confirmation=confirmation,
         reproduced_by=agreements.reproduced_by if agreements else [],
         repeated_on_same_gpu=agreements.repeated_on_same_gpu if agreements else [],
+        submitted_by=submitted_by,
     )
 
 
