@@ -107,9 +107,9 @@ def _schema(detail: str) -> Refusal:
 
 
 def _control_character(value: Any, path: str) -> str | None:
-    """The path of the first string (or key) holding a control character other than a line break or tab."""
+    """The path of the first string (or key) holding a control character (``_is_control``)."""
     if isinstance(value, str):
-        return path or "the document" if any(ord(c) < 32 and c not in "\t\n\r" for c in value) else None
+        return path or "the document" if any(_is_control(c) for c in value) else None
     if isinstance(value, dict):
         for key, item in value.items():
             where = f"{path}.{key}" if path else key
@@ -122,6 +122,12 @@ def _control_character(value: Any, path: str) -> str | None:
             if (found := _control_character(item, f"{path}[{index}]")) is not None:
                 return found
     return None
+
+
+def _is_control(character: str) -> bool:
+    """C0 controls but tab and line breaks (NUL above all: PostgreSQL cannot store it), DEL and C1."""
+    code = ord(character)
+    return (code < 32 and character not in "\t\n\r") or 0x7F <= code <= 0x9F
 
 
 def _problems(error: ValidationError) -> str:
