@@ -132,7 +132,10 @@ def test_a_submission_goes_through_review_to_a_ranked_credited_run(site: Site) -
     run_name = f"submission-{public_id}"
     run_page = site.client().get(f"/runs/{run_name}")
     assert run_page.status_code == 200
-    assert REPORTED_BY in BeautifulSoup(run_page.text, "html.parser").get_text(" ")
+    shown = BeautifulSoup(run_page.text, "html.parser")
+    assert REPORTED_BY in shown.get_text(" ")
+    evidence = [a["href"] for a in shown.select("#artifacts a")]
+    assert example()["evidenceUrl"] in evidence and example()["artifacts"][0]["url"] in evidence
     run_json = site.client().get(f"/runs/{run_name}.json").json()
     assert run_json["submittedBy"] == "ada"
     assert run_json["digest"] == example()["digests"]["run"]  # the submitter's digest, kept
@@ -151,9 +154,12 @@ def test_a_submission_goes_through_review_to_a_ranked_credited_run(site: Site) -
     assert ada.get(f"/submissions/{public_id}.json").json()["submission"]["runName"] == run_name
 
     # Withdrawn by its submitter: out of the ranking, the reason on its page, in the audit log.
+    token = csrf_token(ada, f"/submissions/{public_id}")
+    no_reason = ada.post(f"/submissions/{public_id}/withdraw", data={"csrf_token": token, "reason": " "})
+    assert no_reason.status_code == 400 and "Give a reason" in no_reason.text
     withdrawn = ada.post(
         f"/submissions/{public_id}/withdraw",
-        data={"csrf_token": csrf_token(ada, f"/submissions/{public_id}"), "reason": "Timer bug found."},
+        data={"csrf_token": token, "reason": "Timer bug found."},
         follow_redirects=False,
     )
     assert withdrawn.status_code == 303, withdrawn.text

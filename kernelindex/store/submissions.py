@@ -98,7 +98,8 @@ def check_submission(session: Session, raw: bytes, when: datetime | None = None)
     assert workload is not None and facts is not None  # check_workload refuses a missing one
     _refuse(check_cases(document, facts))
     _refuse(check_units(document))
-    _refuse(check_bounds(document, case_bounds(session, workload, document.environment.spec.hardware.product)))
+    hardware = document.environment.spec.hardware
+    _refuse(check_bounds(document, case_bounds(session, workload, gpu_slug(hardware.vendor, hardware.product))))
     _refuse(check_duplicate(document, run_is_known(session, document.run.digest)))
     return Checked(document, workload.id)
 
@@ -115,17 +116,22 @@ def _workload_facts(workload: Workload) -> WorkloadFacts:
     return WorkloadFacts(workload.name, workload.digest, [case_digest(case["axes"]) for case in cases])
 
 
-def case_bounds(session: Session, workload: Workload, gpu_product: str) -> dict[int, list[CaseBound]]:
+def case_bounds(session: Session, workload: Workload, gpu: str) -> dict[int, list[CaseBound]]:
     """The known lower bounds on each case's latency: the speed-of-light bound published with the
     workload (SOL-ExecBench's T_SOL), and the datasheet speed of light of the newest controlled rerun
-    where it measured the same GPU."""
+    where it measured the same GPU (``gpu``, a GPU slug)."""
     bounds: dict[int, list[CaseBound]] = {}
     published = f"{SOL_EXECBENCH.name}, published with the workload"
     for case in workload.cases:
         if case.sol_latency_ms:
             bounds.setdefault(case.position, []).append(CaseBound(case.sol_latency_ms * 1_000_000, published))
     rerun = newest_rerun_bounds(session, workload.id)
-    if rerun is not None and gpu_slug("", rerun.gpu) == gpu_slug("", gpu_product):
+    measured_on = (
+        session.scalar(select(Environment.gpu_slug).where(Environment.gpu_product == rerun.gpu).limit(1))
+        if rerun is not None
+        else None
+    )
+    if rerun is not None and measured_on == gpu:
         name = f"{DATASHEET.name} speed of light of the {rerun.gpu}"
         for position, bound_ns in rerun.by_position.items():
             if bound_ns > 0:
@@ -261,13 +267,27 @@ def find_submission(session: Session, public_id: str) -> SubmissionView | None:
     return found[0] if found else None
 
 
-def submitter_of_run(session: Session, run_id: int) -> str | None:
-    """The handle of the person who submitted the run; None for a run that was not submitted."""
-    return session.scalar(
-        select(User.handle)
+@dataclass(frozen=True)
+class SubmittedRun:
+    """Who submitted a published run, and the evidence they gave with it."""
+
+    handle: str
+    evidence_url: str
+    artifacts: list[tuple[str, str, str | None]]  # name, https URL, sha256 (where given)
+
+
+def submission_of_run(session: Session, run_id: int) -> SubmittedRun | None:
+    """The submission a run was published from; None for a run that was not submitted."""
+    found = session.execute(
+        select(User.handle, SubmissionRecord.document_json)
         .join(SubmissionRecord, SubmissionRecord.submitter_id == User.id)
         .where(SubmissionRecord.run_id == run_id)
-    )
+    ).first()
+    if found is None:
+        return None
+    document = Submission.model_validate_json(found.document_json)
+    artifacts = [(item.name, str(item.url), item.sha256) for item in document.artifacts]
+    return SubmittedRun(found.handle, str(document.evidence_url), artifacts)
 
 
 # --- The review's writes ---------------------------------------------------------------------------

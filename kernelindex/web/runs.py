@@ -23,7 +23,7 @@ from kernelindex.store.page_scopes import run_page_scopes
 from kernelindex.store.reruns import agreements_of_run, rerun_of_run
 from kernelindex.store.run_queries import Run, run_standing
 from kernelindex.store.run_queries import find_run as run_by_ref
-from kernelindex.store.submissions import submitter_of_run
+from kernelindex.store.submissions import submission_of_run
 from kernelindex.store.version import LISTS
 from kernelindex.web.auth import current_user
 from kernelindex.web.confirmation import confirmation_part
@@ -70,7 +70,7 @@ def render_run(
         rerun=rerun_part(result, run.protocol.name) if (result := rerun_of_run(session, run.id)) else None,
         confirmation=confirmation_part(confirmation) if confirmation is not None else None,
         agreements=agreements_of_run(session, run) if result else None,
-        submitted_by=submitter_of_run(session, run.id),
+        submitted=submission_of_run(session, run.id),
     )
     return render_page(request, context, status_code=status_code)
 

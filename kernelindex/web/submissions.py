@@ -190,44 +190,40 @@ def _visible(request: Request, session: Session, public_id: str) -> tuple[submis
     return found, user
 
 
-@page_route(router, "/submissions/{public_id}")
-def submission_page(request: Request, public_id: str, session: SessionDep) -> Response:
-    found, user = _visible(request, session, public_id)
-    context = SubmissionPage(
+def _page(found: submissions.SubmissionView, user: User) -> SubmissionPage:
+    return SubmissionPage(
         submission=found,
         maintainer=user.is_maintainer,
         can_withdraw=found.run_name is not None and not found.run_withdrawn,
         run_url=urls.run(found.run_name) if found.run_name else None,
         workload_url=urls.workload(found.workload_slug),
     )
-    response = render_page(request, context)
+
+
+@page_route(router, "/submissions/{name}")
+def submission_page(request: Request, name: str, session: SessionDep) -> Response:
+    """``name``: the submission's public id."""
+    found, user = _visible(request, session, name)
+    response = render_page(request, _page(found, user))
     response.headers.update(NO_STORE)
     return response
 
 
-@router.post("/submissions/{public_id}/withdraw", include_in_schema=False)
-def withdraw(request: Request, public_id: str, form: CheckedForm, session: SessionDep) -> Response:
-    _, user = _visible(request, session, public_id)
-    reason = str(form.get("reason", ""))
+@router.post("/submissions/{name}/withdraw", include_in_schema=False)
+def withdraw(request: Request, name: str, form: CheckedForm, session: SessionDep) -> Response:
+    _, user = _visible(request, session, name)
     try:
-        submissions.withdraw_own_run(session, user, public_id, reason)
+        submissions.withdraw_own_run(session, user, name, str(form.get("reason", "")))
         session.commit()
     except ModerationError as exc:
         session.rollback()
-        found = submissions.find_submission(session, public_id)
-        assert found is not None  # _visible found it
-        page = SubmissionPage(
-            submission=found,
-            maintainer=user.is_maintainer,
-            can_withdraw=found.run_name is not None and not found.run_withdrawn,
-            run_url=urls.run(found.run_name) if found.run_name else None,
-            workload_url=urls.workload(found.workload_slug),
-        )
+        found, user = _visible(request, session, name)
+        page = _page(found, user)
         response: Response = request.app.state.templates.TemplateResponse(
             request, page.template, {"page": page, "error": str(exc)}, status_code=exc.status, headers=NO_STORE
         )
         return response
-    return RedirectResponse(urls.submission(public_id), status_code=303, headers=NO_STORE)
+    return RedirectResponse(urls.submission(name), status_code=303, headers=NO_STORE)
 
 
 # --- The maintainers' decisions (the queue is on /admin) ----------------------------------------------
@@ -252,18 +248,16 @@ def _decision(request: Request, session: Session, user: User, form: Any, public_
     )
 
 
-@router.post("/admin/submissions/{public_id}/accept", include_in_schema=False)
-def accept(request: Request, public_id: str, user: Maintainer, form: CheckedForm, session: SessionDep) -> Response:
-    return _decision(request, session, user, form, public_id, "accept")
+@router.post("/admin/submissions/{name}/accept", include_in_schema=False)
+def accept(request: Request, name: str, user: Maintainer, form: CheckedForm, session: SessionDep) -> Response:
+    return _decision(request, session, user, form, name, "accept")
 
 
-@router.post("/admin/submissions/{public_id}/reject", include_in_schema=False)
-def reject(request: Request, public_id: str, user: Maintainer, form: CheckedForm, session: SessionDep) -> Response:
-    return _decision(request, session, user, form, public_id, "reject")
+@router.post("/admin/submissions/{name}/reject", include_in_schema=False)
+def reject(request: Request, name: str, user: Maintainer, form: CheckedForm, session: SessionDep) -> Response:
+    return _decision(request, session, user, form, name, "reject")
 
 
-@router.post("/admin/submissions/{public_id}/request-changes", include_in_schema=False)
-def request_changes(
-    request: Request, public_id: str, user: Maintainer, form: CheckedForm, session: SessionDep
-) -> Response:
-    return _decision(request, session, user, form, public_id, "request-changes")
+@router.post("/admin/submissions/{name}/request-changes", include_in_schema=False)
+def request_changes(request: Request, name: str, user: Maintainer, form: CheckedForm, session: SessionDep) -> Response:
+    return _decision(request, session, user, form, name, "request-changes")
