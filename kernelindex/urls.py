@@ -178,6 +178,11 @@ def admin() -> str:
     return "/admin"
 
 
+def user(handle: str) -> str:
+    """A person's public page: the runs they submitted that the registry published."""
+    return f"/users/{_segment(handle)}"
+
+
 def submit() -> str:
     """The form to submit a run for review."""
     return "/submit"

@@ -177,6 +177,7 @@ def site(loaded_db, make_app) -> Iterator[Site]:  # type: ignore[no-untyped-def]
             "fmt": ["bib", "txt"],
             "kind": ["BenchmarkRun"],
             "part": ["1"],
+            "handle": ["ada"],
         }
     app = make_app(loaded_db, secret_key="bad input")
     app.state.rate_limiter = AllowEverything()

@@ -152,6 +152,9 @@ def test_a_submission_goes_through_review_to_a_ranked_credited_run(site: Site) -
     assert account.select_one(f'a[href="/runs/{run_name}"]') is not None
     assert site.client().get("/sources/submissions").status_code == 200
     assert ada.get(f"/submissions/{public_id}.json").json()["submission"]["runName"] == run_name
+    credits = site.client().get("/users/ada.json").json()
+    assert [(r["runName"], r["latencyNs"], r["withdrawn"]) for r in credits["runs"]] == [(run_name, 25868, False)]
+    assert 'href="/users/ada"' in run_page.text
 
     # Withdrawn by its submitter: out of the ranking, the reason on its page, in the audit log.
     token = csrf_token(ada, f"/submissions/{public_id}")
@@ -166,6 +169,8 @@ def test_a_submission_goes_through_review_to_a_ranked_credited_run(site: Site) -
     board = site.client().get(f"/workloads/{WORKLOAD}.json?runs=all").json()
     assert run_name not in [row["name"] for row in board["ranked"]]
     assert "Timer bug found." in site.client().get(f"/runs/{run_name}").text
+    assert site.client().get("/users/ada.json").json()["runs"][0]["withdrawn"] is True
+    assert site.client().get("/users/nobody").status_code == 404
     with site.sessions() as session:
         actions = session.scalars(select(AuditEntry.action).order_by(AuditEntry.id)).all()
     assert actions[-3:] == ["submission.submit", "submission.accept", "run.withdraw"]

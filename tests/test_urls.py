@@ -58,6 +58,8 @@ BUILT = [
     urls.api_model("nafnet"),
     urls.api_source("sol-execbench"),
     urls.submit(),
+    urls.user("ada"),
+    urls.json_twin(urls.user("ada")),
     urls.submission("3f9a0c1d2e4b"),
     urls.json_twin(urls.submission("3f9a0c1d2e4b")),
 ]

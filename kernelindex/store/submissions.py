@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, select, update
+from sqlalchemy import CursorResult, func, select, update
 from sqlalchemy.orm import Session, joinedload
 
 from kernelindex.db.submission_tables import SubmissionRecord
@@ -32,6 +32,7 @@ from kernelindex.store.ingest import ensure_source, environment_columns, impleme
 from kernelindex.store.manifests import Row, put
 from kernelindex.store.moderation import CONTROL, MAX_NOTE, MAX_REASON, ModerationError, withdraw_run
 from kernelindex.store.reruns import newest_rerun_bounds
+from kernelindex.store.runs import implementation_identity
 from kernelindex.submissions.checks import (
     SUBMITTED_SOURCE,
     CaseBound,
@@ -288,6 +289,51 @@ def submission_of_run(session: Session, run_id: int) -> SubmittedRun | None:
     document = Submission.model_validate_json(found.document_json)
     artifacts = [(item.name, str(item.url), item.sha256) for item in document.artifacts]
     return SubmittedRun(found.handle, str(document.evidence_url), artifacts)
+
+
+@dataclass(frozen=True)
+class PublishedRun:
+    """A run published from someone's submission, as their public page credits it."""
+
+    run_name: str
+    workload_slug: str
+    workload_title: str
+    implementation: str
+    gpu: str
+    latency_ns: int
+    statistic: str
+    published_at: datetime
+    withdrawn: bool
+
+
+def published_by(session: Session, handle: str) -> tuple[str, list[PublishedRun]] | None:
+    """The account's handle as written and the runs published from its submissions, newest first;
+    None where no account has the handle."""
+    found = session.scalar(select(User).where(func.lower(User.handle) == handle.lower()))
+    if found is None:
+        return None
+    rows = session.execute(
+        select(Run, SubmissionRecord.reviewed_at)
+        .join(SubmissionRecord, SubmissionRecord.run_id == Run.id)
+        .where(SubmissionRecord.submitter_id == found.id, SubmissionRecord.status == ACCEPTED)
+        .options(joinedload(Run.workload), joinedload(Run.implementation), joinedload(Run.environment))
+        .order_by(SubmissionRecord.reviewed_at.desc(), Run.id.desc())
+    ).all()
+    runs = [
+        PublishedRun(
+            run_name=run.name,
+            workload_slug=run.workload.name,
+            workload_title=run.workload.title,
+            implementation=implementation_identity(run.implementation),
+            gpu=run.environment.gpu_product,
+            latency_ns=run.latency_ns,
+            statistic=run.primary_statistic,
+            published_at=reviewed_at or run.created_at,
+            withdrawn=run.withdrawn_at is not None,
+        )
+        for run, reviewed_at in rows
+    ]
+    return found.handle, runs
 
 
 # --- The review's writes ---------------------------------------------------------------------------

@@ -226,6 +226,24 @@ def withdraw(request: Request, name: str, form: CheckedForm, session: SessionDep
     return RedirectResponse(urls.submission(name), status_code=303, headers=NO_STORE)
 
 
+# --- A submitter's public page ----------------------------------------------------------------------
+
+
+class UserPage(PageContext):
+    template: ClassVar[str] = "user.html"
+
+    handle: str
+    runs: list[submissions.PublishedRun]
+
+
+@page_route(router, "/users/{handle}")
+def user_page(request: Request, handle: str, session: SessionDep) -> Response:
+    found = submissions.published_by(session, handle)
+    if found is None:
+        raise NotFound(f"No account has the handle {handle!r}.")
+    return render_page(request, UserPage(handle=found[0], runs=found[1]))
+
+
 # --- The maintainers' decisions (the queue is on /admin) ----------------------------------------------
 
 
