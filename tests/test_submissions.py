@@ -431,3 +431,17 @@ def test_the_example_names_a_bundled_workload_at_its_digest(site: Site) -> None:
     assert document["workload"] == {"slug": WORKLOAD, "digest": workload.digest}
     cases = json.loads(workload.manifest_json)["spec"]["cases"]
     assert [case["caseDigest"] for case in document["cases"]] == [case_digest(case["axes"]) for case in cases]
+
+
+def test_the_openapi_document_publishes_the_submission_schema(site: Site) -> None:
+    document = site.client().get("/api/openapi.json").json()
+    operation = document["paths"][API]["post"]
+    assert operation["operationId"] == "createSubmission"
+    schema = operation["requestBody"]["content"]["application/json"]["schema"]
+    assert "#/$defs/" not in json.dumps(schema)  # self-contained: nothing points outside the document
+    assert {"workload", "cases", "run", "implementation", "environment", "protocol", "digests"} <= set(
+        schema["required"]
+    )
+    assert schema["properties"]["run"]["properties"]["kind"]["const"] == "BenchmarkRun"
+    problem = operation["responses"]["4XX"]["content"]["application/problem+json"]["schema"]
+    assert "check" in problem["required"]

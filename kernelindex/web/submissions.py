@@ -53,6 +53,27 @@ class SubmissionReceived(BaseModel):
     url: str = Field(description="the submission's page, where its review is followed")
 
 
+def self_contained(schema: dict[str, Any]) -> dict[str, Any]:
+    """A model's JSON Schema with its ``$defs`` written in place: in the OpenAPI document a
+    ``#/$defs/…`` reference would resolve against the document's root, where they are not. (No
+    manifest part contains itself, so this ends.)"""
+    definitions = schema.get("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            reference = node.get("$ref")
+            if isinstance(reference, str) and reference.startswith("#/$defs/"):
+                rest = {key: value for key, value in node.items() if key != "$ref"}
+                return resolve({**definitions[reference.removeprefix("#/$defs/")], **rest})
+            return {key: resolve(value) for key, value in node.items() if key != "$defs"}
+        if isinstance(node, list):
+            return [resolve(item) for item in node]
+        return node
+
+    resolved: dict[str, Any] = resolve(schema)
+    return resolved
+
+
 def refused(refusal: Refusal, headers: dict[str, str] | None = None) -> JSONResponse:
     body = {
         "type": "about:blank",
@@ -114,7 +135,7 @@ def _submit(request: Request, session: Session, user: User, raw: bytes) -> str |
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": Submission.model_json_schema(by_alias=True)}},
+            "content": {"application/json": {"schema": self_contained(Submission.model_json_schema(by_alias=True))}},
         }
     },
     responses={
