@@ -445,3 +445,19 @@ def test_the_openapi_document_publishes_the_submission_schema(site: Site) -> Non
     assert schema["properties"]["run"]["properties"]["kind"]["const"] == "BenchmarkRun"
     problem = operation["responses"]["4XX"]["content"]["application/problem+json"]["schema"]
     assert "check" in problem["required"]
+
+
+def test_a_workload_revised_while_waiting_is_not_accepted(site: Site) -> None:
+    public_id = site.submit(example()).json()["id"]
+    with site.sessions.begin() as session:
+        workload = session.scalar(select(Workload).where(Workload.name == WORKLOAD))
+        assert workload is not None
+        workload.digest = "sha256:" + "9" * 64  # as a re-ingest of a changed definition leaves it
+    before = stored(site.sessions)
+    mod = site.client("mod")
+    refused = mod.post(
+        f"/admin/submissions/{public_id}/accept", data={"csrf_token": csrf_token(mod, "/admin"), "note": ""}
+    )
+    assert refused.status_code == 409 and "was revised since" in refused.text
+    assert stored(site.sessions) == before
+    assert site.client("ada").get(f"/submissions/{public_id}.json").json()["submission"]["status"] == "pending"
