@@ -121,6 +121,9 @@ def test_a_submission_goes_through_review_to_a_ranked_credited_run(site: Site) -
     mod = site.client("mod")
     queue = BeautifulSoup(mod.get("/admin").text, "html.parser")
     assert queue.select_one(f"#submission-{public_id}") is not None
+    review = BeautifulSoup(mod.get(f"/submissions/{public_id}").text, "html.parser")
+    assert review.select_one(f'form[action="/admin/submissions/{public_id}/reject"]') is not None
+    assert ada.get(f"/submissions/{public_id}").text.count("/admin/submissions/") == 0
     token = csrf_token(mod, "/admin")
     accepted = mod.post(
         f"/admin/submissions/{public_id}/accept",
@@ -151,6 +154,7 @@ def test_a_submission_goes_through_review_to_a_ranked_credited_run(site: Site) -
     account = BeautifulSoup(ada.get("/account").text, "html.parser")
     assert account.select_one(f'a[href="/runs/{run_name}"]') is not None
     assert site.client().get("/sources/submissions").status_code == 200
+    assert "Submitted runs" in site.client().get("/sources").text
     assert ada.get(f"/submissions/{public_id}.json").json()["submission"]["runName"] == run_name
     credits = site.client().get("/users/ada.json").json()
     assert [(r["runName"], r["latencyNs"], r["withdrawn"]) for r in credits["runs"]] == [(run_name, 25868, False)]
