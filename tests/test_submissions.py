@@ -381,7 +381,7 @@ def test_an_escaped_nul_in_a_manifest_is_refused(site: Site) -> None:
 
 def test_without_a_key_of_the_scope_nothing_is_submitted(site: Site) -> None:
     ada = site.client("ada")
-    read_key = api_key(ada, ["read", "attest"], label="reader")
+    read_key = api_key(ada, ["attest"], label="attester")
     before = stored(site.sessions)
     no_key = site.client().post(API, content=EXAMPLE.read_bytes(), headers={"Content-Type": "application/json"})
     assert (no_key.status_code, no_key.json()["check"]) == (401, "auth")

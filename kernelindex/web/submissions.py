@@ -91,7 +91,8 @@ def _key_holder(request: Request, session: Session) -> User | Refusal:
     scheme, _, secret = request.headers.get("authorization", "").partition(" ")
     secret = secret.strip() if scheme.lower() == "bearer" else ""
     user = accounts.user_for_api_key(session, secret, SCOPE) if secret else None
-    if user is None and secret and accounts.user_for_api_key(session, secret, "read") is not None:
+    usable = secret and any(accounts.user_for_api_key(session, secret, scope) for scope in accounts.SCOPES)
+    if user is None and usable:
         session.commit()
         return Refusal("auth", 403, f"This API key has no {SCOPE} scope; create a key with it on your account page.")
     if user is None:
