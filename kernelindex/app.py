@@ -40,6 +40,7 @@ from kernelindex.web import (
     reruns,
     runs,
     search,
+    submissions,
     workloads,
 )
 from kernelindex.web.accounts import signed_in_handle
@@ -140,6 +141,7 @@ def create_app(settings: Settings | None = None, sessions: sessionmaker[Session]
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     # Order matters where paths overlap: more specific routes first.
     for module in (
+        submissions,
         api,
         exports,
         records,

@@ -186,6 +186,31 @@ def admin_runner_key_revoke(key_id: str) -> str:
     return f"/admin/runner-keys/{_segment(key_id)}/revoke"
 
 
+def user(handle: str) -> str:
+    """A person's public page: the runs they submitted that the registry published."""
+    return f"/users/{_segment(handle)}"
+
+
+def submit() -> str:
+    """The form to submit a run for review."""
+    return "/submit"
+
+
+def submission(public_id: str) -> str:
+    """A submitted run's page: its state in the review, for its submitter and the maintainers."""
+    return f"/submissions/{_segment(public_id)}"
+
+
+def submission_withdrawal(public_id: str) -> str:
+    """Where the submitter of an accepted run posts its withdrawal."""
+    return f"/submissions/{_segment(public_id)}/withdraw"
+
+
+def admin_submission(public_id: str, decision: str) -> str:
+    """Where a maintainer posts a decision on a submission: ``accept``, ``reject`` or ``request-changes``."""
+    return f"/admin/submissions/{_segment(public_id)}/{_segment(decision)}"
+
+
 def catalogue_export() -> str:
     return "/exports/catalog.jsonl.gz"
 
@@ -248,3 +273,8 @@ def api_compare(run_names: Iterable[str]) -> str:
 
 def api_source(slug: str) -> str:
     return f"{API}/sources/{_segment(slug)}"
+
+
+def api_submissions() -> str:
+    """Where a run is submitted for review (``POST``)."""
+    return f"{API}/submissions"

@@ -12,6 +12,7 @@ import itertools
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -86,7 +87,7 @@ CONTROLS = {
     "c1-next-line": "a\x85b",
 }
 LINE_BREAKS = {"tab": "a\tb", "line-feed": "a\nb", "carriage-return": "a\rb"}
-MULTILINE = {"body", "report_body"}
+MULTILINE = {"body", "report_body", "document"}
 
 
 def encoded(value: str | bytes) -> str:
@@ -176,6 +177,7 @@ def site(loaded_db, make_app) -> Iterator[Site]:  # type: ignore[no-untyped-def]
             "fmt": ["bib", "txt"],
             "kind": ["BenchmarkRun"],
             "part": ["1"],
+            "handle": ["ada"],
         }
     app = make_app(loaded_db, secret_key="bad input")
     app.state.rate_limiter = AllowEverything()
@@ -300,6 +302,7 @@ FORM_PAGES = [
     (None, "/signup"),
     (None, "/signin"),
     ("ada", "/account"),
+    ("ada", "/submit"),
     ("ada", "/runs/{run}"),
     (None, "/runs/{run}/report"),
     ("grace", "/admin?run={run}&attestation={attestation}"),
@@ -311,6 +314,7 @@ FORM_FIELDS_AT_LEAST = {
     "/signup": 3,
     "/signin": 3,
     "/account": 2,
+    "/submit": 1,
     "/runs/{run}": 8,
     "/runs/{run}/report": 2,
     "/admin": 12,
@@ -412,3 +416,51 @@ def test_every_api_body_field_refuses_hostile_input_clearly(site, loaded_db):
     print(
         f"\nbad input: {tried} JSON bodies over the {len(ATTESTATION) + len(OPTIONAL)} fields of an attestation, no 5xx"
     )
+
+
+# --- A submitted run's document ---------------------------------------------------------------------
+
+EXAMPLE_SUBMISSION = Path(__file__).resolve().parents[1] / "fixtures" / "submissions" / "example.json"
+
+
+def submission_body(path: tuple[str, ...], value: Any) -> bytes:
+    """The example submission with the field at ``path`` set to ``value`` (bytes spliced in raw)."""
+    document = json.loads(EXAMPLE_SUBMISSION.read_text())
+    target = document
+    for key in path[:-1]:
+        target = target[key]
+    if isinstance(value, bytes):
+        marker = "\ue000"
+        target[path[-1]] = marker
+        return json.dumps(document, ensure_ascii=False).encode().replace(marker.encode(), value)
+    target[path[-1]] = value
+    return json.dumps(document).encode()
+
+
+def test_every_submission_field_refuses_hostile_input_clearly(site, loaded_db):
+    with loaded_db.sessions.begin() as session:
+        user = accounts.find_user(session, "ada")
+        _, secret = accounts.create_api_key(session, user, "bad input", ["submissions:write"])
+    url = "/api/v1/submissions"
+    headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+    fields = [
+        ("workload", "slug"),
+        ("evidenceUrl",),
+        ("run", "metadata", "title"),
+        ("run", "spec", "observedAt"),
+        ("implementation", "spec", "project", "name"),
+        ("environment", "spec", "hardware", "product"),
+        ("cases", "0", "caseDigest"),
+    ]
+    tried = 0
+    for path in fields:
+        steps = tuple(int(step) if step.isdigit() else step for step in path)
+        for payload in (*PAYLOADS.values(), *NUMBERS.values(), *CONTROLS.values()):
+            response = site.client.post(url, content=submission_body(steps, payload), headers=headers)
+            where = f"POST {url} {'.'.join(path)}={payload!r:.40}"
+            assert_clear(response, payload if isinstance(payload, str | bytes) else "", where)
+            # A title is presentation, outside the run's digest: the one field whose change is still valid.
+            if response.status_code != 202:
+                assert 400 <= response.status_code < 500 and response.json()["check"], where
+            tried += 1
+    print(f"\nbad input: {tried} submissions over {len(fields)} fields of a submitted run, no 5xx")

@@ -56,7 +56,7 @@ def fuzz(operation, mode: GenerationMode, secret: str, path_parameters: dict[str
 def test_api_v1_conforms_and_never_fails_under_fuzzing(loaded_db, make_app):
     with loaded_db.sessions.begin() as session:
         user = accounts.create_user(session, "fuzzer", PASSWORD)
-        _, secret = accounts.create_api_key(session, user, "fuzzing", ["attest", "reruns"])
+        _, secret = accounts.create_api_key(session, user, "fuzzing", ["attest", "reruns", "submissions:write"])
         run_name = session.scalars(select(Run.name).order_by(Run.id)).first()
     app = make_app(loaded_db, secret_key="fuzz")
     schema = schemathesis.openapi.from_asgi("/api/openapi.json", app, config=schemathesis.Config.from_dict(CONFIG))

@@ -40,17 +40,19 @@ ALLOWED: dict[str, frozenset[str] | None] = {
     "compare": LEAVES,
     "citations": LEAVES,
     "verify": LEAVES,  # checks a downloaded manifest; used by the command line only
+    # A submitted run's document and its checks: pure, over the manifests and the figures' vocabulary.
+    "submissions": LEAVES,
     # The GPU runner stands alone: it runs on a measurement machine without the app.
     "rerun": frozenset(),
     "db": LEAVES,
     "accounts": LEAVES | {"db"},
     # The store may verify bundles and read cases with the runner's pure pieces (no torch),
     # and hashes passwords with accounts.passwords (accounts imports only db and leaves).
-    "store": LEAVES | DOMAIN | {"db", "rerun", "accounts"},
+    "store": LEAVES | DOMAIN | {"db", "rerun", "accounts", "submissions"},
     "ingest": LEAVES | {"store", "rerun"},
     # The rerun pages state the runner's own protocol constants, roofline assumption and
     # implementation registry; the runner imports nothing of the app, so this adds no cycle.
-    "web": LEAVES | DOMAIN | {"store", "accounts", "rerun"},
+    "web": LEAVES | DOMAIN | {"store", "accounts", "rerun", "submissions"},
     # The client speaks the API's own models (``CLIENT_MODELS`` below), never the store's queries.
     "client": LEAVES | {"kernelindex", "store", "web"},
     # The query commands and the MCP server reach a registry through the client alone.

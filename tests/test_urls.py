@@ -58,10 +58,22 @@ BUILT = [
     urls.api_gpu_workloads("b200", measured="true"),
     urls.api_model("nafnet"),
     urls.api_source("sol-execbench"),
+    urls.submit(),
+    urls.user("ada"),
+    urls.json_twin(urls.user("ada")),
+    urls.submission("3f9a0c1d2e4b"),
+    urls.json_twin(urls.submission("3f9a0c1d2e4b")),
 ]
 
 
-POSTED = [urls.run_attestations("sol-submission-16893"), urls.run_reports("sol-submission-16893")]
+POSTED = [
+    urls.run_attestations("sol-submission-16893"),
+    urls.run_reports("sol-submission-16893"),
+    urls.submit(),
+    urls.api_submissions(),
+    urls.submission_withdrawal("3f9a0c1d2e4b"),
+    *(urls.admin_submission("3f9a0c1d2e4b", decision) for decision in ("accept", "reject", "request-changes")),
+]
 
 
 @pytest.fixture(scope="module")

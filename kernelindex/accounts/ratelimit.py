@@ -47,6 +47,8 @@ LIMITS = {
     "rerun_upload": Limit(
         "rerun_upload", 1000, 86400, "You have sent 1,000 rerun bundles today, the limit; try tomorrow."
     ),
+    # Counted once a submission has passed every other check: a refused one costs nothing.
+    "submit": Limit("submit", 20, 86400, "You have submitted 20 runs today, the daily limit; try again tomorrow."),
 }
 
 

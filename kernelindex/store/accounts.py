@@ -15,7 +15,7 @@ from kernelindex.db.account_tables import ApiKey, AuditEntry
 from kernelindex.db.tables import User as User  # the account row the store returns, for its callers' annotations
 
 HANDLE = re.compile(r"^[A-Za-z0-9_-]{2,32}$")
-SCOPES = ("read", "attest", "reruns")
+SCOPES = ("read", "attest", "reruns", "submissions:write")
 KEY_PREFIX = "ki_"
 
 

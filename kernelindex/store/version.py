@@ -55,8 +55,11 @@ CHANNEL = "kernelindex_versions"
 # Pages that show attestations apart from their run (permalinks, manifests, the export).
 ATTESTATION_PATHS = ("/attestations/", "/manifests/", "/exports/", "/sitemap", "/account", "/admin")
 
-# Written often, shown on no public page (the audit log and accounts only on private ones).
-PRIVATE_TABLES = frozenset({"rate_limit_counter", "api_key", "app_secret", "page_version", "audit_log", "user_account"})
+# Written often, shown on no public page (the audit log, accounts and submissions only on private ones;
+# an accepted submission's run is a ``run`` row, which changes its pages).
+PRIVATE_TABLES = frozenset(
+    {"rate_limit_counter", "api_key", "app_secret", "page_version", "audit_log", "user_account", "submission"}
+)
 _SEARCH_TABLES = frozenset({"search_entry", "search_term", "search_word"})
 # Rows other pages refer to: a new one is shown only where the rows that use it are, but a
 # changed one (a licence, a GPU name) may be shown on any page.

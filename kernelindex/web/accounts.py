@@ -14,6 +14,7 @@ from kernelindex.accounts.ratelimit import LIMITS
 from kernelindex.store import accounts
 from kernelindex.store.accounts import User
 from kernelindex.store.attestations import attestations_by_user
+from kernelindex.store.submissions import submissions_of
 from kernelindex.web.auth import GENERATION_KEY, HANDLE_KEY, NO_STORE, SignedInUser, current_user
 from kernelindex.web.deps import CheckedForm, SessionDep, client_address
 from kernelindex.web.rendering import template_response
@@ -156,6 +157,7 @@ def account_page(request: Request, session: Session, user: User, status: int = 2
         user=user,
         keys=accounts.api_keys(session, user),
         attestations=written,
+        submissions=submissions_of(session, user),
         **context,
     )
     # The account's keys, and a new key's secret shown this once: kept by no cache, not even the browser's.

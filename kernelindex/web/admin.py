@@ -20,9 +20,10 @@ from starlette.datastructures import FormData
 
 from kernelindex import urls
 from kernelindex.accounts.ratelimit import LIMITS
-from kernelindex.store import moderation
+from kernelindex.store import moderation, submissions
 from kernelindex.store.accounts import User
 from kernelindex.store.moderation import AttestationRow, AuditRow, Counts, HeldRunRow, ReportRow, RunRow
+from kernelindex.store.submissions import SubmissionView
 from kernelindex.web.auth import NO_STORE, Maintainer
 from kernelindex.web.deps import CheckedForm, SessionDep
 from kernelindex.web.pages import PageContext
@@ -51,6 +52,9 @@ class AdminPage(PageContext):
     attestation: AttestationRow | None = None
     held: list[HeldRunRow]
     reviewed: list[HeldRunRow]
+    # Submitted runs waiting for a decision (oldest first), and the latest decisions.
+    submissions: list[SubmissionView] = []
+    decided_submissions: list[SubmissionView] = []
     reports: list[ReportRow]
     withdrawn: list[RunRow]
     hidden: list[AttestationRow]
@@ -83,6 +87,8 @@ def admin_page(
         attestation=found_attestation,
         held=moderation.held_runs(session),
         reviewed=moderation.reviewed_runs(session),
+        submissions=submissions.review_queue(session),
+        decided_submissions=submissions.reviewed_submissions(session, limit=20),
         reports=moderation.open_reports(session),
         withdrawn=moderation.withdrawn_runs(session),
         hidden=moderation.hidden_attestations(session),

@@ -10,7 +10,7 @@ from kernelindex.accounts.text import control_character_problem
 from kernelindex.web.errors import BadRequest
 
 # The form fields written over several lines (a ``<textarea>``): the only ones that may hold line breaks.
-MULTILINE_FIELDS = frozenset({"body", "report_body"})
+MULTILINE_FIELDS = frozenset({"body", "report_body", "document"})
 
 
 def choice(name: str, value: str | None, allowed: Iterable[str], default: str) -> str:

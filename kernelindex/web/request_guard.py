@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kernelindex import urls
+from kernelindex.submissions import document
 from kernelindex.web.errors import wants_problem_json
 
 MAX_TARGET_BYTES = 8192
@@ -60,9 +61,10 @@ class RequestGuard:
 async def _refuse(scope: Scope, send: Send, status: int, title: str, detail: str, check: str | None = None) -> None:
     """Answer without reaching the router: problem JSON (naming the ``check`` that refused the request,
     where one is given), or a page that stands alone (no base.html)."""
-    if check is not None or wants_problem_json(Request(scope)):
-        document = {"type": "about:blank", "title": title, "status": status, "detail": detail}
-        body = json.dumps(document | ({"check": check} if check else {})).encode()
+    # An API path answers in problem JSON whatever it asked for; a form (``/submit``) only when asked.
+    if (check is not None and scope["path"].startswith(urls.API)) or wants_problem_json(Request(scope)):
+        problem = {"type": "about:blank", "title": title, "status": status, "detail": detail}
+        body = json.dumps(problem | ({"check": check} if check else {})).encode()
         content_type = b"application/problem+json"
     else:
         body = PAGE.format(status=status, title=html.escape(title), detail=html.escape(detail)).encode()
@@ -76,9 +78,13 @@ MAX_BODY_BYTES = 64 * 1024
 # A signed rerun bundle carries every raw sample: the largest shipped one is 190,819 bytes, and an
 # upload may be up to four times that (768 KiB); every other request keeps the general limit.
 MAX_BUNDLE_UPLOAD_BYTES = 768 * 1024
-BODY_LIMITS_BY_PATH = {urls.api_reruns(): MAX_BUNDLE_UPLOAD_BYTES}
-# The upload API names the check that refused a body in its problem JSON (``check``).
-SIZE_CHECK = "body-size"
+# Submitted runs carry four manifests and a figure per case; the form sends the document URL-encoded
+# (up to three bytes for one). Each such route names its own size check in the problem JSON.
+BODY_LIMITS_BY_PATH: dict[str, tuple[int, str | None]] = {
+    urls.api_reruns(): (MAX_BUNDLE_UPLOAD_BYTES, "body-size"),
+    urls.api_submissions(): (document.MAX_BYTES, "size"),
+    urls.submit(): (3 * document.MAX_BYTES + 4096, "size"),
+}
 # The whole body, not each read: a client dripping a byte at a time is cut off all the same.
 BODY_TIMEOUT_S = 30.0
 
@@ -97,8 +103,7 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = BODY_LIMITS_BY_PATH.get(scope["path"], self.max_bytes)
-        check = SIZE_CHECK if scope["path"] in BODY_LIMITS_BY_PATH else None
+        limit, check = BODY_LIMITS_BY_PATH.get(scope["path"], (self.max_bytes, None))
         too_large = (413, "Request too large", f"Requests are limited to {limit} bytes.", check)
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):

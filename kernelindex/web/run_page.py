@@ -26,6 +26,7 @@ from kernelindex.store.reruns import RerunAgreements
 from kernelindex.store.run_queries import Run, RunStanding, review_of
 from kernelindex.store.runs import RunView, to_view
 from kernelindex.store.schemas import FigureChange, ManifestVersionItem, Review
+from kernelindex.store.submissions import SubmittedRun
 from kernelindex.store.upstream import UpstreamRecord, upstream_record
 from kernelindex.web.case_chart import CaseDistribution, case_distribution
 from kernelindex.web.confirmation import ConfirmationPart
@@ -71,6 +72,11 @@ def evidence_sentence(evidence: EvidenceLevel, rerun: RerunPart | None) -> str:
             "case. Not independent: one operator ran both."
         )
     return EVIDENCE_SENTENCES[evidence]
+
+
+def submitted_sentence(handle: str) -> str:
+    """Who stands behind a submitted run's figure, in place of "Reported by source"."""
+    return f"Reported by {handle}, reviewed by maintainers; not independently reproduced."
 
 
 SOL_STATISTIC_NOTE = (
@@ -300,6 +306,8 @@ class RunPage(PageContext):
     repeated_on_same_gpu: list[str] = []
     # Of ``reproduced_by``, those by another approved operator under another key: an independent replication.
     replicated_by: list[str] = []
+    # The handle of whoever submitted the run (``/submit``), for a run published from a submission.
+    submitted_by: str | None = None
 
 
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -347,6 +355,7 @@ def build_run_page(
     rerun: RerunPart | None = None,
     confirmation: ConfirmationPart | None = None,
     agreements: RerunAgreements | None = None,
+    submitted: SubmittedRun | None = None,
 ) -> RunPage:
     view = to_view(run)
     manifest = run_manifest(run)
@@ -364,7 +373,7 @@ def build_run_page(
         statistic_name=statistic.text,
         statistic_inferred=statistic.inferred,
         evidence=run.evidence,
-        evidence_sentence=evidence_sentence(run.evidence, rerun),
+        evidence_sentence=submitted_sentence(submitted.handle) if submitted else evidence_sentence(run.evidence, rerun),
         availability=view.availability,
         observed_at=run.observed_at,
         first_recorded_at=run.created_at,
@@ -395,7 +404,7 @@ def build_run_page(
         protocol=_protocol(run.protocol.name, protocol, statistic),
         protocol_note=SOL_STATISTIC_NOTE if _is_sol_execbench(manifest) else None,
         environment=_environment(manifest, environment_manifest(run.environment), view.gpu_slug),
-        artifacts=_artifacts(rerun),
+        artifacts=_artifacts(rerun) + _submitted_artifacts(submitted),
         cases=case_distribution(
             manifest, [case.axes for case in workload_manifest(run.workload).spec.cases], rerun.cases if rerun else None
         ),
@@ -435,6 +444,7 @@ def build_run_page(
         reproduced_by=agreements.reproduced_by if agreements else [],
         repeated_on_same_gpu=agreements.repeated_on_same_gpu if agreements else [],
         replicated_by=agreements.replicated_by if agreements else [],
+        submitted_by=submitted.handle if submitted else None,
     )
 
 
@@ -617,3 +627,15 @@ def _artifacts(rerun: RerunPart | None) -> list[Fact]:
         Fact(label="Implementation source", value=rerun.source_path, url=rerun.source_url, mono=True),
         Fact(label="Source sha256 (as measured)", value=rerun.source_sha256, mono=True),
     ]
+
+
+def _submitted_artifacts(submitted: SubmittedRun | None) -> list[Fact]:
+    """The evidence a submitter gave with the run, as they gave it (links they vouch for)."""
+    if submitted is None:
+        return []
+    facts = [Fact(label="Evidence (from the submitter)", value=submitted.evidence_url, url=submitted.evidence_url)]
+    for name, url, sha256 in submitted.artifacts:
+        facts.append(Fact(label=name, value=url, url=url, mono=True))
+        if sha256:
+            facts.append(Fact(label=f"{name} sha256", value=sha256, mono=True))
+    return facts

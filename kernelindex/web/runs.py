@@ -24,6 +24,7 @@ from kernelindex.store.reruns import agreements_of_run, rerun_of_run
 from kernelindex.store.run_queries import Run, run_standing
 from kernelindex.store.run_queries import find_run as run_by_ref
 from kernelindex.store.runner_keys import runner_key
+from kernelindex.store.submissions import submission_of_run
 from kernelindex.store.version import LISTS
 from kernelindex.web.auth import current_user
 from kernelindex.web.confirmation import confirmation_part
@@ -75,6 +76,7 @@ def render_run(
         ),
         confirmation=confirmation_part(confirmation) if confirmation is not None else None,
         agreements=agreements_of_run(session, run) if result else None,
+        submitted=submission_of_run(session, run.id),
     )
     return render_page(request, context, status_code=status_code)
 
