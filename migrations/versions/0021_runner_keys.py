@@ -41,7 +41,9 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(
             ["approved_by_id"], ["user_account.id"], name="fk_runner_key_approved_by_id_user_account"
         ),
-        sa.ForeignKeyConstraint(["revoked_by_id"], ["user_account.id"], name="fk_runner_key_revoked_by_id_user_account"),
+        sa.ForeignKeyConstraint(
+            ["revoked_by_id"], ["user_account.id"], name="fk_runner_key_revoked_by_id_user_account"
+        ),
         sa.UniqueConstraint("key_id", name="uq_runner_key_key_id"),
     )
     op.create_index("ix_runner_key_user_id", "runner_key", ["user_id"])
