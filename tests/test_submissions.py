@@ -13,12 +13,14 @@ from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup
+from click.testing import CliRunner
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from kernelindex.accounts.ratelimit import LIMITS, Limit
+from kernelindex.cli import main
 from kernelindex.db.account_tables import AuditEntry
 from kernelindex.db.submission_tables import SubmissionRecord
 from kernelindex.db.tables import Implementation, ManifestVersion, Protocol, Run, Source, Workload
@@ -26,6 +28,7 @@ from kernelindex.manifests import parse_manifest
 from kernelindex.store import accounts
 from kernelindex.submissions.document import MAX_BYTES, case_digest
 from tests.factories import PASSWORD, api_key, csrf_token, sign_in
+from tests.servers import serving
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "submissions" / "example.json"
 WORKLOAD = "l1-040-conv2d-residual-block"
@@ -178,6 +181,31 @@ def test_a_submission_goes_through_review_to_a_ranked_credited_run(site: Site) -
     with site.sessions() as session:
         actions = session.scalars(select(AuditEntry.action).order_by(AuditEntry.id)).all()
     assert actions[-3:] == ["submission.submit", "submission.accept", "run.withdraw"]
+
+
+def test_kernelindex_submit_sends_a_run_through_review_to_the_ranking(site: Site) -> None:
+    """The command line end to end: ``kernelindex submit`` against the app served on 127.0.0.1, the
+    maintainers' acceptance, the run ranked first in its group."""
+    with serving(site.app) as base:
+        result = CliRunner().invoke(
+            main,
+            ["submit", str(EXAMPLE), "--registry", base, "--api-key", site.key, "--json"],
+            catch_exceptions=False,
+        )
+        assert result.exit_code == 0, result.output
+        receipt = json.loads(result.stdout)
+        assert receipt["status"] == "pending"
+        again = CliRunner().invoke(main, ["submit", str(EXAMPLE), "--registry", base, "--api-key", site.key])
+        assert again.exit_code == 1 and "check: duplicate" in again.output
+    mod = site.client("mod")
+    accepted = mod.post(
+        f"/admin/submissions/{receipt['id']}/accept",
+        data={"csrf_token": csrf_token(mod, "/admin"), "note": ""},
+        follow_redirects=False,
+    )
+    assert accepted.status_code == 303, accepted.text
+    board = site.client().get(f"/workloads/{WORKLOAD}.json?runs=all").json()
+    assert (board["ranked"][0]["name"], board["ranked"][0]["rank"]) == (f"submission-{receipt['id']}", 1)
 
 
 def test_the_maintainers_reject_or_ask_for_changes_and_decide_once(site: Site) -> None:
