@@ -183,6 +183,11 @@ class Run(ManifestRecord, Base):
     withdrawn_reason: Mapped[str | None] = mapped_column(Text)
     missing_since: Mapped[datetime | None]
     last_seen_at: Mapped[datetime | None]
+    # The interval around ``latency_ns`` and what it rests on (``kernelindex.uncertainty``); all
+    # None where nothing bounds the figure (``store.spreads``).
+    spread_kind: Mapped[str | None] = mapped_column(String(24))
+    spread_low_ns: Mapped[int | None] = mapped_column(BigInteger)
+    spread_high_ns: Mapped[int | None] = mapped_column(BigInteger)
 
     source: Mapped[Source | None] = relationship()
     workload: Mapped[Workload] = relationship()

@@ -24,6 +24,7 @@ from kernelindex.ranking import (
     fastest_reported,
     is_eligible,
     opening_group,
+    rank_group,
     rank_implementation_bests,
 )
 from kernelindex.store.common import history, source_ref
@@ -37,11 +38,13 @@ from kernelindex.store.schemas import ComparisonGroupItem, GroupBest, WorkloadDe
 from kernelindex.store.standings import (
     Scope,
     group_counts,
+    group_intervals,
     ranked_page,
     record_setters,
     revision_bests,
 )
 from kernelindex.store.workloads import workload_items
+from kernelindex.uncertainty import tied_with_best
 
 # What runs a workload's reference as written, in each source's terms, most preferred first:
 # KernelBench's eager PyTorch, the reruns' eager PyTorch, Liger-Kernel's Hugging Face and then
@@ -64,6 +67,9 @@ class GroupStanding:
     last_observed_at: datetime
     sample: RunView  # any run of the group: they share workload, protocol and environment
     record: RunView | None  # the run that holds the group's record now (its #1)
+    # How many other ranked runs the #1 is not distinct from (``uncertainty.tied_with_best``): 0
+    # where #1 is distinct from #2.
+    tied_with_best: int = 0
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,7 @@ def leaderboard(session: Session, workload: Workload, before: datetime | None = 
     counts = group_counts(session, scope)
     shown = [count.first for count in counts]
     views = {view.name: view for view in run_views(session, *scope.runs(), Run.name.in_(sorted(shown)))}
+    intervals = group_intervals(session, scope)
     groups = [
         GroupStanding(
             key=count.size.key,
@@ -104,6 +111,7 @@ def leaderboard(session: Session, workload: Workload, before: datetime | None = 
             last_observed_at=count.size.last_observed_at,
             sample=views[count.first],
             record=views[count.first] if count.eligible_runs else None,
+            tied_with_best=_tied(intervals.get(count.size.key, []), count.first),
         )
         for count in counts
     ]
@@ -127,6 +135,14 @@ def leaderboard(session: Session, workload: Workload, before: datetime | None = 
         sources=list(sources),
         rerun_bounds=newest_rerun_bounds(session, workload.id),
     )
+
+
+def _tied(members: list[RunFacts], first: str) -> int:
+    """How many of a group's ranked runs its #1 (``first``) is not distinct from."""
+    best = next((run for run in members if run.name == first), None)
+    if best is None:
+        return 0
+    return tied_with_best(best.interval, [run.interval for run in members if run.name != first])
 
 
 @dataclass(frozen=True)
@@ -193,6 +209,7 @@ def group_detail(session: Session, board: Leaderboard, standing: GroupStanding, 
                 latency_ns=best.latency_ns,
                 observed_at=best.observed_at,
                 implementation=implementation_identity(implementations[best.implementation_id]),
+                uncertainty=best.uncertainty,
             ),
             sol_score=best.sol_score,
             ranked_runs=best.ranked_runs,
@@ -258,9 +275,23 @@ def ranked_rows(
     )
     names = [name for name, _ in found.entries]
     views = {view.name: view for view in run_views(session, *board.scope.runs(), Run.name.in_(names))}
+    # Ranges need every ranked run's interval, not only the page's: one narrow read of the group.
+    ranges = {
+        entry.run.name: entry
+        for entry in rank_group(group_intervals(session, board.scope, standing.key).get(standing.key, []))
+    }
     best = standing.record.latency_ns if standing.record else 1
     rows = [
-        (views[name], RankedRun(run=views[name].facts, rank=rank, vs_best=views[name].latency_ns / best))
+        (
+            views[name],
+            RankedRun(
+                run=views[name].facts,
+                rank=rank,
+                vs_best=views[name].latency_ns / best,
+                rank_range=ranges[name].rank_range,
+                distinct_from_best=ranges[name].distinct_from_best,
+            ),
+        )
         for name, rank in found.entries
     ]
     return RankedRows(rows=rows, total=found.total, median_latency_ns=found.median_latency_ns)

@@ -19,8 +19,10 @@ from sqlalchemy import ColumnElement, Subquery, case, func, or_, select
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import Run
-from kernelindex.ranking import GroupSize
+from kernelindex.ranking import GroupSize, RunFacts
 from kernelindex.store.reads import eligible
+from kernelindex.store.spreads import stored_uncertainty
+from kernelindex.uncertainty import Uncertainty
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class RevisionBest:
     observed_at: datetime
     sol_score: float | None
     ranked_runs: int
+    uncertainty: Uncertainty | None = None
 
 
 def revision_bests(session: Session, scope: Scope, comparison_key: str) -> list[RevisionBest]:
@@ -104,6 +107,9 @@ def revision_bests(session: Session, scope: Scope, comparison_key: str) -> list[
             Run.latency_ns,
             Run.observed_at,
             Run.sol_score,
+            Run.spread_kind,
+            Run.spread_low_ns,
+            Run.spread_high_ns,
             func.count().over(partition_by=partition).label("ranked_runs"),
             func.row_number().over(partition_by=partition, order_by=(Run.latency_ns, Run.name)).label("nth"),
         )
@@ -120,9 +126,42 @@ def revision_bests(session: Session, scope: Scope, comparison_key: str) -> list[
             observed_at=row.observed_at,
             sol_score=row.sol_score,
             ranked_runs=row.ranked_runs,
+            uncertainty=stored_uncertainty(row.spread_kind, row.spread_low_ns, row.spread_high_ns),
         )
         for row in rows
     ]
+
+
+def group_intervals(session: Session, scope: Scope, comparison_key: str | None = None) -> dict[str, list[RunFacts]]:
+    """The eligible runs of each group (of one, given ``comparison_key``) as ranking facts with
+    their intervals, by comparison key: what rank ranges and ties are worked out from
+    (``ranking.rank_group``). One narrow statement: figures and intervals, read together."""
+    where = [*scope.runs(), scope.eligible()]
+    if comparison_key is not None:
+        where.append(Run.comparison_key == comparison_key)
+    rows = session.execute(
+        select(
+            Run.name,
+            Run.comparison_key,
+            Run.latency_ns,
+            Run.observed_at,
+            Run.spread_kind,
+            Run.spread_low_ns,
+            Run.spread_high_ns,
+        ).where(*where)
+    )
+    groups: dict[str, list[RunFacts]] = {}
+    for row in rows:
+        groups.setdefault(row.comparison_key, []).append(
+            RunFacts(
+                name=row.name,
+                comparison_key=row.comparison_key,
+                latency_ns=row.latency_ns,
+                observed_at=row.observed_at,
+                uncertainty=stored_uncertainty(row.spread_kind, row.spread_low_ns, row.spread_high_ns),
+            )
+        )
+    return groups
 
 
 def _ranked(scope: Scope, comparison_key: str, implementation_ids: Collection[int] | None) -> Subquery:
@@ -211,21 +250,31 @@ class RecordSetter:
 
 def record_setters(session: Session, scope: Scope, comparison_key: str) -> list[RecordSetter]:
     """The runs that set the group's record (``ranking.record_history``), oldest first: eligible
-    runs strictly faster than every earlier eligible run of the group."""
+    runs whose interval lies entirely below the interval of every earlier eligible run of the group."""
     order = (Run.observed_at, Run.latency_ns, Run.name)
     walked = (
         select(
             Run.name,
             Run.latency_ns,
             Run.observed_at,
-            func.min(Run.latency_ns).over(order_by=order, rows=(None, -1)).label("best_before"),
+            interval_high().label("high"),
+            func.min(interval_low()).over(order_by=order, rows=(None, -1)).label("lowest_before"),
         )
         .where(*scope.runs(), Run.comparison_key == comparison_key, scope.eligible())
         .subquery()
     )
     rows = session.execute(
         select(walked.c.name, walked.c.latency_ns, walked.c.observed_at)
-        .where(or_(walked.c.best_before.is_(None), walked.c.latency_ns < walked.c.best_before))
+        .where(or_(walked.c.lowest_before.is_(None), walked.c.high < walked.c.lowest_before))
         .order_by(walked.c.observed_at, walked.c.latency_ns, walked.c.name)
     )
     return [RecordSetter(*row) for row in rows]
+
+
+def interval_low(run: Any = Run) -> ColumnElement[int]:
+    """The low end of a run's interval in SQL (``RunFacts.interval``): its figure where unknown."""
+    return func.coalesce(run.spread_low_ns, run.latency_ns)
+
+
+def interval_high(run: Any = Run) -> ColumnElement[int]:
+    return func.coalesce(run.spread_high_ns, run.latency_ns)
