@@ -18,7 +18,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from kernelindex.manifests.types import EvidenceLevel, RunStatus
-from kernelindex.uncertainty import Uncertainty, beats_beyond_noise, bounds, distinct, rank_ranges
+from kernelindex.uncertainty import Uncertainty, beats_beyond_noise, bounds, distinct, rank_ranges, rank_texts
 
 
 def geometric_mean(values: Sequence[float]) -> float:
@@ -100,6 +100,7 @@ class RankedRun:
     # whether it is slower than the #1 beyond both their intervals.
     rank_range: tuple[int, int] = (0, 0)
     distinct_from_best: bool = False
+    rank_text: str = ""  # the range as people read it: "1", "=2", "1–3" (``uncertainty.rank_texts``)
 
 
 def _fastest_first(runs: Iterable[RunFacts]) -> list[RunFacts]:
@@ -122,8 +123,9 @@ def rank_group(runs: Iterable[RunFacts]) -> list[RankedRun]:
         return []
     best = eligible[0].latency_ns
     ranges = rank_ranges([run.interval for run in eligible])
+    texts = rank_texts(ranges)
     ranked: list[RankedRun] = []
-    for position, (run, span) in enumerate(zip(eligible, ranges, strict=True), start=1):
+    for position, (run, span, text) in enumerate(zip(eligible, ranges, texts, strict=True), start=1):
         tied = ranked and ranked[-1].run.latency_ns == run.latency_ns
         rank = ranked[-1].rank if tied else position
         ranked.append(
@@ -133,6 +135,7 @@ def rank_group(runs: Iterable[RunFacts]) -> list[RankedRun]:
                 vs_best=run.latency_ns / best,
                 rank_range=span,
                 distinct_from_best=distinct(eligible[0].interval, run.interval),
+                rank_text=text,
             )
         )
     return ranked
@@ -249,11 +252,21 @@ class CaseRanking:
     not_measured: list[RunFacts]
 
 
-def rank_at_case(runs: Iterable[RunFacts], latencies: Mapping[str, int]) -> CaseRanking:
-    """Rank one group's runs at one case: by ``latencies`` (run name → latency at the case), by the
+def rank_at_case(
+    runs: Iterable[RunFacts],
+    latencies: Mapping[str, int],
+    spreads: Mapping[str, Uncertainty | None] | None = None,
+) -> CaseRanking:
+    """Rank one group's runs at one case: by ``latencies`` (run name → latency at the case), each
+    with its interval there (``spreads``, run name → interval; unknown where absent), by the
     rules of ``rank_group``. An eligible run with no latency there is listed as not measured."""
     runs = list(runs)
-    measured = [replace(run, latency_ns=latencies[run.name]) for run in runs if run.name in latencies]
+    spreads = spreads or {}
+    measured = [
+        replace(run, latency_ns=latencies[run.name], uncertainty=spreads.get(run.name))
+        for run in runs
+        if run.name in latencies
+    ]
     not_measured = sorted((run for run in runs if run.name not in latencies and is_eligible(run)), key=lambda r: r.name)
     return CaseRanking(ranked=rank_group(measured), not_measured=not_measured)
 

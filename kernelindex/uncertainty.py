@@ -48,6 +48,15 @@ KIND_WORDS = {
 }
 
 
+# What each kind is called beside an interval on a page.
+KIND_LABELS = {
+    SAMPLES: "bootstrap 95 % interval",
+    REPORTED_STD: f"mean ± {STD_ERRORS:g} standard errors",
+    REPORTED_PERCENTILES: "20th–80th percentiles",
+    SOURCE_NOISE: "± the source's noise",
+}
+
+
 @dataclass(frozen=True)
 class Uncertainty:
     """An interval around one figure, in ns, and what it rests on (one of ``KINDS``)."""

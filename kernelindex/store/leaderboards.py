@@ -290,6 +290,7 @@ def ranked_rows(
                 vs_best=views[name].latency_ns / best,
                 rank_range=ranges[name].rank_range,
                 distinct_from_best=ranges[name].distinct_from_best,
+                rank_text=ranges[name].rank_text,
             ),
         )
         for name, rank in found.entries
