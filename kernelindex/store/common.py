@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, select
@@ -15,7 +16,9 @@ from kernelindex.store.keyset import Expr
 from kernelindex.store.manifests import run_manifest
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import with_references
-from kernelindex.store.schemas import FigureChange, ManifestVersionItem, SourceRefItem
+from kernelindex.store.schemas import FigureChange, ManifestVersionItem, SourceRefItem, UncertaintyItem
+from kernelindex.store.spreads import interval_high, interval_low, stored_uncertainty
+from kernelindex.uncertainty import Uncertainty
 
 # Made once: an alias builds a proxy of each of the table's columns.
 _FASTER = aliased(Run)
@@ -37,6 +40,85 @@ def rank_expression() -> ColumnElement[int]:
         .scalar_subquery()
         + 1
     )
+
+
+# Made once, like ``_FASTER``: the runs a rank range counts and the group's #1.
+_OTHER, _BEST = aliased(Run), aliased(Run)
+
+
+@dataclass(frozen=True)
+class RankSpan:
+    """A ranked run's place as a range given the intervals (``ranking.rank_group``'s rule, in SQL)."""
+
+    rank_range: tuple[int, int]
+    distinct_from_best: bool
+    uncertainty: Uncertainty | None
+
+
+def rank_spans(session: Session, names: Collection[str]) -> dict[str, RankSpan]:
+    """The rank range, distinctness from #1 and interval of each of these runs in its group, by run
+    name: lo = 1 + the eligible runs of the group entirely faster, hi = those not entirely slower; the
+    #1 is the group's fastest eligible run (equal latencies by name). One statement."""
+    if not names:
+        return {}
+    other, best = _OTHER, _BEST
+    same_group = (other.workload_id == Run.workload_id, other.comparison_key == Run.comparison_key, eligible(other))
+    lo = select(func.count()).select_from(other).where(*same_group, interval_high(other) < interval_low(Run))
+    hi = select(func.count()).select_from(other).where(*same_group, interval_low(other) <= interval_high(Run))
+    best_high = (
+        select(interval_high(best))
+        .where(best.workload_id == Run.workload_id, best.comparison_key == Run.comparison_key, eligible(best))
+        .order_by(best.latency_ns, best.name)
+        .limit(1)
+    )
+    rows = session.execute(
+        select(
+            Run.name,
+            lo.correlate(Run).scalar_subquery(),
+            hi.correlate(Run).scalar_subquery(),
+            interval_low(Run),
+            best_high.correlate(Run).scalar_subquery(),
+            Run.spread_kind,
+            Run.spread_low_ns,
+            Run.spread_high_ns,
+        ).where(Run.name.in_(sorted(names)))
+    )
+    return {
+        row[0]: RankSpan(
+            rank_range=(row[1] + 1, max(row[2], row[1] + 1)),
+            distinct_from_best=row[4] is not None and row[3] > row[4],
+            uncertainty=stored_uncertainty(row[5], row[6], row[7]),
+        )
+        for row in rows
+    }
+
+
+def rank_span_fields(span: RankSpan | None) -> dict[str, Any]:
+    """The fields a ranked API item adds (``schemas.RankedRunItem``); all None where not ranked."""
+    if span is None:
+        return {"rank_range": None, "distinct_from_best": None, "uncertainty": None}
+    found = span.uncertainty
+    return {
+        "rank_range": list(span.rank_range),
+        "distinct_from_best": span.distinct_from_best,
+        "uncertainty": None
+        if found is None
+        else UncertaintyItem(kind=found.kind, low=found.low_ns, high=found.high_ns),
+    }
+
+
+def best_fields(span: RankSpan | None) -> dict[str, Any]:
+    """The fields a #1 adds (``schemas.GroupBest``): its range, how many it is tied with, its interval."""
+    if span is None:
+        return {}
+    found = span.uncertainty
+    return {
+        "rank_range": list(span.rank_range),
+        "tied_with": span.rank_range[1] - 1,
+        "uncertainty": None
+        if found is None
+        else UncertaintyItem(kind=found.kind, low=found.low_ns, high=found.high_ns),
+    }
 
 
 def history(session: Session, kind: str, name: str) -> list[ManifestVersionItem]:

@@ -34,7 +34,13 @@ from kernelindex.store.manifests import manifest_document, workload_manifest
 from kernelindex.store.reruns import RerunBounds, newest_rerun_bounds
 from kernelindex.store.revisions import workload_revisions
 from kernelindex.store.runs import RunView, implementation_identity, implementations_by_id, run_views
-from kernelindex.store.schemas import ComparisonGroupItem, GroupBest, WorkloadDetail, WorkloadManifest
+from kernelindex.store.schemas import (
+    ComparisonGroupItem,
+    GroupBest,
+    UncertaintyItem,
+    WorkloadDetail,
+    WorkloadManifest,
+)
 from kernelindex.store.standings import (
     Scope,
     group_counts,
@@ -298,8 +304,12 @@ def ranked_rows(
     return RankedRows(rows=rows, total=found.total, median_latency_ns=found.median_latency_ns)
 
 
-def _group_best(view: RunView) -> GroupBest:
+def _group_best(view: RunView, tied: int) -> GroupBest:
+    found = view.uncertainty
     return GroupBest(
+        rank_range=[1, 1 + tied],
+        tied_with=tied,
+        uncertainty=None if found is None else UncertaintyItem(kind=found.kind, low=found.low_ns, high=found.high_ns),
         run=view.name,
         latency_ns=view.latency_ns,
         primary_statistic=view.primary_statistic,
@@ -327,7 +337,7 @@ def workload_detail(session: Session, workload: Workload) -> WorkloadDetail:
             protocol_title=group.sample.protocol_title,
             runs=group.run_count,
             eligible_runs=group.eligible_count,
-            best=_group_best(record) if (record := group.record) else None,
+            best=_group_best(record, group.tied_with_best) if (record := group.record) else None,
             runs_url=urls.api_runs(workload=workload.name, comparison_key=group.key),
         )
         for group in board.groups

@@ -26,8 +26,7 @@ from kernelindex.ranking import RecordBreak, RunFacts, record_history
 from kernelindex.store.manifests import StoredText
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import environment_label, evaluation_stack
-from kernelindex.store.spreads import stored_uncertainty
-from kernelindex.store.standings import interval_high, interval_low
+from kernelindex.store.spreads import interval_high, interval_low, stored_uncertainty
 
 # Bound parameters per IN (…) list; well under SQLite's and PostgreSQL's limits.
 _IN_CHUNK = 500

@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Integer, and_, cast, or_, update
+from sqlalchemy import ColumnElement, Connection, Integer, and_, cast, func, or_, update
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import Run
@@ -87,3 +87,12 @@ def apply_source_noise(
     }
     found = session.execute(update(Run).where(and_(mine, which)).values(values))
     return found.rowcount  # type: ignore[attr-defined]
+
+
+def interval_low(run: Any = Run) -> ColumnElement[int]:
+    """The low end of a run's interval in SQL (``RunFacts.interval``): its figure where unknown."""
+    return func.coalesce(run.spread_low_ns, run.latency_ns)
+
+
+def interval_high(run: Any = Run) -> ColumnElement[int]:
+    return func.coalesce(run.spread_high_ns, run.latency_ns)

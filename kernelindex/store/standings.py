@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from kernelindex.db.tables import Run
 from kernelindex.ranking import GroupSize, RunFacts
 from kernelindex.store.reads import eligible
-from kernelindex.store.spreads import stored_uncertainty
+from kernelindex.store.spreads import interval_high, interval_low, stored_uncertainty
 from kernelindex.uncertainty import Uncertainty
 
 
@@ -269,12 +269,3 @@ def record_setters(session: Session, scope: Scope, comparison_key: str) -> list[
         .order_by(walked.c.observed_at, walked.c.latency_ns, walked.c.name)
     )
     return [RecordSetter(*row) for row in rows]
-
-
-def interval_low(run: Any = Run) -> ColumnElement[int]:
-    """The low end of a run's interval in SQL (``RunFacts.interval``): its figure where unknown."""
-    return func.coalesce(run.spread_low_ns, run.latency_ns)
-
-
-def interval_high(run: Any = Run) -> ColumnElement[int]:
-    return func.coalesce(run.spread_high_ns, run.latency_ns)

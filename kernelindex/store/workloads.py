@@ -31,7 +31,7 @@ from kernelindex.db.tables import Environment, Implementation, Run, Source, Work
 from kernelindex.db.tally_tables import EVERY_GPU, CollectionTally, WorkloadSourceTally, WorkloadTally
 from kernelindex.slugs import slugify
 from kernelindex.store.catalog import origin_model_spellings
-from kernelindex.store.common import contains, name_by_ref
+from kernelindex.store.common import best_fields, contains, name_by_ref, rank_spans
 from kernelindex.store.gpu_filter import MeasuredWithoutGpu, gpu_named
 from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page, numbered_page
 from kernelindex.store.manifests import StoredText
@@ -456,10 +456,14 @@ def headlines(session: Session, run_ids: Sequence[int]) -> list[Headline]:
         .join(Environment, Environment.id == Run.environment_id)
         .where(Run.id.in_(sorted(run_ids)))
     )
+    found_rows = rows.all()
+    # Each a #1: whether the noise lets it be told from the runs after it (one statement for all).
+    spans = rank_spans(session, [row.name for row in found_rows])
     found = []
-    for row in rows:
+    for row in found_rows:
         environment = StoredText(row.environment_digest, row.environment_manifest)
         fastest = FastestRun(
+            **best_fields(spans.get(row.name)),
             run=row.name,
             latency_ns=row.latency_ns,
             primary_statistic=row.primary_statistic,

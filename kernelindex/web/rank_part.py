@@ -11,7 +11,8 @@ from pydantic.alias_generators import to_camel
 
 from kernelindex.figures import latency_in, latency_number, latency_unit
 from kernelindex.ranking import RankedRun
-from kernelindex.uncertainty import KIND_LABELS, Uncertainty
+from kernelindex.store.schemas import UncertaintyItem
+from kernelindex.uncertainty import KIND_LABELS, Uncertainty, rank_text
 
 UNKNOWN_TEXT = "spread unknown: ranked by its figure alone"
 
@@ -40,6 +41,21 @@ def uncertainty_part(uncertainty: Uncertainty | None) -> UncertaintyPart | None:
         high=uncertainty.high_ns,
         text=f"{interval_text(uncertainty.low_ns, uncertainty.high_ns)} ({KIND_LABELS[uncertainty.kind]})",
     )
+
+
+def item_part(item: UncertaintyItem | None) -> UncertaintyPart | None:
+    """An API item's interval (``store.schemas.UncertaintyItem``) as the pages give it."""
+    return None if item is None else uncertainty_part(Uncertainty(item.kind, item.low, item.high))
+
+
+def range_fields(rank_range: list[int] | None, distinct: bool | None, item: UncertaintyItem | None) -> dict[str, Any]:
+    """``rank_fields`` from a store answer's fields (``schemas.RankedRunItem``, ``GroupBest``)."""
+    return {
+        "rank_range": rank_range,
+        "rank_text": rank_text(rank_range[0], rank_range[1]) if rank_range else None,
+        "distinct_from_best": distinct,
+        "uncertainty": item_part(item),
+    }
 
 
 def rank_fields(ranked: RankedRun | None) -> dict[str, Any]:
