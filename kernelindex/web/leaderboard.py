@@ -594,6 +594,9 @@ def _ranked_chart(fastest: Sequence[RunRow], total: int, label: str) -> BarChart
                 value_text=latency_in(row.latency_ns, unit),
                 url=row.url,
                 highlight=row.rank == 1,
+                low=row.uncertainty.low if row.uncertainty else None,
+                high=row.uncertainty.high if row.uncertainty else None,
+                interval_text=row.uncertainty.text if row.uncertainty else None,
             )
             for row in shown
         ],
@@ -601,7 +604,12 @@ def _ranked_chart(fastest: Sequence[RunRow], total: int, label: str) -> BarChart
         description=(
             f"One bar per row of the ranked table below ({len(shown)} of {total}), its length the "
             f"{', '.join(statistics)} latency on a linear axis from zero; shorter is faster. "
-            "The table holds the same figures."
+            + (
+                "A whisker spans each figure's interval, where one is known. "
+                if any(row.uncertainty for row in shown)
+                else ""
+            )
+            + "The table holds the same figures."
         ),
         axis_title=f"latency ({', '.join(statistics)}), shorter is faster",
         value_heading=f"Latency ({', '.join(statistics)})",
