@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Integer, and_, cast, func, or_, update
+from sqlalchemy import BigInteger, ColumnElement, Connection, and_, cast, func, or_, update
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import Run
@@ -72,8 +72,8 @@ def apply_source_noise(
     own, or clear the source-noise intervals where ``bound`` is None (no estimate stands). With
     ``only_new``, only runs that have no interval at all yet (written since the last refresh).
 
-    Rounded outward to whole ns: the low down (a cast truncates a positive number), the high up
-    by one ns, so an interval never narrows in SQL what it holds in ``noise_uncertainty``."""
+    Rounded to whole ns by the database's cast (SQLite truncates, PostgreSQL rounds), the low
+    less one ns and the high plus one, so the interval is never narrower than ``noise_uncertainty``'s."""
     mine = Run.source_id == source_id
     if bound is None:
         cleared = update(Run).where(mine, Run.spread_kind == SOURCE_NOISE).values(spread_columns(None))
@@ -82,8 +82,8 @@ def apply_source_noise(
     which = unset if only_new else or_(unset, Run.spread_kind == SOURCE_NOISE)
     values = {
         "spread_kind": SOURCE_NOISE,
-        "spread_low_ns": cast(Run.latency_ns * (1 - bound), Integer),
-        "spread_high_ns": cast(Run.latency_ns * (1 + bound), Integer) + 1,
+        "spread_low_ns": cast(Run.latency_ns * (1 - bound), BigInteger) - 1,
+        "spread_high_ns": cast(Run.latency_ns * (1 + bound), BigInteger) + 1,
     }
     found = session.execute(update(Run).where(and_(mine, which)).values(values))
     return found.rowcount  # type: ignore[attr-defined]
