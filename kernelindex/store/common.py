@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, select
@@ -55,29 +56,40 @@ class RankSpan:
     uncertainty: Uncertainty | None
 
 
-def rank_spans(session: Session, names: Collection[str]) -> dict[str, RankSpan]:
+def rank_spans(session: Session, names: Collection[str], before: datetime | None = None) -> dict[str, RankSpan]:
     """The rank range, distinctness from #1 and interval of each of these runs in its group, by run
-    name: lo = 1 + the eligible runs of the group entirely faster, hi = those not entirely slower; the
-    #1 is the group's fastest eligible run (equal latencies by name). One statement."""
+    name, among the eligible runs observed before ``before`` (all, without it): lo = 1 + the runs
+    entirely faster, hi = those not entirely slower; the #1 is the group's fastest (equal latencies
+    by name). One statement; each count is two index ranges (``ix_run_spread_low``/``_high`` for
+    runs with an interval, ``ix_run_leaderboard`` for those without)."""
     if not names:
         return {}
     other, best = _OTHER, _BEST
-    same_group = (other.workload_id == Run.workload_id, other.comparison_key == Run.comparison_key, eligible(other))
-    lo = select(func.count()).select_from(other).where(*same_group, interval_high(other) < interval_low(Run))
-    hi = select(func.count()).select_from(other).where(*same_group, interval_low(other) <= interval_high(Run))
+
+    def counted(*where: ColumnElement[bool]) -> Any:
+        scope = [other.workload_id == Run.workload_id, other.comparison_key == Run.comparison_key]
+        scope.append(eligible(other, as_of=before))
+        if before is not None:
+            scope.append(other.observed_at < before)
+        return select(func.count()).select_from(other).where(*scope, *where).correlate(Run).scalar_subquery()
+
+    low, high = interval_low(Run), interval_high(Run)
+    faster = counted(other.spread_high_ns < low) + counted(other.spread_high_ns.is_(None), other.latency_ns < low)
+    reach = counted(other.spread_low_ns <= high) + counted(other.spread_low_ns.is_(None), other.latency_ns <= high)
+    best_scope = [best.workload_id == Run.workload_id, best.comparison_key == Run.comparison_key]
+    best_scope.append(eligible(best, as_of=before))
+    if before is not None:
+        best_scope.append(best.observed_at < before)
     best_high = (
-        select(interval_high(best))
-        .where(best.workload_id == Run.workload_id, best.comparison_key == Run.comparison_key, eligible(best))
-        .order_by(best.latency_ns, best.name)
-        .limit(1)
+        select(interval_high(best)).where(*best_scope).order_by(best.latency_ns, best.name).limit(1).correlate(Run)
     )
     rows = session.execute(
         select(
             Run.name,
-            lo.correlate(Run).scalar_subquery(),
-            hi.correlate(Run).scalar_subquery(),
-            interval_low(Run),
-            best_high.correlate(Run).scalar_subquery(),
+            faster,
+            reach,
+            low,
+            best_high.scalar_subquery(),
             Run.spread_kind,
             Run.spread_low_ns,
             Run.spread_high_ns,

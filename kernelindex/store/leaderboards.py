@@ -24,10 +24,9 @@ from kernelindex.ranking import (
     fastest_reported,
     is_eligible,
     opening_group,
-    rank_group,
     rank_implementation_bests,
 )
-from kernelindex.store.common import history, source_ref
+from kernelindex.store.common import history, rank_spans, source_ref
 from kernelindex.store.completeness import workload_completeness
 from kernelindex.store.cross_gpu import cross_gpu_view
 from kernelindex.store.manifests import manifest_document, workload_manifest
@@ -44,13 +43,12 @@ from kernelindex.store.schemas import (
 from kernelindex.store.standings import (
     Scope,
     group_counts,
-    group_intervals,
+    group_ranges,
     ranked_page,
     record_setters,
     revision_bests,
 )
 from kernelindex.store.workloads import workload_items
-from kernelindex.uncertainty import tied_with_best
 
 # What runs a workload's reference as written, in each source's terms, most preferred first:
 # KernelBench's eager PyTorch, the reruns' eager PyTorch, Liger-Kernel's Hugging Face and then
@@ -108,7 +106,8 @@ def leaderboard(session: Session, workload: Workload, before: datetime | None = 
     counts = group_counts(session, scope)
     shown = [count.first for count in counts]
     views = {view.name: view for view in run_views(session, *scope.runs(), Run.name.in_(sorted(shown)))}
-    intervals = group_intervals(session, scope)
+    # Each group's #1 and how many runs it is tied with: counted by the database, through its indexes.
+    spans = rank_spans(session, [count.first for count in counts if count.eligible_runs], before)
     groups = [
         GroupStanding(
             key=count.size.key,
@@ -117,7 +116,7 @@ def leaderboard(session: Session, workload: Workload, before: datetime | None = 
             last_observed_at=count.size.last_observed_at,
             sample=views[count.first],
             record=views[count.first] if count.eligible_runs else None,
-            tied_with_best=_tied(intervals.get(count.size.key, []), count.first),
+            tied_with_best=spans[count.first].rank_range[1] - 1 if count.first in spans else 0,
         )
         for count in counts
     ]
@@ -141,14 +140,6 @@ def leaderboard(session: Session, workload: Workload, before: datetime | None = 
         sources=list(sources),
         rerun_bounds=newest_rerun_bounds(session, workload.id),
     )
-
-
-def _tied(members: list[RunFacts], first: str) -> int:
-    """How many of a group's ranked runs its #1 (``first``) is not distinct from."""
-    best = next((run for run in members if run.name == first), None)
-    if best is None:
-        return 0
-    return tied_with_best(best.interval, [run.interval for run in members if run.name != first])
 
 
 @dataclass(frozen=True)
@@ -282,10 +273,7 @@ def ranked_rows(
     names = [name for name, _ in found.entries]
     views = {view.name: view for view in run_views(session, *board.scope.runs(), Run.name.in_(names))}
     # Ranges need every ranked run's interval, not only the page's: one narrow read of the group.
-    ranges = {
-        entry.run.name: entry
-        for entry in rank_group(group_intervals(session, board.scope, standing.key).get(standing.key, []))
-    }
+    ranges = group_ranges(session, board.scope, standing.key)
     best = standing.record.latency_ns if standing.record else 1
     rows = [
         (

@@ -19,10 +19,10 @@ from sqlalchemy import ColumnElement, Subquery, case, func, or_, select
 from sqlalchemy.orm import Session
 
 from kernelindex.db.tables import Run
-from kernelindex.ranking import GroupSize, RunFacts
+from kernelindex.ranking import GroupSize
 from kernelindex.store.reads import eligible
 from kernelindex.store.spreads import interval_high, interval_low, stored_uncertainty
-from kernelindex.uncertainty import Uncertainty
+from kernelindex.uncertainty import Uncertainty, distinct, rank_ranges, rank_texts
 
 
 @dataclass(frozen=True)
@@ -132,36 +132,33 @@ def revision_bests(session: Session, scope: Scope, comparison_key: str) -> list[
     ]
 
 
-def group_intervals(session: Session, scope: Scope, comparison_key: str | None = None) -> dict[str, list[RunFacts]]:
-    """The eligible runs of each group (of one, given ``comparison_key``) as ranking facts with
-    their intervals, by comparison key: what rank ranges and ties are worked out from
-    (``ranking.rank_group``). One narrow statement: figures and intervals, read together."""
-    where = [*scope.runs(), scope.eligible()]
-    if comparison_key is not None:
-        where.append(Run.comparison_key == comparison_key)
+@dataclass(frozen=True)
+class GroupRange:
+    """A ranked run's place as a range in its group (``ranking.rank_group``'s ranges, texts and
+    distinctness from #1)."""
+
+    rank_range: tuple[int, int]
+    rank_text: str
+    distinct_from_best: bool
+
+
+def group_ranges(session: Session, scope: Scope, comparison_key: str) -> dict[str, GroupRange]:
+    """Every eligible run of one group with its rank range, by name: one narrow read of the group's
+    figures and intervals (a range depends on every run of the group, not only a page's)."""
     rows = session.execute(
-        select(
-            Run.name,
-            Run.comparison_key,
-            Run.latency_ns,
-            Run.observed_at,
-            Run.spread_kind,
-            Run.spread_low_ns,
-            Run.spread_high_ns,
-        ).where(*where)
-    )
-    groups: dict[str, list[RunFacts]] = {}
-    for row in rows:
-        groups.setdefault(row.comparison_key, []).append(
-            RunFacts(
-                name=row.name,
-                comparison_key=row.comparison_key,
-                latency_ns=row.latency_ns,
-                observed_at=row.observed_at,
-                uncertainty=stored_uncertainty(row.spread_kind, row.spread_low_ns, row.spread_high_ns),
-            )
-        )
-    return groups
+        select(Run.name, interval_low(), interval_high())
+        .where(*scope.runs(), scope.eligible(), Run.comparison_key == comparison_key)
+        .order_by(Run.latency_ns, Run.name)
+    ).all()
+    if not rows:
+        return {}
+    intervals = [(low, high) for _, low, high in rows]
+    ranges = rank_ranges(intervals)
+    best = intervals[0]
+    return {
+        row[0]: GroupRange(span, text, distinct(best, interval))
+        for row, interval, span, text in zip(rows, intervals, ranges, rank_texts(ranges), strict=True)
+    }
 
 
 def _ranked(scope: Scope, comparison_key: str, implementation_ids: Collection[int] | None) -> Subquery:

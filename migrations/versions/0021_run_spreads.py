@@ -35,6 +35,9 @@ def upgrade() -> None:
     op.add_column("run", sa.Column("spread_high_ns", sa.BigInteger(), nullable=True))
     op.add_column("regression_noise", sa.Column("basis", sa.String(length=16), nullable=True))
     _fill()
+    # Rank ranges count a group's runs by where their intervals end (``store.common.rank_spans``).
+    op.create_index("ix_run_spread_low", "run", ["workload_id", "comparison_key", "spread_low_ns"])
+    op.create_index("ix_run_spread_high", "run", ["workload_id", "comparison_key", "spread_high_ns"])
 
 
 def _fill() -> None:
@@ -104,6 +107,8 @@ def _fill() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index("ix_run_spread_high", table_name="run")
+    op.drop_index("ix_run_spread_low", table_name="run")
     op.drop_column("regression_noise", "basis")
     op.drop_column("run", "spread_high_ns")
     op.drop_column("run", "spread_low_ns")
