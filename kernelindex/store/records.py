@@ -26,7 +26,7 @@ from kernelindex.ranking import RecordBreak, RunFacts, record_history
 from kernelindex.store.manifests import StoredText
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import environment_label, evaluation_stack
-from kernelindex.store.spreads import interval_high, interval_low, stored_uncertainty
+from kernelindex.store.spreads import interval_high, stored_uncertainty
 
 # Bound parameters per IN (…) list; well under SQLite's and PostgreSQL's limits.
 _IN_CHUNK = 500
@@ -119,18 +119,25 @@ def _record_setters(
 ) -> Select[str, int, str, int, datetime, str | None, int | None, int | None]:
     """Eligible runs whose interval lies entirely below that of every earlier eligible run of their
     group (``ranking.record_history``): the records."""
-    matched_earlier = (
-        select(_EARLIER.id)
-        .where(
-            _EARLIER.workload_id == _RUN.workload_id,
-            _EARLIER.comparison_key == _RUN.comparison_key,
-            # Not beaten beyond the noise: the earlier interval reaches down to the new one.
-            interval_low(_EARLIER) <= interval_high(_RUN),
-            eligible(_EARLIER),
-            _earlier(_RUN, _EARLIER),
+
+    def matched_earlier(*reaches: ColumnElement[bool]) -> Any:
+        return (
+            select(_EARLIER.id)
+            .where(
+                _EARLIER.workload_id == _RUN.workload_id,
+                _EARLIER.comparison_key == _RUN.comparison_key,
+                *reaches,
+                eligible(_EARLIER),
+                _earlier(_RUN, _EARLIER),
+            )
+            .exists()
         )
-        .exists()
-    )
+
+    # Not beaten beyond the noise: an earlier interval reaches down to the new one. Asked as two
+    # ranges, runs with an interval (``ix_run_spread_low``) and without (``ix_run_leaderboard``).
+    high = interval_high(_RUN)
+    with_interval = matched_earlier(_EARLIER.spread_low_ns <= high)
+    without = matched_earlier(_EARLIER.spread_low_ns.is_(None), _EARLIER.latency_ns <= high)
     stmt = select(
         _RUN.name,
         _RUN.workload_id,
@@ -140,7 +147,7 @@ def _record_setters(
         _RUN.spread_kind,
         _RUN.spread_low_ns,
         _RUN.spread_high_ns,
-    ).where(eligible(_RUN), ~matched_earlier)
+    ).where(eligible(_RUN), ~with_interval, ~without)
     if before is None:
         return stmt
     if after is None:
