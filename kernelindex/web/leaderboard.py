@@ -290,6 +290,7 @@ class LeaderboardPage(PageContext):
     # "#1" or "#1, tied with N" (within the headline's group), and whether #1 is distinct from #2.
     fastest_headline: str | None
     fastest_distinct: bool | None
+    fastest_group_ranked: int  # the eligible runs of the headline's group
     groups: list[GroupTab]
     not_measured_on: list[GpuLink]  # the tracked GPUs no run of this workload was measured on
     selected_group: GroupTab | None
@@ -937,6 +938,7 @@ def build_leaderboard(
         fastest_group=labels[fastest_view.comparison_key] if fastest_view else None,
         fastest_headline=headline_text(fastest_tied) if fastest_view else None,
         fastest_distinct=fastest_tied == 0 if fastest_view else None,
+        fastest_group_ranked=headline_group.eligible_count if headline_group else 0,
         groups=tabs,
         not_measured_on=_not_measured_on(board),
         selected_group=selected_tab,
