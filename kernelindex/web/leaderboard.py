@@ -927,7 +927,8 @@ def build_leaderboard(
     matrix_pages = matrix_page_count(cross_gpu) if cross_gpu else 1
     if matrix_page > matrix_pages:
         raise BadRequest(f"matrix page {matrix_page} is past the last page of the table across GPUs ({matrix_pages}).")
-    sweep = group_sweep(workload, group_runs, ranking.selection if ranking else None) if selected_key else None
+    noise = ranking.noise_bound if ranking and ranking.noise_bounds_figures else None
+    sweep = group_sweep(workload, group_runs, ranking.selection if ranking else None, noise) if selected_key else None
 
     return LeaderboardPage(
         workload=_header(board),
