@@ -185,6 +185,9 @@ def _check_agreement(session: Session, workload: Workload, before: datetime | No
             expected = next(((e.rank, e.vs_best) for e in ranked if e.run.name == fact.name), (None, None))
             standing = run_standing(session, rows[fact.name])
             assert (standing.rank, standing.vs_best, standing.group_size) == (*expected, len(ranked))
+            entry = next((e for e in ranked if e.run.name == fact.name), None)
+            found = (standing.span.rank_range, standing.span.distinct_from_best) if standing.span else None
+            assert found == ((entry.rank_range, entry.distinct_from_best) if entry else None)
         table = ranked_rows(session, board, group, None, "rank", 0, len(members) + 1)
         assert table.total == len(ranked)
         assert [
