@@ -16,6 +16,7 @@ from kernelindex import figures
 from kernelindex.figures import Share
 from kernelindex.manifests.types import EvidenceLevel, RunStatus
 from kernelindex.ranking import RunFacts, ineligibility_reasons
+from kernelindex.uncertainty import Uncertainty, bounds, distinct, rank_text
 
 MIN_RUNS = 2
 MAX_RUNS = 8
@@ -67,6 +68,9 @@ class ComparedRun:
     held_for_review: bool = False
     # The share of a known bound the run reaches, computed by the registry; None where no bound is known.
     share_of_bound: Share | None = None
+    # The interval around ``latency_ns`` (None: unknown) and the places it could hold in its group.
+    uncertainty: Uncertainty | None = None
+    rank_range: tuple[int, int] | None = None
 
     def facts(self) -> RunFacts:
         return RunFacts(
@@ -183,6 +187,8 @@ def _fields(runs: Sequence[ComparedRun], fastest_ns: int | None) -> list[Field]:
         rows.append(("vsFastest", "vs fastest here", [run.latency_ns / fastest_ns for run in runs]))
     rows += [
         ("rank", "Rank in its group", [run.rank for run in runs]),
+        ("rankRange", "Places it could hold", [_range(run) for run in runs]),
+        ("uncertainty", "Interval", [_interval(run) for run in runs]),
         ("solScore", figures.SOL_SCORE.label, [run.sol_score for run in runs]),
         ("shareOfBound", figures.SHARE_OF_BOUND.label, [run.share_of_bound for run in runs]),
         ("avgSpeedup", figures.TIMES_REFERENCE.label, [run.avg_speedup for run in runs]),
@@ -205,6 +211,16 @@ def _fields(runs: Sequence[ComparedRun], fastest_ns: int | None) -> list[Field]:
     return [Field(key, label, tuple(values), _differs(values)) for key, label, values in rows]
 
 
+def _range(run: ComparedRun) -> str | None:
+    return None if run.rank_range is None or run.rank is None else rank_text(*run.rank_range)
+
+
+def _interval(run: ComparedRun) -> str | None:
+    """ "653000–798600 ns (source-noise)": the interval in the figure's unit, and its kind."""
+    found = run.uncertainty
+    return None if found is None else f"{found.low_ns}–{found.high_ns} ns ({found.kind})"
+
+
 def _cases(run: ComparedRun) -> str | None:
     if run.fast_count is None or run.fast_total is None:
         return None
@@ -225,7 +241,21 @@ def compare_runs(runs: Sequence[ComparedRun]) -> Comparison:
         fastest = min(run.latency_ns for run in runs)
         leaders = [run for run in runs if run.latency_ns == fastest]
         others = sorted(run.latency_ns for run in runs if run.latency_ns != fastest)
-        if len(leaders) == 1:
+        leader = leaders[0]
+        # Runs the intervals cannot tell from the fastest: then there is no winner (/figures#rank-range).
+        within = [
+            run
+            for run in runs
+            if run is not leader
+            and not distinct(bounds(leader.latency_ns, leader.uncertainty), bounds(run.latency_ns, run.uncertainty))
+        ]
+        if len(leaders) == 1 and within:
+            verdict = (
+                f"No winner beyond the noise: {leader.name} ({leader.project}) is fastest by its figure, but its "
+                f"interval overlaps that of {', '.join(run.name for run in within)}. "
+                "All runs share one comparison group and all are eligible."
+            )
+        elif len(leaders) == 1:
             winner = leaders[0].name
             # Three significant figures, as every ratio on the site ("1.20×", "12.3×").
             margin = f", {format(others[0] / fastest, '#.3g').rstrip('.')}× faster than the next" if others else ""

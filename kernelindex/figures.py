@@ -154,7 +154,64 @@ CASES_FASTER = FigureKind(
     comes_from="NVIDIA SOL-ExecBench (its fast_1_count and fast_1_total fields), kept verbatim",
     example="/runs/sol-submission-16893",
 )
-FIGURES: tuple[FigureKind, ...] = (LATENCY, SOL_SCORE, SHARE_OF_BOUND, TIMES_REFERENCE, VS_BEST, CASES_FASTER)
+INTERVAL = FigureKind(
+    key="uncertainty",
+    label="Interval",
+    unit="ns",
+    number_type="integer",
+    definition=(
+        "The interval [low, high] around a ranked figure, from the best evidence there is, and named by what it "
+        "rests on: `samples`, the run's own samples (a controlled rerun's bootstrap 95 % interval of each case's "
+        "median); `reported-std`, the source's reported standard deviation over its trials (KernelBench: the mean "
+        "± 2 standard errors, 2 · std / √trials); `reported-percentiles`, the source's reported 20th and 80th "
+        "percentiles (Liger-Kernel); `source-noise`, the figure ± the source's noise, estimated at ingest as the "
+        "95th percentile of |ratio − 1| over the cases the source measured twice (AIConfigurator, whose tables "
+        "repeat cases; no other source publishes repeated measurements of one figure, and an estimate from two "
+        "frameworks calling one library function is not used, as they may measure different work). A suite "
+        "figure (a geometric mean of cases) gets the geometric means of its cases' lows and highs where every "
+        "case has an interval of one kind. Where nothing bounds a figure (SOL-ExecBench, aiter), its interval is "
+        "unknown (`null` in JSON, “spread unknown” on pages): it is ranked by its figure alone, as a point."
+    ),
+    anchor="interval",
+    written="702.1–750.3 µs (± the source's noise); one unit for both ends, four significant figures",
+    statistic="as named by its kind; an interval always contains its figure",
+    comes_from=(
+        "computed by the registry from what the source publishes with each figure, or from the source's "
+        "repeated measurements"
+    ),
+    example="/workloads/l1-040-conv2d-residual-block",
+)
+RANK_RANGE = FigureKind(
+    key="rank_range",
+    label="Rank",
+    unit="",
+    number_type="integer",
+    definition=(
+        "The places a run could hold in its comparison group given the intervals: two figures are distinct when "
+        "their intervals do not overlap. lo = 1 + the rows whose interval lies entirely below (faster than) the "
+        "row's; hi = the rows whose interval does not lie entirely above it, the row included; the row's place "
+        "by figure always lies in [lo, hi]. Written “2” where the place is certain, “=2” where rows share the "
+        "range and can only swap places among themselves, “1–3” otherwise. A #1 whose interval overlaps the "
+        "next is “#1, tied with N”; a row is distinct from #1 only where its interval lies entirely above #1's. "
+        "A record (a new #1) counts only where the new figure's interval lies entirely below the interval of "
+        "every earlier eligible run of the group; between figures of unknown spread, strictly faster is enough."
+    ),
+    anchor="rank-range",
+    written="1, =2 or 1–3; the headline “#1, tied with 2”",
+    statistic="pairwise comparison of intervals within one comparison group",
+    comes_from="computed by the registry (`kernelindex/uncertainty.py`)",
+    example="/workloads/l1-040-conv2d-residual-block",
+)
+FIGURES: tuple[FigureKind, ...] = (
+    LATENCY,
+    SOL_SCORE,
+    SHARE_OF_BOUND,
+    TIMES_REFERENCE,
+    VS_BEST,
+    CASES_FASTER,
+    INTERVAL,
+    RANK_RANGE,
+)
 # A source's own score by the metric key it publishes, so that a page shows it under its own name.
 SOURCE_SCORES: dict[str, FigureKind] = {SOL_SCORE.key: SOL_SCORE}
 
@@ -369,7 +426,9 @@ JSON_NOTE = (
     "`{percent, bound, label, words, text}`, or null where no bound is known; `percent` is a number, `bound` "
     "one of the bound keys above), `vsBest` (a number), `avgSpeedup` (a number). Leaderboard rows no longer carry "
     "`percentOfSol`, which wrote the SOL score as a percentage. `compare.csv` carries the same values as "
-    "numbers (`shareOfBound` as its percentage), each row labelled as on the page."
+    "numbers (`shareOfBound` as its percentage), each row labelled as on the page. Every ranked row carries "
+    '`rankRange` ([lo, hi]), `rankText` ("=2"), `distinctFromBest` (a boolean) and `uncertainty` (an object '
+    "`{kind, low, high, text}`, `low` and `high` in integer nanoseconds like `latencyNs`, or null where unknown)."
 )
 
 

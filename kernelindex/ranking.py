@@ -18,6 +18,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from kernelindex.manifests.types import EvidenceLevel, RunStatus
+from kernelindex.uncertainty import Uncertainty, beats_beyond_noise, bounds, distinct, rank_ranges, rank_texts
 
 
 def geometric_mean(values: Sequence[float]) -> float:
@@ -53,6 +54,12 @@ class RunFacts:
     held_for_review: bool = False
     # Held, looked at by a maintainer and rejected: it stays out for that reason.
     rejected_on_review: bool = False
+    # The interval around ``latency_ns`` (``kernelindex.uncertainty``); None: unknown, a point.
+    uncertainty: Uncertainty | None = None
+
+    @property
+    def interval(self) -> tuple[int, int]:
+        return bounds(self.latency_ns, self.uncertainty)
 
 
 INELIGIBLE_REASONS = {
@@ -89,6 +96,11 @@ class RankedRun:
     run: RunFacts
     rank: int
     vs_best: float  # latency ÷ the group's best latency; 1.0 for #1
+    # The places the run could hold given the uncertainties (``uncertainty.rank_ranges``), and
+    # whether it is slower than the #1 beyond both their intervals.
+    rank_range: tuple[int, int] = (0, 0)
+    distinct_from_best: bool = False
+    rank_text: str = ""  # the range as people read it: "1", "=2", "1–3" (``uncertainty.rank_texts``)
 
 
 def _fastest_first(runs: Iterable[RunFacts]) -> list[RunFacts]:
@@ -110,11 +122,22 @@ def rank_group(runs: Iterable[RunFacts]) -> list[RankedRun]:
     if not eligible:
         return []
     best = eligible[0].latency_ns
+    ranges = rank_ranges([run.interval for run in eligible])
+    texts = rank_texts(ranges)
     ranked: list[RankedRun] = []
-    for position, run in enumerate(eligible, start=1):
+    for position, (run, span, text) in enumerate(zip(eligible, ranges, texts, strict=True), start=1):
         tied = ranked and ranked[-1].run.latency_ns == run.latency_ns
         rank = ranked[-1].rank if tied else position
-        ranked.append(RankedRun(run=run, rank=rank, vs_best=run.latency_ns / best))
+        ranked.append(
+            RankedRun(
+                run=run,
+                rank=rank,
+                vs_best=run.latency_ns / best,
+                rank_range=span,
+                distinct_from_best=distinct(eligible[0].interval, run.interval),
+                rank_text=text,
+            )
+        )
     return ranked
 
 
@@ -185,14 +208,7 @@ def rank_implementation_bests(bests: Iterable[tuple[RunFacts, int]]) -> list[tup
             best[run.implementation] = run
         counts[run.implementation] = counts.get(run.implementation, 0) + count
     ordered = _fastest_first(best.values())
-    lines: list[tuple[RankedRun, int]] = []
-    for position, run in enumerate(ordered, start=1):
-        previous = lines[-1][0] if lines else None
-        tied = previous is not None and previous.run.latency_ns == run.latency_ns
-        rank = previous.rank if previous is not None and tied else position
-        vs_best = run.latency_ns / ordered[0].latency_ns
-        lines.append((RankedRun(run=run, rank=rank, vs_best=vs_best), counts[run.implementation]))
-    return lines
+    return [(entry, counts[entry.run.implementation]) for entry in rank_group(ordered)]
 
 
 @dataclass(frozen=True)
@@ -207,20 +223,23 @@ class RecordBreak:
 
 
 def record_history(runs: Iterable[RunFacts]) -> list[RecordBreak]:
-    """Every time the #1 of one comparison group changed, oldest first.
+    """Every time the #1 of one comparison group changed beyond the noise, oldest first.
 
-    A run sets a record when, at the time it was observed, it is eligible and strictly
-    faster than every earlier eligible run of its group.
+    A run sets a record when, at the time it was observed, it is eligible and its interval lies
+    entirely below the interval of every earlier eligible run of its group
+    (``uncertainty.beats_beyond_noise``): it beats the best figure before it beyond the noise of
+    both. Figures of unknown uncertainty are points, so between them strictly faster is enough.
     """
     runs = list(runs)
     if len({run.comparison_key for run in runs}) > 1:
         raise ValueError("record history is kept per comparison group")
     eligible = [run for run in runs if is_eligible(run)]
     history: list[RecordBreak] = []
+    lowest: tuple[int, int] | None = None  # the earlier interval with the lowest low: the only one that can bar
     for run in sorted(eligible, key=lambda run: (run.observed_at, run.latency_ns, run.name)):
-        current = history[-1].run if history else None
-        if current is None or run.latency_ns < current.latency_ns:
-            history.append(RecordBreak(run=run, previous=current))
+        if lowest is None or beats_beyond_noise(run.interval, [lowest]):
+            history.append(RecordBreak(run=run, previous=history[-1].run if history else None))
+        lowest = run.interval if lowest is None or run.interval[0] < lowest[0] else lowest
     return history
 
 
@@ -233,11 +252,21 @@ class CaseRanking:
     not_measured: list[RunFacts]
 
 
-def rank_at_case(runs: Iterable[RunFacts], latencies: Mapping[str, int]) -> CaseRanking:
-    """Rank one group's runs at one case: by ``latencies`` (run name → latency at the case), by the
+def rank_at_case(
+    runs: Iterable[RunFacts],
+    latencies: Mapping[str, int],
+    spreads: Mapping[str, Uncertainty | None] | None = None,
+) -> CaseRanking:
+    """Rank one group's runs at one case: by ``latencies`` (run name → latency at the case), each
+    with its interval there (``spreads``, run name → interval; unknown where absent), by the
     rules of ``rank_group``. An eligible run with no latency there is listed as not measured."""
     runs = list(runs)
-    measured = [replace(run, latency_ns=latencies[run.name]) for run in runs if run.name in latencies]
+    spreads = spreads or {}
+    measured = [
+        replace(run, latency_ns=latencies[run.name], uncertainty=spreads.get(run.name))
+        for run in runs
+        if run.name in latencies
+    ]
     not_measured = sorted((run for run in runs if run.name not in latencies and is_eligible(run)), key=lambda r: r.name)
     return CaseRanking(ranked=rank_group(measured), not_measured=not_measured)
 

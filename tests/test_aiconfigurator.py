@@ -377,7 +377,14 @@ def test_an_ingest_that_writes_most_of_the_source_estimates_the_noise_again(db: 
     assert summary.counts["added"]["workload"] == 2
     with db.sessions() as session:
         noise = session.scalars(select(RegressionNoise)).one()
+        spreads = session.execute(select(Run.latency_ns, Run.spread_kind, Run.spread_low_ns, Run.spread_high_ns)).all()
     assert noise.pairs == 120 and abs(noise.bound - 0.04) < 1e-9
+    assert noise.basis == "repeats"
+    # Estimated from repeats, the noise bounds every figure that has no interval of its own: ± 4 %.
+    assert len(spreads) == 3
+    for latency, kind, low, high in spreads:
+        assert kind == "source-noise"
+        assert abs(low - latency * 0.96) <= 2 and abs(high - latency * 1.04) <= 2 and low <= latency * 0.96
     # One new workload beside three: the stored estimate stands.
     write_table(
         root,
@@ -387,7 +394,10 @@ def test_an_ingest_that_writes_most_of_the_source_estimates_the_noise_again(db: 
     run_ingest(db, data_dir=str(root), data_version="0.12.0")
     with db.sessions() as session:
         noise = session.scalars(select(RegressionNoise)).one()
+        kinds = session.scalars(select(Run.spread_kind)).all()
     assert noise.pairs == 120
+    # The new workload's runs take the stored estimate too.
+    assert kinds == ["source-noise"] * 4
 
 
 def test_a_point_measured_twice_keeps_its_repeat_and_sets_the_noise(db: Any, tmp_path: Path) -> None:

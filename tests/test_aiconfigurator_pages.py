@@ -215,6 +215,18 @@ def test_the_json_twin_holds_the_same_ranking(site, catalogue, moe):
         ("0.22.0", run_name(catalogue, "0.22.0"), 0.3)
     ]
     assert body["noiseBound"] == pytest.approx(0.03)
+    # Noise found from two frameworks calling one function bounds no figure: each row is ranked by its
+    # figure alone, its place certain, and marked so.
+    assert [
+        (row["rankRange"], row["rankText"], row["distinctFromBest"], row["uncertainty"]) for row in body["rows"]
+    ] == [
+        ([1, 1], "1", False, None),
+        ([2, 2], "2", True, None),
+        ([3, 3], "3", True, None),
+        ([4, 4], "4", True, None),
+    ]
+    assert body["headline"] == "#1"
+    assert "4 figures of unknown spread" in body["uncertaintyNote"]
     assert [link["label"] for link in body["versionLinks"]] == [
         "SGLang 0.5.10",
         "TensorRT-LLM 1.3.0rc20",

@@ -16,6 +16,7 @@ from sqlalchemy.orm import aliased
 from kernelindex.compare import ComparedRun, CompareError, compare_runs
 from kernelindex.db.tables import Run
 from kernelindex.paths import BUNDLED_SNAPSHOT
+from kernelindex.uncertainty import Uncertainty
 from kernelindex.web.compare import comparison_result
 
 L039 = "l1-039-adaptive-instance-normalization-2d-backward"
@@ -85,6 +86,20 @@ def test_same_group_all_eligible_names_the_fastest():
     assert field(comparison, "vsFastest").values == (1.2, 1.0, 2.0)
     assert not field(comparison, "gpu").differs
     assert comparison.verdict.startswith("a (P) is fastest, 1.20× faster than the next.")
+
+
+def test_a_fastest_run_inside_the_next_ones_interval_is_no_winner():
+    a = run("a", uncertainty=Uncertainty("source-noise", 950, 1050), rank_range=(1, 2))
+    b = run("b", latency_ns=1080, rank=2, uncertainty=Uncertainty("source-noise", 1026, 1134), rank_range=(1, 2))
+    comparison = compare_runs([a, b])
+    assert comparison.comparable and comparison.winner is None
+    assert comparison.verdict.startswith("No winner beyond the noise: a (P) is fastest by its figure")
+    assert field(comparison, "rankRange").values == ("1–2", "1–2")
+    # Beyond the noise of both, the fastest wins again.
+    far = replace(b, latency_ns=1300, uncertainty=Uncertainty("source-noise", 1235, 1365), rank_range=(2, 2))
+    assert compare_runs([a, far]).winner == "a"
+    # Of unknown spread, figures are points: strictly faster wins, as before.
+    assert compare_runs([run("a"), run("b", latency_ns=1001, rank=2)]).winner == "a"
 
 
 def test_equal_fastest_latencies_name_no_single_winner():

@@ -116,6 +116,8 @@ def test_every_figure_kind_is_defined_with_a_label_unit_and_type_and_documented(
         "× reference",
         "vs #1",
         "cases faster",
+        "Interval",
+        "Rank",
     ]
     assert all(kind.number_type in {"integer", "number"} and kind.definition for kind in FIGURES)
     assert len({kind.anchor for kind in FIGURES}) == len(FIGURES)

@@ -26,6 +26,7 @@ from kernelindex.ingest.sources import SOURCES, ingest
 from kernelindex.paths import BUNDLED_DATA
 from kernelindex.settings import Settings
 from kernelindex.store.search import search
+from kernelindex.uncertainty import Uncertainty
 from tests.kernelbench_slice import (
     BABEL,
     EARLY,
@@ -212,6 +213,8 @@ def test_runs_of_a_real_problem(snapshot):
         },
     }
     assert run.external_id.startswith("level1/19/") and len(run.external_id) <= 64
+    # Its interval: the mean ± 2 standard errors, 2 × 0.00188 ms / √100 = 376 ns.
+    assert run.stored.uncertainty == Uncertainty("reported-std", 29800 - 376, 29800 + 376)
     # A100_modal ran on two GPUs (31_VisionAttention on an 80GB card): its environments name the GPU.
     assert run.environment == "kernelbench-a100-modal-a100-sxm4-40gb"
     assert spec["workloadDigest"] == batch.workload.digest

@@ -27,7 +27,19 @@ PACKAGE = REPO / "kernelindex"
 
 # Leaves import nothing of the app, so every layer may use them.
 LEAVES = frozenset(
-    {"manifests", "ranking", "slugs", "gpus", "gpu_specs", "paths", "settings", "urls", "figure_gate", "figures"}
+    {
+        "manifests",
+        "ranking",
+        "uncertainty",
+        "slugs",
+        "gpus",
+        "gpu_specs",
+        "paths",
+        "settings",
+        "urls",
+        "figure_gate",
+        "figures",
+    }
 )
 # Pure domain modules over plain values, shared by the store and the pages.
 DOMAIN = frozenset({"compare", "citations"})
@@ -36,7 +48,8 @@ ALLOWED: dict[str, frozenset[str] | None] = {
     "kernelindex": frozenset(),  # kernelindex/__init__.py: the version only
     **{leaf: frozenset() for leaf in LEAVES},
     # Ranking speaks the manifests' vocabulary (a run's status); manifests import nothing, so no cycle.
-    "ranking": frozenset({"manifests"}),
+    # and compares figures by their uncertainty (a leaf of plain arithmetic).
+    "ranking": frozenset({"manifests", "uncertainty"}),
     "compare": LEAVES,
     "citations": LEAVES,
     "verify": LEAVES,  # checks a downloaded manifest; used by the command line only

@@ -613,3 +613,19 @@ def test_the_bundled_snapshot_maps_every_speed_row_and_attaches_memory(sqlite_em
     assert len(results) == 2669  # every speed row
     assert sum("metrics" in result for result in results) == 1228 - 8
     engine.dispose()
+
+
+def test_a_sweeps_interval_is_the_geometric_mean_of_its_cases_percentiles(liger_slice):
+    batch = mapped(adapter_on(liger_slice))[CE_V]
+    run = run_of(batch, "liger")
+    record = next(r for r in batch.runs if r.manifest.metadata.name == run["metadata"]["name"])
+    cases = [result["latencyNs"] for result in run["spec"]["caseResults"]]
+
+    def geomean(values: list[int]) -> float:
+        return math.exp(sum(math.log(v) for v in values) / len(values))
+
+    found = record.stored.uncertainty
+    assert found is not None and found.kind == "reported-percentiles"
+    assert found.low_ns == math.floor(geomean([case["p20"] for case in cases]))
+    assert found.high_ns == math.ceil(geomean([case["p80"] for case in cases]))
+    assert found.low_ns < record.stored.latency_ns < found.high_ns

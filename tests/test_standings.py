@@ -55,6 +55,8 @@ runs_strategy = st.lists(
             "upstream_withdrawn": st.sampled_from([False] * 5 + [True]),
             "review": st.sampled_from(["none"] * 4 + ["waiting", "released", "rejected"]),
             "sol_score": st.one_of(st.none(), st.floats(0.1, 0.9)),
+            # An interval of latency ± spread, or none (unknown).
+            "spread": st.one_of(st.none(), st.integers(0, 2)),
         }
     ),
     max_size=24,
@@ -108,6 +110,9 @@ def _add_runs(session: Session, setting: dict[str, Any], runs: list[dict[str, An
                     "held_for_review": held,
                     "review_state": review,
                     "sol_score": spec["sol_score"],
+                    "spread_kind": None if spec["spread"] is None else "source-noise",
+                    "spread_low_ns": None if spec["spread"] is None else spec["latency_ns"] - spec["spread"],
+                    "spread_high_ns": None if spec["spread"] is None else spec["latency_ns"] + spec["spread"],
                 }
             )
         )
@@ -150,11 +155,16 @@ def _check_agreement(session: Session, workload: Workload, before: datetime | No
         assert group.run_count == len(members)
         assert group.eligible_count == len(ranked)
         assert (group.record.name if group.record else None) == (ranked[0].run.name if ranked else None)
+        assert group.tied_with_best == sum(1 for entry in ranked[1:] if not entry.distinct_from_best)
         if before is not None:
             continue  # the page is shown as it stands now; a citation reads only the figures above
         detail = group_detail(session, board, group, lines_read=1)
-        assert [(entry.run.name, entry.rank, entry.vs_best, count) for entry, count in detail.implementations] == [
-            (entry.run.name, entry.rank, entry.vs_best, count) for entry, count in rank_implementations(ranked)
+        assert [
+            (entry.run.name, entry.rank, entry.vs_best, entry.rank_range, entry.distinct_from_best, count)
+            for entry, count in detail.implementations
+        ] == [
+            (entry.run.name, entry.rank, entry.vs_best, entry.rank_range, entry.distinct_from_best, count)
+            for entry, count in rank_implementations(ranked)
         ]
         # The figures the table of implementations is sorted by are those of the runs it then reads.
         load_views(session, board, detail, [entry.run.name for entry, _ in detail.implementations])
@@ -175,10 +185,16 @@ def _check_agreement(session: Session, workload: Workload, before: datetime | No
             expected = next(((e.rank, e.vs_best) for e in ranked if e.run.name == fact.name), (None, None))
             standing = run_standing(session, rows[fact.name])
             assert (standing.rank, standing.vs_best, standing.group_size) == (*expected, len(ranked))
+            entry = next((e for e in ranked if e.run.name == fact.name), None)
+            found = (standing.span.rank_range, standing.span.distinct_from_best) if standing.span else None
+            assert found == ((entry.rank_range, entry.distinct_from_best) if entry else None)
         table = ranked_rows(session, board, group, None, "rank", 0, len(members) + 1)
         assert table.total == len(ranked)
-        assert [(view.name, entry.rank, entry.vs_best) for view, entry in table.rows] == [
-            (entry.run.name, entry.rank, entry.vs_best) for entry in ranked
+        assert [
+            (view.name, entry.rank, entry.vs_best, entry.rank_range, entry.distinct_from_best)
+            for view, entry in table.rows
+        ] == [
+            (entry.run.name, entry.rank, entry.vs_best, entry.rank_range, entry.distinct_from_best) for entry in ranked
         ]
 
 

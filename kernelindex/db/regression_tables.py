@@ -59,4 +59,7 @@ class RegressionNoise(Base):
     pairs: Mapped[int]
     estimated: Mapped[bool] = mapped_column(Boolean)  # False: too few pairs, the fixed bound
     method: Mapped[str] = mapped_column(Text)
+    # "repeats" (cases the source measured twice) or "frameworks" (two frameworks running one
+    # library function); only the former measures a figure's own noise (``store.spreads``).
+    basis: Mapped[str | None] = mapped_column(String(16))
     computed_at: Mapped[datetime]

@@ -149,6 +149,9 @@ class Run(ManifestRecord, Base):
         UniqueConstraint("source_id", "external_id"),
         # The leaderboard: one workload's comparison group, fastest first.
         Index("ix_run_leaderboard", "workload_id", "comparison_key", "latency_ns"),
+        # Rank ranges and ties: a group's runs whose interval ends below, or starts below, a figure.
+        Index("ix_run_spread_low", "workload_id", "comparison_key", "spread_low_ns"),
+        Index("ix_run_spread_high", "workload_id", "comparison_key", "spread_high_ns"),
         # The API's run listings, in keyset order (latency or observation time, then name).
         Index("ix_run_latency_ns_name", "latency_ns", "name"),
         Index("ix_run_observed_at_name", "observed_at", "name"),
@@ -183,6 +186,11 @@ class Run(ManifestRecord, Base):
     withdrawn_reason: Mapped[str | None] = mapped_column(Text)
     missing_since: Mapped[datetime | None]
     last_seen_at: Mapped[datetime | None]
+    # The interval around ``latency_ns`` and what it rests on (``kernelindex.uncertainty``); all
+    # None where nothing bounds the figure (``store.spreads``).
+    spread_kind: Mapped[str | None] = mapped_column(String(24))
+    spread_low_ns: Mapped[int | None] = mapped_column(BigInteger)
+    spread_high_ns: Mapped[int | None] = mapped_column(BigInteger)
 
     source: Mapped[Source | None] = relationship()
     workload: Mapped[Workload] = relationship()

@@ -20,6 +20,8 @@ from kernelindex.manifests import (
     WorkloadSuite,
 )
 from kernelindex.manifests.types import RunStatus
+from kernelindex.store.spreads import spec_uncertainty
+from kernelindex.uncertainty import Uncertainty
 
 
 class UnitFailure(Exception):
@@ -72,18 +74,27 @@ class StoredRun:
     primary_statistic: str
     latency_ns: int
     observed_at: datetime
+    uncertainty: Uncertainty | None = None  # ``store.spreads.spec_uncertainty`` of the manifest
 
     @classmethod
     def of(cls, manifest: BenchmarkRun) -> StoredRun:
-        timing = manifest.spec.timing
+        spec = manifest.spec
+        timing = spec.timing
+        # The spec as its JSON names it, without reading the text again.
+        written = {
+            "timing": {"latencyNs": timing.latency_ns, "primaryStatistic": timing.primary_statistic},
+            "sourceNative": {"metrics": spec.source_native.metrics if spec.source_native else {}},
+            "caseResults": spec.case_results or [],
+        }
         return cls(
             name=manifest.metadata.name,
             digest=manifest.digest,
             text=manifest.text,
-            status=manifest.spec.status,
+            status=spec.status,
             primary_statistic=timing.primary_statistic,
             latency_ns=timing.latency_ns[timing.primary_statistic],
-            observed_at=manifest.spec.observed_at,
+            observed_at=spec.observed_at,
+            uncertainty=spec_uncertainty(written),
         )
 
 

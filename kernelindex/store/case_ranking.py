@@ -25,6 +25,7 @@ from kernelindex.store.framework_filter import FrameworkSelection, checked_selec
 from kernelindex.store.made_when_read import MadeWhenRead
 from kernelindex.store.manifests import workload_manifest
 from kernelindex.store.runs import implementation_identity, run_facts
+from kernelindex.uncertainty import Uncertainty, noise_uncertainty, tied_with_best
 
 
 class UnknownCase(ValueError):
@@ -68,6 +69,7 @@ class CaseEntry:
     rank: int | None
     vs_best: float | None
     regressions: list[RegressionFlag]
+    ranked: RankedRun | None = None  # its rank range, distinctness and interval at the case
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,10 @@ class CaseRanking:
     # The slowdown a flag must exceed, and how it was found; None before regressions were computed.
     noise_bound: float | None
     noise_method: str | None
+    # How many other ranked runs the case's #1 is not distinct from (None: nothing ranked).
+    tied_with_best: int | None = None
+    # Whether the source's noise bounds the figures that have no interval of their own.
+    noise_bounds_figures: bool = False
 
 
 @dataclass(frozen=True)
@@ -160,13 +166,15 @@ def case_ranking(
     measured = Counter(index for run in runs for index in run.cases.latencies)
     labels = MeasuredCases(suite_cases, measured)
     chosen = labels[case] if case is not None else labels.default()
-    standing = rank_at_case(
-        [facts[run.row.name] for run in runs],
-        {run.row.name: run.cases.latencies[chosen.index] for run in runs if chosen.index in run.cases.latencies},
-    )
+    noise = session.get(RegressionNoise, workload.source_id)
+    # Only an estimate from the cases the source measured twice bounds a figure (``store.spreads``).
+    bound = noise.bound if noise and noise.estimated and noise.basis == "repeats" else None
+    latencies = {run.row.name: run.cases.latencies[chosen.index] for run in runs if chosen.index in run.cases.latencies}
+    spreads = {run.row.name: _case_spread(run.cases, chosen.index, bound) for run in runs if run.row.name in latencies}
+    standing = rank_at_case([facts[run.row.name] for run in runs], latencies, spreads)
     by_name = {run.row.name: run for run in runs}
     flags = _flags(session, workload.id, comparison_key, chosen.index)
-    noise = session.get(RegressionNoise, workload.source_id)
+    best = standing.ranked[0] if standing.ranked else None
     admitted = {name for name, run in by_name.items() if selection.admits(run.cases.framework, run.cases.version)}
     return CaseRanking(
         case=chosen,
@@ -180,7 +188,19 @@ def case_ranking(
         frameworks=frameworks,
         noise_bound=noise.bound if noise else None,
         noise_method=noise.method if noise else None,
+        tied_with_best=(
+            tied_with_best(best.run.interval, [entry.run.interval for entry in standing.ranked[1:]]) if best else None
+        ),
+        noise_bounds_figures=bound is not None,
     )
+
+
+def _case_spread(cases: RunCases, index: int, noise: float | None) -> Uncertainty | None:
+    """A run's interval at one case: its own, else ± the source's noise where that is known."""
+    own = cases.spreads.get(index)
+    if own is not None or noise is None:
+        return own
+    return noise_uncertainty(cases.latencies[index], noise)
 
 
 def _entry(run: _GroupRun, ranked: RankedRun | None, flags: dict[int, list[RegressionFlag]]) -> CaseEntry:
@@ -197,6 +217,7 @@ def _entry(run: _GroupRun, ranked: RankedRun | None, flags: dict[int, list[Regre
         rank=ranked.rank if ranked else None,
         vs_best=ranked.vs_best if ranked else None,
         regressions=flags.get(run.row.id, []),
+        ranked=ranked,
     )
 
 

@@ -6,11 +6,12 @@ where validating each manifest again would cost more than the reading itself.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kernelindex.store.by_spec import BySpec
 from kernelindex.store.sweeps import CENTRES
+from kernelindex.uncertainty import Uncertainty, figure_uncertainty
 
 # A case's second measurement, where a source measured it twice (AIConfigurator's tables).
 REPEATED = "repeated_latency_ns"
@@ -28,6 +29,8 @@ class RunCases:
     latencies: dict[int, int]
     # Case index → the latency of a second measurement of that case, where the source has one.
     repeats: dict[int, int]
+    # Case index → the interval the case's own figures give it (percentiles, a bootstrap interval).
+    spreads: dict[int, Uncertainty] = field(default_factory=dict)
 
 
 # ``run_cases`` of a stored run, kept by digest for the runs pages read again and again: a sweep's
@@ -46,14 +49,18 @@ def run_cases(manifest_json: str) -> RunCases:
     # One pass over the cases: a page's ranking and the regression refresh read every run's.
     latencies: dict[int, int] = {}
     repeats: dict[int, int] = {}
+    spreads: dict[int, Uncertainty] = {}
     for result, centre in zip(results, centres, strict=True):
-        if statistic in centre:
+        if statistic is not None and statistic in centre:
             latencies[int(result["caseIndex"])] = int(centre[statistic])
+            if len(centre) > 1 and (spread := figure_uncertainty(centre, statistic)) is not None:
+                spreads[int(result["caseIndex"])] = spread
         repeated = (result.get("metrics") or {}).get(REPEATED)
         if isinstance(repeated, int) and repeated > 0:
             repeats[int(result["caseIndex"])] = repeated
     return RunCases(
         repeats=repeats,
+        spreads=spreads,
         framework=_text(metrics.get("framework")),
         version=_text(metrics.get("version")),
         kernel=_text(metrics.get("kernel_source")),

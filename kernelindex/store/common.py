@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, select
@@ -15,7 +17,9 @@ from kernelindex.store.keyset import Expr
 from kernelindex.store.manifests import run_manifest
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import with_references
-from kernelindex.store.schemas import FigureChange, ManifestVersionItem, SourceRefItem
+from kernelindex.store.schemas import FigureChange, ManifestVersionItem, SourceRefItem, UncertaintyItem
+from kernelindex.store.spreads import interval_high, interval_low, stored_uncertainty
+from kernelindex.uncertainty import Uncertainty
 
 # Made once: an alias builds a proxy of each of the table's columns.
 _FASTER = aliased(Run)
@@ -37,6 +41,96 @@ def rank_expression() -> ColumnElement[int]:
         .scalar_subquery()
         + 1
     )
+
+
+# Made once, like ``_FASTER``: the runs a rank range counts and the group's #1.
+_OTHER, _BEST = aliased(Run), aliased(Run)
+
+
+@dataclass(frozen=True)
+class RankSpan:
+    """A ranked run's place as a range given the intervals (``ranking.rank_group``'s rule, in SQL)."""
+
+    rank_range: tuple[int, int]
+    distinct_from_best: bool
+    uncertainty: Uncertainty | None
+
+
+def rank_spans(session: Session, names: Collection[str], before: datetime | None = None) -> dict[str, RankSpan]:
+    """The rank range, distinctness from #1 and interval of each of these runs in its group, by run
+    name, among the eligible runs observed before ``before`` (all, without it): lo = 1 + the runs
+    entirely faster, hi = those not entirely slower; the #1 is the group's fastest (equal latencies
+    by name). One statement; each count is two index ranges (``ix_run_spread_low``/``_high`` for
+    runs with an interval, ``ix_run_leaderboard`` for those without)."""
+    if not names:
+        return {}
+    other, best = _OTHER, _BEST
+
+    def counted(*where: ColumnElement[bool]) -> Any:
+        scope = [other.workload_id == Run.workload_id, other.comparison_key == Run.comparison_key]
+        scope.append(eligible(other, as_of=before))
+        if before is not None:
+            scope.append(other.observed_at < before)
+        return select(func.count()).select_from(other).where(*scope, *where).correlate(Run).scalar_subquery()
+
+    low, high = interval_low(Run), interval_high(Run)
+    faster = counted(other.spread_high_ns < low) + counted(other.spread_high_ns.is_(None), other.latency_ns < low)
+    reach = counted(other.spread_low_ns <= high) + counted(other.spread_low_ns.is_(None), other.latency_ns <= high)
+    best_scope = [best.workload_id == Run.workload_id, best.comparison_key == Run.comparison_key]
+    best_scope.append(eligible(best, as_of=before))
+    if before is not None:
+        best_scope.append(best.observed_at < before)
+    best_high = (
+        select(interval_high(best)).where(*best_scope).order_by(best.latency_ns, best.name).limit(1).correlate(Run)
+    )
+    rows = session.execute(
+        select(
+            Run.name,
+            faster,
+            reach,
+            low,
+            best_high.scalar_subquery(),
+            Run.spread_kind,
+            Run.spread_low_ns,
+            Run.spread_high_ns,
+        ).where(Run.name.in_(sorted(names)))
+    )
+    return {
+        row[0]: RankSpan(
+            rank_range=(row[1] + 1, max(row[2], row[1] + 1)),
+            distinct_from_best=row[4] is not None and row[3] > row[4],
+            uncertainty=stored_uncertainty(row[5], row[6], row[7]),
+        )
+        for row in rows
+    }
+
+
+def rank_span_fields(span: RankSpan | None) -> dict[str, Any]:
+    """The fields a ranked API item adds (``schemas.RankedRunItem``); all None where not ranked."""
+    if span is None:
+        return {"rank_range": None, "distinct_from_best": None, "uncertainty": None}
+    found = span.uncertainty
+    return {
+        "rank_range": list(span.rank_range),
+        "distinct_from_best": span.distinct_from_best,
+        "uncertainty": None
+        if found is None
+        else UncertaintyItem(kind=found.kind, low=found.low_ns, high=found.high_ns),
+    }
+
+
+def best_fields(span: RankSpan | None) -> dict[str, Any]:
+    """The fields a #1 adds (``schemas.GroupBest``): its range, how many it is tied with, its interval."""
+    if span is None:
+        return {}
+    found = span.uncertainty
+    return {
+        "rank_range": list(span.rank_range),
+        "tied_with": span.rank_range[1] - 1,
+        "uncertainty": None
+        if found is None
+        else UncertaintyItem(kind=found.kind, low=found.low_ns, high=found.high_ns),
+    }
 
 
 def history(session: Session, kind: str, name: str) -> list[ManifestVersionItem]:

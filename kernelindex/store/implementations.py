@@ -20,7 +20,16 @@ from sqlalchemy.orm import Session
 
 from kernelindex import urls
 from kernelindex.db.tables import Environment, Implementation, Run, Source, Workload
-from kernelindex.store.common import best_per_gpu, contains, group_sizes, name_by_ref, rank_expression
+from kernelindex.store.common import (
+    RankSpan,
+    best_per_gpu,
+    contains,
+    group_sizes,
+    name_by_ref,
+    rank_expression,
+    rank_span_fields,
+    rank_spans,
+)
 from kernelindex.store.gpu_filter import gpu_named
 from kernelindex.store.keyset import SLUG_ORDER, Expr, Position, SortKey, keyset_page, numbered_page
 from kernelindex.store.manifests import implementation_manifest
@@ -259,6 +268,7 @@ def _workload_rows(
         session.execute(select(Run.id, rank_expression()).where(Run.id.in_([run.id for run in best.values()]))).all()
     )
     sizes = group_sizes(session, {(run.workload_id, run.comparison_key) for run in best.values()})
+    spans = rank_spans(session, [run.name for run in best.values()])
     items = []
     for row in rows:
         run = best.get((row.workload_id, row.gpu))
@@ -269,7 +279,9 @@ def _workload_rows(
                 gpu=row.gpu,
                 gpu_product=row.gpu_product,
                 runs=row.runs,
-                best=_ranked(run, ranks[run.id], sizes.get(run.comparison_key, 0)) if run else None,
+                best=_ranked(run, ranks[run.id], sizes.get(run.comparison_key, 0), spans.get(run.name))
+                if run
+                else None,
                 url=urls.workload(row.workload),
                 api_url=urls.api_workload(row.workload),
             )
@@ -277,10 +289,11 @@ def _workload_rows(
     return items
 
 
-def _ranked(run: Run, rank: int, group_size: int) -> ImplementationRun:
+def _ranked(run: Run, rank: int, group_size: int, span: RankSpan | None) -> ImplementationRun:
     return ImplementationRun(
         **run_fields(run),
         rank=rank,
+        **rank_span_fields(span),
         environment_title=run.environment.title,
         environment_label=environment_label(run.environment),
         availability=availability_text(

@@ -33,6 +33,7 @@ from kernelindex.store.batch import LIVE, Batch, ReadFrom, RunRecord, SourceInfo
 from kernelindex.store.bulk import insert_rows, version_rows
 from kernelindex.store.manifests import Outcome, existing_by_name, insert_new, manifest_text, put
 from kernelindex.store.search import index_batch, index_new_workloads
+from kernelindex.store.spreads import spread_columns
 from kernelindex.store.version import LISTS, confine_writes, workload_scope
 
 
@@ -253,6 +254,7 @@ def _run_columns(
         "evidence": EvidenceLevel.REPORTED,
         "primary_statistic": run.primary_statistic,
         "latency_ns": run.latency_ns,
+        **spread_columns(run.uncertainty),
         "sol_score": record.sol_score,
         "observed_at": run.observed_at,
         "upstream_withdrawn": record.upstream_withdrawn,

@@ -26,17 +26,24 @@ from kernelindex.ranking import (
     opening_group,
     rank_implementation_bests,
 )
-from kernelindex.store.common import history, source_ref
+from kernelindex.store.common import history, rank_spans, source_ref
 from kernelindex.store.completeness import workload_completeness
 from kernelindex.store.cross_gpu import cross_gpu_view
 from kernelindex.store.manifests import manifest_document, workload_manifest
 from kernelindex.store.reruns import RerunBounds, newest_rerun_bounds
 from kernelindex.store.revisions import workload_revisions
 from kernelindex.store.runs import RunView, implementation_identity, implementations_by_id, run_views
-from kernelindex.store.schemas import ComparisonGroupItem, GroupBest, WorkloadDetail, WorkloadManifest
+from kernelindex.store.schemas import (
+    ComparisonGroupItem,
+    GroupBest,
+    UncertaintyItem,
+    WorkloadDetail,
+    WorkloadManifest,
+)
 from kernelindex.store.standings import (
     Scope,
     group_counts,
+    group_ranges,
     ranked_page,
     record_setters,
     revision_bests,
@@ -64,6 +71,9 @@ class GroupStanding:
     last_observed_at: datetime
     sample: RunView  # any run of the group: they share workload, protocol and environment
     record: RunView | None  # the run that holds the group's record now (its #1)
+    # How many other ranked runs the #1 is not distinct from (``uncertainty.tied_with_best``): 0
+    # where #1 is distinct from #2.
+    tied_with_best: int = 0
 
 
 @dataclass(frozen=True)
@@ -96,6 +106,8 @@ def leaderboard(session: Session, workload: Workload, before: datetime | None = 
     counts = group_counts(session, scope)
     shown = [count.first for count in counts]
     views = {view.name: view for view in run_views(session, *scope.runs(), Run.name.in_(sorted(shown)))}
+    # Each group's #1 and how many runs it is tied with: counted by the database, through its indexes.
+    spans = rank_spans(session, [count.first for count in counts if count.eligible_runs], before)
     groups = [
         GroupStanding(
             key=count.size.key,
@@ -104,6 +116,7 @@ def leaderboard(session: Session, workload: Workload, before: datetime | None = 
             last_observed_at=count.size.last_observed_at,
             sample=views[count.first],
             record=views[count.first] if count.eligible_runs else None,
+            tied_with_best=spans[count.first].rank_range[1] - 1 if count.first in spans else 0,
         )
         for count in counts
     ]
@@ -193,6 +206,7 @@ def group_detail(session: Session, board: Leaderboard, standing: GroupStanding, 
                 latency_ns=best.latency_ns,
                 observed_at=best.observed_at,
                 implementation=implementation_identity(implementations[best.implementation_id]),
+                uncertainty=best.uncertainty,
             ),
             sol_score=best.sol_score,
             ranked_runs=best.ranked_runs,
@@ -258,16 +272,32 @@ def ranked_rows(
     )
     names = [name for name, _ in found.entries]
     views = {view.name: view for view in run_views(session, *board.scope.runs(), Run.name.in_(names))}
+    # Ranges need every ranked run's interval, not only the page's: one narrow read of the group.
+    ranges = group_ranges(session, board.scope, standing.key)
     best = standing.record.latency_ns if standing.record else 1
     rows = [
-        (views[name], RankedRun(run=views[name].facts, rank=rank, vs_best=views[name].latency_ns / best))
+        (
+            views[name],
+            RankedRun(
+                run=views[name].facts,
+                rank=rank,
+                vs_best=views[name].latency_ns / best,
+                rank_range=ranges[name].rank_range,
+                distinct_from_best=ranges[name].distinct_from_best,
+                rank_text=ranges[name].rank_text,
+            ),
+        )
         for name, rank in found.entries
     ]
     return RankedRows(rows=rows, total=found.total, median_latency_ns=found.median_latency_ns)
 
 
-def _group_best(view: RunView) -> GroupBest:
+def _group_best(view: RunView, tied: int) -> GroupBest:
+    found = view.uncertainty
     return GroupBest(
+        rank_range=[1, 1 + tied],
+        tied_with=tied,
+        uncertainty=None if found is None else UncertaintyItem(kind=found.kind, low=found.low_ns, high=found.high_ns),
         run=view.name,
         latency_ns=view.latency_ns,
         primary_statistic=view.primary_statistic,
@@ -295,7 +325,7 @@ def workload_detail(session: Session, workload: Workload) -> WorkloadDetail:
             protocol_title=group.sample.protocol_title,
             runs=group.run_count,
             eligible_runs=group.eligible_count,
-            best=_group_best(record) if (record := group.record) else None,
+            best=_group_best(record, group.tied_with_best) if (record := group.record) else None,
             runs_url=urls.api_runs(workload=workload.name, comparison_key=group.key),
         )
         for group in board.groups

@@ -26,6 +26,7 @@ from kernelindex.ranking import RecordBreak, RunFacts, record_history
 from kernelindex.store.manifests import StoredText
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import environment_label, evaluation_stack
+from kernelindex.store.spreads import interval_high, stored_uncertainty
 
 # Bound parameters per IN (…) list; well under SQLite's and PostgreSQL's limits.
 _IN_CHUNK = 500
@@ -113,22 +114,40 @@ def _earlier(run: Any, other: Any) -> ColumnElement[bool]:
     )
 
 
-def _record_setters(before: datetime | None = None, after: str | None = None) -> Select[str, int, str, int, datetime]:
-    """Eligible runs that no earlier eligible run of their group matched or beat: the records."""
-    matched_earlier = (
-        select(_EARLIER.id)
-        .where(
-            _EARLIER.workload_id == _RUN.workload_id,
-            _EARLIER.comparison_key == _RUN.comparison_key,
-            _EARLIER.latency_ns <= _RUN.latency_ns,
-            eligible(_EARLIER),
-            _earlier(_RUN, _EARLIER),
+def _record_setters(
+    before: datetime | None = None, after: str | None = None
+) -> Select[str, int, str, int, datetime, str | None, int | None, int | None]:
+    """Eligible runs whose interval lies entirely below that of every earlier eligible run of their
+    group (``ranking.record_history``): the records."""
+
+    def matched_earlier(*reaches: ColumnElement[bool]) -> Any:
+        return (
+            select(_EARLIER.id)
+            .where(
+                _EARLIER.workload_id == _RUN.workload_id,
+                _EARLIER.comparison_key == _RUN.comparison_key,
+                *reaches,
+                eligible(_EARLIER),
+                _earlier(_RUN, _EARLIER),
+            )
+            .exists()
         )
-        .exists()
-    )
-    stmt = select(_RUN.name, _RUN.workload_id, _RUN.comparison_key, _RUN.latency_ns, _RUN.observed_at).where(
-        eligible(_RUN), ~matched_earlier
-    )
+
+    # Not beaten beyond the noise: an earlier interval reaches down to the new one. Asked as two
+    # ranges, runs with an interval (``ix_run_spread_low``) and without (``ix_run_leaderboard``).
+    high = interval_high(_RUN)
+    with_interval = matched_earlier(_EARLIER.spread_low_ns <= high)
+    without = matched_earlier(_EARLIER.spread_low_ns.is_(None), _EARLIER.latency_ns <= high)
+    stmt = select(
+        _RUN.name,
+        _RUN.workload_id,
+        _RUN.comparison_key,
+        _RUN.latency_ns,
+        _RUN.observed_at,
+        _RUN.spread_kind,
+        _RUN.spread_low_ns,
+        _RUN.spread_high_ns,
+    ).where(eligible(_RUN), ~with_interval, ~without)
     if before is None:
         return stmt
     if after is None:
@@ -138,7 +157,11 @@ def _record_setters(before: datetime | None = None, after: str | None = None) ->
 
 def _facts(row: Any) -> RunFacts:
     return RunFacts(
-        name=row.name, comparison_key=row.comparison_key, latency_ns=row.latency_ns, observed_at=row.observed_at
+        name=row.name,
+        comparison_key=row.comparison_key,
+        latency_ns=row.latency_ns,
+        observed_at=row.observed_at,
+        uncertainty=stored_uncertainty(row.spread_kind, row.spread_low_ns, row.spread_high_ns),
     )
 
 
@@ -175,13 +198,19 @@ def _breaks(session: Session, where: Sequence[Any]) -> list[RecordBreak]:
     # Only eligible runs can set records, and filtering them in SQL keeps the rows few and
     # narrow; the facts built here are therefore all eligible, as ``record_history`` checks.
     rows = session.execute(
-        select(Run.name, Run.comparison_key, Run.latency_ns, Run.observed_at).where(eligible(), *where)
+        select(
+            Run.name,
+            Run.comparison_key,
+            Run.latency_ns,
+            Run.observed_at,
+            Run.spread_kind,
+            Run.spread_low_ns,
+            Run.spread_high_ns,
+        ).where(eligible(), *where)
     )
     groups: dict[str, list[RunFacts]] = {}
-    for name, key, latency_ns, observed_at in rows:
-        groups.setdefault(key, []).append(
-            RunFacts(name=name, comparison_key=key, latency_ns=latency_ns, observed_at=observed_at)
-        )
+    for row in rows:
+        groups.setdefault(row.comparison_key, []).append(_facts(row))
     return [brk for facts in groups.values() for brk in record_history(facts)]
 
 

@@ -47,6 +47,7 @@ from kernelindex.ranking import (
 )
 from kernelindex.store.case_results import RunCases, run_cases
 from kernelindex.store.reads import eligible
+from kernelindex.store.spreads import apply_source_noise
 
 STREAM_BATCH = 500
 IN_CLAUSE = 500  # workload ids per IN (…): well under every backend's parameter limit
@@ -144,6 +145,7 @@ def refresh_regressions(session: Session, source_id: int, workload_ids: Sequence
             "pairs": noise.pairs,
             "estimated": noise.estimated,
             "method": noise_method(noise, basis),
+            "basis": basis,
             "computed_at": datetime.now(UTC),
         }
         if stored is None:
@@ -153,8 +155,12 @@ def refresh_regressions(session: Session, source_id: int, workload_ids: Sequence
                 setattr(stored, name, value)
         factor = noise_factor(noise.bound)
         to_compare = sorted(workload for workload, slowdown in worst.items() if slowdown > factor)
+        # Only cases measured twice measure a figure's own noise: it bounds the source's figures.
+        apply_source_noise(session, source_id, noise.bound if noise.estimated and basis == "repeats" else None)
     else:
         noise = NoiseEstimate(bound=stored.bound, pairs=stored.pairs, estimated=stored.estimated)
+        if stored.estimated and stored.basis == "repeats":
+            apply_source_noise(session, source_id, stored.bound, only_new=True)
 
     scope = delete(VersionRegression).where(VersionRegression.source_id == source_id)
     if workload_ids is None:

@@ -31,6 +31,8 @@ from kernelindex.rerun.cases import Case
 from kernelindex.store.batch import RerunRecord, SourceInfo
 from kernelindex.store.ingest import ensure_source, environment_columns, implementation_columns, protocol_columns
 from kernelindex.store.manifests import Row, existing_by_name, put
+from kernelindex.store.spreads import spread_columns
+from kernelindex.uncertainty import figure_uncertainty, suite_uncertainty
 
 __all__ = [
     "RERUN_PROTOCOL_NAME",
@@ -195,6 +197,9 @@ def _write_suite_run(
     if existing_by_name(session, Run, [manifest.metadata.name]):
         raise BundleError(f"a run named {manifest.metadata.name} already exists")
     latency = manifest.spec.timing.latency_ns["median"]
+    # The suite median's interval: the geometric means of the cases' bootstrap intervals.
+    cases = [figure_uncertainty(case.manifest.spec.timing.latency_ns, "median") for case in record.cases]
+    spread = suite_uncertainty(cases, latency)
     run, _ = put(
         session,
         Run,
@@ -212,6 +217,7 @@ def _write_suite_run(
             "evidence": EvidenceLevel.VERIFIED,
             "primary_statistic": "median",
             "latency_ns": latency,
+            **spread_columns(spread),
             "sol_score": None,
             "observed_at": manifest.spec.observed_at,
             "upstream_withdrawn": False,

@@ -17,7 +17,15 @@ from kernelindex.db.tables import Run as Run  # the run row that find_run return
 from kernelindex.figures import Share
 from kernelindex.manifests.types import EvidenceLevel
 from kernelindex.ranking import ineligibility_reasons, is_eligible
-from kernelindex.store.common import history, name_by_ref, rank_expression, source_ref
+from kernelindex.store.common import (
+    RankSpan,
+    history,
+    name_by_ref,
+    rank_expression,
+    rank_span_fields,
+    rank_spans,
+    source_ref,
+)
 from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page
 from kernelindex.store.manifests import manifest_document
 from kernelindex.store.reads import eligible
@@ -149,6 +157,7 @@ class RunStanding:
     vs_best: float | None
     group_size: int  # the eligible runs of its group
     reasons: list[str]  # why it is not ranked; empty when it is
+    span: RankSpan | None = None  # its rank range and interval (``common.rank_spans``); None when not ranked
 
 
 def run_standing(session: Session, run: Run) -> RunStanding:
@@ -163,7 +172,7 @@ def run_standing(session: Session, run: Run) -> RunStanding:
     ).one()
     if reasons:
         return RunStanding(None, None, size, reasons)
-    return RunStanding(faster + 1, run.latency_ns / best, size, reasons)
+    return RunStanding(faster + 1, run.latency_ns / best, size, reasons, rank_spans(session, [run.name]).get(run.name))
 
 
 def review_of(run: Run) -> Review | None:
@@ -179,6 +188,7 @@ def run_detail(session: Session, run: Run) -> RunDetail:
     return RunDetail(
         **run_fields(run),
         rank=standing.rank,
+        **rank_span_fields(standing.span),
         group_size=standing.group_size,
         vs_best=standing.vs_best,
         ineligibility_reasons=standing.reasons,
@@ -217,6 +227,7 @@ def runs_to_compare(session: Session, names: Sequence[str]) -> tuple[list[Compar
     rows = session.execute(with_references(select(Run, rank)).where(Run.name.in_(list(names)))).all()
     found = {run.name: (run, value) for run, value in rows}
     missing = [name for name in names if name not in found]
+    spans = rank_spans(session, list(found))
     compared = []
     for name in names:
         if name not in found:
@@ -244,6 +255,8 @@ def runs_to_compare(session: Session, names: Sequence[str]) -> tuple[list[Compar
                 fast_total=_count(metrics.get("fast_1_total")),
                 observed_at=run.observed_at,
                 rank=rank_value if is_eligible(facts) else None,
+                uncertainty=facts.uncertainty,
+                rank_range=spans[name].rank_range if is_eligible(facts) and name in spans else None,
                 workload_slug=run.workload.name,
                 workload_title=run.workload.title,
                 workload_digest=run.workload.digest,

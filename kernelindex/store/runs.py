@@ -20,6 +20,8 @@ from kernelindex.manifests.types import EvidenceLevel, RunStatus
 from kernelindex.ranking import RunFacts
 from kernelindex.store.by_spec import BySpec
 from kernelindex.store.manifests import Stored, environment_manifest, implementation_manifest, run_manifest
+from kernelindex.store.spreads import stored_uncertainty
+from kernelindex.uncertainty import Uncertainty
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class RunView:
     protocol_name: str
     protocol_title: str
     harness_version: str
+    # The interval around ``latency_ns`` and what it rests on; None: unknown (``store.spreads``).
+    uncertainty: Uncertainty | None = None
 
     @property
     def facts(self) -> RunFacts:
@@ -98,7 +102,13 @@ def run_facts(run: Run | RunView) -> RunFacts:
         upstream_withdrawn=run.upstream_withdrawn,
         held_for_review=run.held_for_review,
         rejected_on_review=run.review_state == "rejected",
+        uncertainty=run.uncertainty if isinstance(run, RunView) else run_uncertainty(run),
     )
+
+
+def run_uncertainty(run: Run) -> Uncertainty | None:
+    """The interval a run's row keeps (``store.spreads``)."""
+    return stored_uncertainty(run.spread_kind, run.spread_low_ns, run.spread_high_ns)
 
 
 def implementation_identity(implementation: Implementation) -> str:
@@ -274,6 +284,7 @@ def to_view(run: Run) -> RunView:
         protocol_name=run.protocol.name,
         protocol_title=run.protocol.title,
         harness_version=run.protocol.harness_version,
+        uncertainty=run_uncertainty(run),
     )
 
 

@@ -104,6 +104,14 @@ class SourceRefItem(ApiModel):
     api_url: str
 
 
+class UncertaintyItem(ApiModel):
+    """The interval around a ranked figure and what it rests on (/figures#interval)."""
+
+    kind: str = Field(description="samples, reported-std, reported-percentiles or source-noise")
+    low: int = Field(description="ns, as latencyNs")
+    high: int = Field(description="ns, as latencyNs")
+
+
 class GroupBest(ApiModel):
     run: str
     latency_ns: int
@@ -112,6 +120,14 @@ class GroupBest(ApiModel):
     implementation: str = Field(description="the project's slug, for /api/v1/implementations/{slug}")
     project: str
     observed_at: datetime
+    # The #1 as the intervals allow (/figures#rank-range); null where not worked out for this answer.
+    rank_range: list[int] | None = Field(
+        default=None, description="[1, hi]: hi − 1 other runs of its group are not distinct from it beyond the noise"
+    )
+    tied_with: int | None = Field(
+        default=None, description="other eligible runs of its group it is not distinct from; 0: distinct from #2"
+    )
+    uncertainty: UncertaintyItem | None = Field(default=None, description="its figure's interval; null where unknown")
 
 
 class FastestRun(GroupBest):
@@ -347,6 +363,15 @@ class RunItem(ApiModel):
 
 class RankedRunItem(RunItem):
     rank: int | None = Field(description="rank in its comparison group; null when not eligible")
+    rank_range: list[int] | None = Field(
+        default=None, description="[lo, hi]: the places it could hold given the intervals (/figures#rank-range)"
+    )
+    distinct_from_best: bool | None = Field(
+        default=None, description="slower than the group's #1 beyond both intervals; null when not eligible"
+    )
+    uncertainty: UncertaintyItem | None = Field(
+        default=None, description="the figure's interval; null where unknown or not eligible"
+    )
 
 
 class Availability(ApiModel):
@@ -381,6 +406,13 @@ class RunManifests(ApiModel):
 
 class RunDetail(RunItem):
     rank: int | None = Field(description="rank in its comparison group; null when not eligible")
+    rank_range: list[int] | None = Field(
+        default=None, description="[lo, hi]: the places it could hold given the intervals (/figures#rank-range)"
+    )
+    distinct_from_best: bool | None = Field(
+        default=None, description="slower than the group's #1 beyond both intervals; null when not eligible"
+    )
+    uncertainty: UncertaintyItem | None = Field(default=None, description="the figure's interval; null where unknown")
     group_size: int = Field(description="number of eligible runs in its comparison group")
     vs_best: float | None = Field(description="latency ÷ the group's best latency (1.0 for #1)")
     ineligibility_reasons: list[str]

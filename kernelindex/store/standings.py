@@ -21,6 +21,8 @@ from sqlalchemy.orm import Session
 from kernelindex.db.tables import Run
 from kernelindex.ranking import GroupSize
 from kernelindex.store.reads import eligible
+from kernelindex.store.spreads import interval_high, interval_low, stored_uncertainty
+from kernelindex.uncertainty import Uncertainty, distinct, rank_ranges, rank_texts
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class RevisionBest:
     observed_at: datetime
     sol_score: float | None
     ranked_runs: int
+    uncertainty: Uncertainty | None = None
 
 
 def revision_bests(session: Session, scope: Scope, comparison_key: str) -> list[RevisionBest]:
@@ -104,6 +107,9 @@ def revision_bests(session: Session, scope: Scope, comparison_key: str) -> list[
             Run.latency_ns,
             Run.observed_at,
             Run.sol_score,
+            Run.spread_kind,
+            Run.spread_low_ns,
+            Run.spread_high_ns,
             func.count().over(partition_by=partition).label("ranked_runs"),
             func.row_number().over(partition_by=partition, order_by=(Run.latency_ns, Run.name)).label("nth"),
         )
@@ -120,9 +126,39 @@ def revision_bests(session: Session, scope: Scope, comparison_key: str) -> list[
             observed_at=row.observed_at,
             sol_score=row.sol_score,
             ranked_runs=row.ranked_runs,
+            uncertainty=stored_uncertainty(row.spread_kind, row.spread_low_ns, row.spread_high_ns),
         )
         for row in rows
     ]
+
+
+@dataclass(frozen=True)
+class GroupRange:
+    """A ranked run's place as a range in its group (``ranking.rank_group``'s ranges, texts and
+    distinctness from #1)."""
+
+    rank_range: tuple[int, int]
+    rank_text: str
+    distinct_from_best: bool
+
+
+def group_ranges(session: Session, scope: Scope, comparison_key: str) -> dict[str, GroupRange]:
+    """Every eligible run of one group with its rank range, by name: one narrow read of the group's
+    figures and intervals (a range depends on every run of the group, not only a page's)."""
+    rows = session.execute(
+        select(Run.name, interval_low(), interval_high())
+        .where(*scope.runs(), scope.eligible(), Run.comparison_key == comparison_key)
+        .order_by(Run.latency_ns, Run.name)
+    ).all()
+    if not rows:
+        return {}
+    intervals = [(low, high) for _, low, high in rows]
+    ranges = rank_ranges(intervals)
+    best = intervals[0]
+    return {
+        row[0]: GroupRange(span, text, distinct(best, interval))
+        for row, interval, span, text in zip(rows, intervals, ranges, rank_texts(ranges), strict=True)
+    }
 
 
 def _ranked(scope: Scope, comparison_key: str, implementation_ids: Collection[int] | None) -> Subquery:
@@ -211,21 +247,22 @@ class RecordSetter:
 
 def record_setters(session: Session, scope: Scope, comparison_key: str) -> list[RecordSetter]:
     """The runs that set the group's record (``ranking.record_history``), oldest first: eligible
-    runs strictly faster than every earlier eligible run of the group."""
+    runs whose interval lies entirely below the interval of every earlier eligible run of the group."""
     order = (Run.observed_at, Run.latency_ns, Run.name)
     walked = (
         select(
             Run.name,
             Run.latency_ns,
             Run.observed_at,
-            func.min(Run.latency_ns).over(order_by=order, rows=(None, -1)).label("best_before"),
+            interval_high().label("high"),
+            func.min(interval_low()).over(order_by=order, rows=(None, -1)).label("lowest_before"),
         )
         .where(*scope.runs(), Run.comparison_key == comparison_key, scope.eligible())
         .subquery()
     )
     rows = session.execute(
         select(walked.c.name, walked.c.latency_ns, walked.c.observed_at)
-        .where(or_(walked.c.best_before.is_(None), walked.c.latency_ns < walked.c.best_before))
+        .where(or_(walked.c.lowest_before.is_(None), walked.c.high < walked.c.lowest_before))
         .order_by(walked.c.observed_at, walked.c.latency_ns, walked.c.name)
     )
     return [RecordSetter(*row) for row in rows]

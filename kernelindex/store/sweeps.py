@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from sqlalchemy import ColumnElement, select
@@ -26,6 +26,7 @@ from kernelindex.store.made_when_read import MadeWhenRead
 from kernelindex.store.manifests import Stored, StoredText, run_manifest, workload_manifest
 from kernelindex.store.reads import eligible
 from kernelindex.store.runs import implementation_identity, run_metrics
+from kernelindex.uncertainty import noise_uncertainty
 
 # The per-case statistic drawn as the line, then the pair drawn as the spread around it, in the
 # order they are looked for: the first a run's case results all carry is used.
@@ -90,11 +91,17 @@ def group_case_runs(session: Session, workload: Workload, comparison_key: str) -
     )
 
 
-def group_sweep(workload: Workload, runs: Sequence[Run], selection: FrameworkSelection | None = None) -> Sweep | None:
+def group_sweep(
+    workload: Workload,
+    runs: Sequence[Run],
+    selection: FrameworkSelection | None = None,
+    noise: float | None = None,
+) -> Sweep | None:
     """The sweep of one comparison group of ``workload`` from its ``runs`` (``group_case_runs``),
     of those ``selection`` admits by the framework and version they name (all when it is
     ``None``); ``None`` unless the workload has two or more cases and one of the runs carries
-    per-case results."""
+    per-case results. ``noise`` (a fraction: the source's noise, where it bounds its figures)
+    gives a band of ± noise to a run that measured no spread of its own."""
     suite = workload_manifest(workload).spec
     cases = suite.cases
     if len(cases) < 2:
@@ -109,6 +116,8 @@ def group_sweep(workload: Workload, runs: Sequence[Run], selection: FrameworkSel
         drawn = _run_points(run, len(cases))
         if drawn is None:
             continue
+        if drawn.spread is None and noise is not None:
+            drawn = _with_noise(drawn, noise)
         series[implementation.name] = SweepSeries(
             implementation=implementation.name,
             implementation_title=implementation_identity(implementation),
@@ -182,6 +191,22 @@ def _points_of(run: Stored, case_count: int) -> _RunPoints | None:
             peak_memory_mb=peak_memory_mb,
         )
     return _RunPoints(centre, spread, measured, has_memory, tuple(points))
+
+
+# A band of ± the source's noise: ``SweepSeries.spread`` names it (NOISE_SPREAD, "10.0 %").
+NOISE_SPREAD = "source-noise"
+
+
+def _with_noise(drawn: _RunPoints, noise: float) -> _RunPoints:
+    """``drawn`` with each point's band at ± ``noise`` (``uncertainty.noise_uncertainty``)."""
+    points: list[SweepPoint | None] = []
+    for point in drawn.points:
+        if point is None:
+            points.append(None)
+            continue
+        band = noise_uncertainty(point.latency_ns, noise)
+        points.append(replace(point, low_ns=band.low_ns, high_ns=band.high_ns))
+    return replace(drawn, spread=(NOISE_SPREAD, f"{noise * 100:.1f} %"), points=tuple(points))
 
 
 # Kept: the largest sweep has 3,440 cases, and a run's points change only with its manifest's spec.

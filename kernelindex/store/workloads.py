@@ -31,7 +31,7 @@ from kernelindex.db.tables import Environment, Implementation, Run, Source, Work
 from kernelindex.db.tally_tables import EVERY_GPU, CollectionTally, WorkloadSourceTally, WorkloadTally
 from kernelindex.slugs import slugify
 from kernelindex.store.catalog import origin_model_spellings
-from kernelindex.store.common import contains, name_by_ref
+from kernelindex.store.common import best_fields, contains, name_by_ref, rank_spans
 from kernelindex.store.gpu_filter import MeasuredWithoutGpu, gpu_named
 from kernelindex.store.keyset import Expr, Position, SortKey, keyset_page, numbered_page
 from kernelindex.store.manifests import StoredText
@@ -326,7 +326,7 @@ def catalogue_by_source(session: Session, gpu: str | None = None) -> list[Source
     # An older revision shown beside its current one gives way to it (the current is preferred).
     ids = {workload.id for workload in shown_workloads}
     shown_workloads = [w for w in shown_workloads if w.superseded_by_id is None or w.superseded_by_id not in ids]
-    items = workload_items(session, shown_workloads, gpu=gpu, last_records=False)  # home shows none
+    items = workload_items(session, shown_workloads, gpu=gpu, last_records=False, ties=False)  # home shows none
     busiest: dict[tuple[int, str], list[WorkloadItem]] = {}
     for workload, item in zip(shown_workloads, items, strict=True):
         busiest.setdefault((workload.source_id, workload.collection), []).append(item)
@@ -423,7 +423,7 @@ class Headline:
     availability: str  # ``availability_text`` of its implementation
 
 
-def headlines(session: Session, run_ids: Sequence[int]) -> list[Headline]:
+def headlines(session: Session, run_ids: Sequence[int], ties: bool = True) -> list[Headline]:
     """These runs as the lists show them, read as columns: loaded as objects with their
     implementations and environments they took 9.6 ms of home's 57 on PostgreSQL, of which 4 ms
     was the statement. The manifests of the run and its implementation, the largest parts of
@@ -456,10 +456,14 @@ def headlines(session: Session, run_ids: Sequence[int]) -> list[Headline]:
         .join(Environment, Environment.id == Run.environment_id)
         .where(Run.id.in_(sorted(run_ids)))
     )
+    found_rows = rows.all()
+    # Each a #1: whether the noise lets it be told from the runs after it (one statement for all).
+    spans = rank_spans(session, [row.name for row in found_rows]) if ties else {}
     found = []
-    for row in rows:
+    for row in found_rows:
         environment = StoredText(row.environment_digest, row.environment_manifest)
         fastest = FastestRun(
+            **best_fields(spans.get(row.name)),
             run=row.name,
             latency_ns=row.latency_ns,
             primary_statistic=row.primary_statistic,
@@ -482,20 +486,25 @@ def headlines(session: Session, run_ids: Sequence[int]) -> list[Headline]:
 
 
 def workload_items(
-    session: Session, workloads: Sequence[Workload], gpu: str | None = None, last_records: bool = True
+    session: Session,
+    workloads: Sequence[Workload],
+    gpu: str | None = None,
+    last_records: bool = True,
+    ties: bool = True,
 ) -> list[WorkloadItem]:
     """``workloads`` with their figures, in the order given.
 
     Given a GPU slug (one ``gpu_named`` accepted), the figures are of the runs on that GPU
     alone, and each item says how many runs it has there (0: not measured on it). Without
     ``last_records`` each item's ``last_record_at`` is left out (None), for a list that does
-    not show it: finding it walks every comparison group of the workloads.
+    not show it: finding it walks every comparison group of the workloads. Without ``ties`` the
+    fastest run's rank range is left out too, for a list that does not show it (home).
     """
     ids = [w.id for w in workloads]
     stats = {row.workload_id: row for row in session.execute(select(eligible_stats(ids, gpu)))}
     last = _last_records(session, ids, gpu) if last_records else {}
     ids_of_headlines = [row.fastest_run_id for row in stats.values() if row.fastest_run_id is not None]
-    fastest = {headline.workload_id: headline.fastest for headline in headlines(session, ids_of_headlines)}
+    fastest = {headline.workload_id: headline.fastest for headline in headlines(session, ids_of_headlines, ties)}
     on_gpu: dict[int, int] = {}
     if gpu is not None:
         counted = runs_on_gpu(gpu, ids)

@@ -34,6 +34,10 @@ class Bar:
     value_text: str  # the figure as the table beside the chart writes it
     url: str | None = None
     highlight: bool = False  # the #1, or the baseline itself
+    # The interval around ``value`` (``kernelindex.uncertainty``), drawn as a whisker; None: unknown.
+    low: float | None = None
+    high: float | None = None
+    interval_text: str | None = None
 
 
 class ChartBar(BaseModel):
@@ -45,6 +49,9 @@ class ChartBar(BaseModel):
     value_text: str
     url: str | None
     highlight: bool
+    whisker: tuple[float, float] | None = None  # the interval's ends on the axis
+    text_x: float = 0  # where its figure is written: past the bar and its whisker
+    interval_text: str | None = None
 
 
 class BarChart(BaseModel):
@@ -65,6 +72,7 @@ class BarChart(BaseModel):
     bars: list[ChartBar]
     x_ticks: list[ChartTick]
     rule_x: float | None = None  # a reference rule, e.g. at 1× on a speed-up chart (its tick names it)
+    whiskers: bool = False  # some bar has an interval: the table gives the intervals too
 
 
 def nice_ticks(high: float, count: int = 5) -> list[float]:
@@ -91,15 +99,22 @@ def bar_chart(
     inside the chart."""
     if len(bars) < 2 or any(bar.value <= 0 for bar in bars):
         return None
-    ticks = nice_ticks(max(bar.value for bar in bars) if rule_at is None else max(rule_at, *(b.value for b in bars)))
+    reach = [max(bar.value, bar.high or 0) for bar in bars]  # a bar's end, or its whisker's
+    ticks = nice_ticks(max(reach) if rule_at is None else max(rule_at, *reach))
     top = ticks[-1]
     left = label_column([bar.label for bar in bars], LABEL_GAP, NARROWEST, WIDEST)
     span = WIDTH - RIGHT - left
     room = WIDTH - 2 - left  # where a bar and its figure may reach
-    top = max(top, *(bar.value * span / (room - VALUE_GAP - text_width(bar.value_text)) for bar in bars))
+    top = max(
+        top,
+        *(end * span / (room - VALUE_GAP - text_width(bar.value_text)) for bar, end in zip(bars, reach, strict=True)),
+    )
 
     def x(value: float) -> float:
         return round(left + value / top * span, 1)
+
+    def whisker(bar: Bar) -> tuple[float, float] | None:
+        return None if bar.low is None or bar.high is None else (x(bar.low), x(bar.high))
 
     axis_y = TOP + ROW * len(bars)
     return BarChart(
@@ -122,9 +137,13 @@ def bar_chart(
                 value_text=bar.value_text,
                 url=bar.url,
                 highlight=bar.highlight,
+                whisker=whisker(bar),
+                text_x=round(max(x(bar.value), x(bar.high or 0)) + VALUE_GAP, 1),
+                interval_text=bar.interval_text,
             )
             for index, bar in enumerate(bars)
         ],
+        whiskers=any(whisker(bar) for bar in bars),
         x_ticks=[ChartTick(position=x(value), label=tick_text(value)) for value in ticks if value <= top],
         rule_x=x(rule_at) if rule_at is not None else None,
     )

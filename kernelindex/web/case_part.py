@@ -11,8 +11,10 @@ from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
 from kernelindex.store.case_ranking import CaseEntry, CaseLabel, CaseRanking, RegressionFlag
+from kernelindex.uncertainty import KIND_WORDS, SOURCE_NOISE, headline_text
 from kernelindex.web.case_window import CaseWindow
 from kernelindex.web.format import latency, one_unit, ratio
+from kernelindex.web.rank_part import UncertaintyPart, rank_fields
 
 # Builds this page's address with the case, framework and version given (the group kept).
 CaseUrl = Callable[[int | None, str | None, str | None], str]
@@ -52,6 +54,11 @@ class RegressionNote(_Part):
 
 class CaseRankRow(_Part):
     rank: int | None
+    # As a leaderboard row's (``web.rank_part``): the places it could hold at the case, and why.
+    rank_range: list[int] | None
+    rank_text: str | None
+    distinct_from_best: bool | None
+    uncertainty: UncertaintyPart | None
     run: str
     url: str
     implementation: str
@@ -83,6 +90,9 @@ class CaseRankingPart(_Part):
     noise_text: str | None  # "5%"
     noise_method: str | None
     regressions_url: str
+    # "#1" or "#1, tied with N" at this case, and what the intervals rest on.
+    headline: str | None
+    uncertainty_note: str | None
 
 
 def percent(fraction: float) -> str:
@@ -105,6 +115,7 @@ def _note(flag: RegressionFlag) -> RegressionNote:
 def _row(entry: CaseEntry) -> CaseRankRow:
     return CaseRankRow(
         rank=entry.rank,
+        **rank_fields(entry.ranked),
         run=entry.run,
         url=urls.run(entry.run),
         implementation=entry.implementation_title,
@@ -183,4 +194,25 @@ def case_ranking_part(
         noise_text=percent(ranking.noise_bound) if ranking.noise_bound is not None else None,
         noise_method=ranking.noise_method,
         regressions_url=urls.regressions(gpu=gpu_slug, framework=selection.framework),
+        headline=headline_text(ranking.tied_with_best) if ranking.tied_with_best is not None else None,
+        uncertainty_note=_uncertainty_note(ranking),
     )
+
+
+def _uncertainty_note(ranking: CaseRanking) -> str | None:
+    """What the case's intervals rest on, in a sentence."""
+    if not ranking.ranked:
+        return None
+    kinds = sorted(
+        {entry.ranked.run.uncertainty.kind for entry in ranking.ranked if entry.ranked and entry.ranked.run.uncertainty}
+    )
+    unknown = sum(1 for entry in ranking.ranked if entry.ranked and entry.ranked.run.uncertainty is None)
+    parts = []
+    if SOURCE_NOISE in kinds and ranking.noise_bound is not None:
+        parts.append(
+            f"Figures with no spread of their own are taken as ± {percent(ranking.noise_bound)}, the source's noise."
+        )
+    parts += [f"Intervals: {KIND_WORDS[kind]}." for kind in kinds if kind != SOURCE_NOISE]
+    if unknown:
+        parts.append(f"{unknown} figure{'' if unknown == 1 else 's'} of unknown spread, ranked by the figure alone.")
+    return " ".join(parts) or None

@@ -46,6 +46,7 @@ from kernelindex.web.errors import BadRequest, NotFound
 from kernelindex.web.format import latency, one_unit, significant
 from kernelindex.web.leaderboard import Part
 from kernelindex.web.pages import PageContext, page_route, render_page
+from kernelindex.web.rank_part import UncertaintyPart, range_fields
 
 router = APIRouter()
 
@@ -66,6 +67,11 @@ class RunLine(Part):
     evidence: EvidenceLevel
     availability: str
     observed_at: datetime
+    # Its place as a range given the intervals (``web.rank_part``); None where not ranked.
+    rank_range: list[int] | None = None
+    rank_text: str | None = None
+    distinct_from_best: bool | None = None
+    uncertainty: UncertaintyPart | None = None
 
 
 def _best_line(workload_slug: str, workload_title: str, best: BestOnGpu) -> RunLine:
@@ -82,6 +88,7 @@ def _best_line(workload_slug: str, workload_title: str, best: BestOnGpu) -> RunL
         latency=latency(best.latency_ns),
         statistic=best.primary_statistic,
         rank=1,
+        **range_fields(best.rank_range, False if best.rank_range else None, best.uncertainty),
         group_size=best.group_eligible_runs,
         evidence=best.evidence,
         availability=best.availability,
@@ -165,6 +172,7 @@ def _implementation_line(row: ImplementationWorkload) -> ImplementationWorkloadL
             latency=latency(best.latency_ns),
             statistic=best.primary_statistic,
             rank=best.rank,
+            **range_fields(best.rank_range, best.distinct_from_best, best.uncertainty),
             group_size=best.group_size,
             evidence=best.evidence,
             availability=best.availability,

@@ -66,6 +66,13 @@ def leaderboard_citable(board: Leaderboard, base_url: str, as_of: date, accessed
             f"among {group.eligible_count} eligible runs observed by then, was {first.name} ({first.digest}), "
             f"{first.latency_ns} ns {first.primary_statistic}, by {first.project}."
         )
+        if group.tied_with_best:
+            # A cited #1 the noise cannot tell from the next says so (/figures#rank-range).
+            tied = group.tied_with_best
+            standing += (
+                f" It is tied with {tied} other run{'' if tied == 1 else 's'}: their intervals overlap its own, "
+                "so it is not distinct from #2 beyond the noise."
+            )
     source = next((s for s in board.sources if s.id == workload.source_id), None)
     external_id = workload.external_id
     if source is not None and source.slug == "sol-execbench":

@@ -107,7 +107,7 @@ def _machine(value: Any) -> Value:
 
 def _display(key: str, value: Any) -> str:
     if value is None:
-        return "not ranked" if key == "rank" else "–"
+        return {"rank": "not ranked", "uncertainty": "spread unknown"}.get(key, "–")
     match key:
         case "vsFastest" | "avgSpeedup":
             return ratio(value)

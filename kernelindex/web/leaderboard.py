@@ -38,6 +38,7 @@ from kernelindex.store.revisions import problem_of, workload_revisions
 from kernelindex.store.runs import RunView
 from kernelindex.store.schemas import Completeness, CrossGpuFigure, CrossGpuView, WorkloadRevision
 from kernelindex.store.sweeps import group_case_runs, group_sweep
+from kernelindex.uncertainty import headline_text, rank_text
 from kernelindex.web import params
 from kernelindex.web.bar_chart import Bar, BarChart, bar_chart, latency_tick, ratio_tick
 from kernelindex.web.case_part import CaseRankingPart, case_ranking_part
@@ -56,6 +57,7 @@ from kernelindex.web.format import (
 )
 from kernelindex.web.gpu_chart import GpuChart, GpuFigures, gpu_chart
 from kernelindex.web.pages import PageContext
+from kernelindex.web.rank_part import UncertaintyPart, rank_fields
 from kernelindex.web.sweep_part import SweepPart, cases_text, sweep_part
 
 PAGE_SIZE = 50
@@ -94,6 +96,12 @@ def share_part(share: Share | None) -> ShareOfBound | None:
 
 class RunRow(Part):
     rank: int | None
+    # The places the run could hold given the uncertainties (``kernelindex.uncertainty``): [lo, hi],
+    # "=2" or "1–3" as written, whether it is slower than #1 beyond both intervals, and the interval.
+    rank_range: list[int] | None
+    rank_text: str | None
+    distinct_from_best: bool | None
+    uncertainty: UncertaintyPart | None
     name: str
     url: str
     implementation: str
@@ -138,11 +146,18 @@ class GroupTab(Part):
     best_latency_ns: int | None
     best_latency: str
     best_implementation: str | None
+    # "#1" where the group's #1 is distinct from its #2 beyond the noise, else "#1, tied with N".
+    best_headline: str | None
+    tied_with_best: int
     url: str
     selected: bool
 
 
 class ImplementationRow(Part):
+    rank_range: list[int] | None
+    rank_text: str | None
+    distinct_from_best: bool | None
+    uncertainty: UncertaintyPart | None
     project: str
     variant: str | None
     url: str
@@ -276,6 +291,10 @@ class LeaderboardPage(PageContext):
     completeness: Completeness
     fastest: RunRow | None
     fastest_group: str | None
+    # "#1" or "#1, tied with N" (within the headline's group), and whether #1 is distinct from #2.
+    fastest_headline: str | None
+    fastest_distinct: bool | None
+    fastest_group_ranked: int  # the eligible runs of the headline's group
     groups: list[GroupTab]
     not_measured_on: list[GpuLink]  # the tracked GPUs no run of this workload was measured on
     selected_group: GroupTab | None
@@ -335,6 +354,7 @@ def _ms_column(values_ms: Sequence[float | None]) -> list[str]:
 def _row(view: RunView, ranked: RankedRun | None, case_count: int, implementation_runs: int | None = None) -> RunRow:
     return RunRow(
         rank=ranked.rank if ranked else None,
+        **rank_fields(ranked),
         name=view.name,
         url=urls.run(view.name),
         implementation=view.project,
@@ -357,6 +377,18 @@ def _row(view: RunView, ranked: RankedRun | None, case_count: int, implementatio
         cases_text=cases_text(view.cases_measured, case_count),
         reasons=ineligibility_reasons(view.facts),
         implementation_runs=implementation_runs,
+    )
+
+
+def _headline_entry(view: RunView, tied: int) -> RankedRun:
+    """The headline run as its group ranks it: #1, its range reaching over the runs tied with it."""
+    return RankedRun(
+        view.facts,
+        rank=1,
+        vs_best=1.0,
+        rank_range=(1, 1 + tied),
+        distinct_from_best=False,
+        rank_text=rank_text(1, 1 + tied),
     )
 
 
@@ -423,6 +455,8 @@ def _tab(standing: GroupStanding, label: str, selected_key: str | None, protocol
         best_latency_ns=record.latency_ns if record else None,
         best_latency=latency(record.latency_ns) if record else "–",
         best_implementation=record.project if record else None,
+        best_headline=headline_text(standing.tied_with_best) if record else None,
+        tied_with_best=standing.tied_with_best,
         url=urls.workload_group(sample.workload_slug, standing.key),
         selected=standing.key == selected_key,
     )
@@ -435,6 +469,7 @@ def _implementation_rows(detail: GroupDetail) -> list[ImplementationRow]:
         view = detail.view(entry.run.name)
         rows.append(
             ImplementationRow(
+                **rank_fields(entry),
                 project=view.project,
                 variant=_variant(view.project, view.implementation_title),
                 url=urls.implementation(view.project_slug),
@@ -564,6 +599,9 @@ def _ranked_chart(fastest: Sequence[RunRow], total: int, label: str) -> BarChart
                 value_text=latency_in(row.latency_ns, unit),
                 url=row.url,
                 highlight=row.rank == 1,
+                low=row.uncertainty.low if row.uncertainty else None,
+                high=row.uncertainty.high if row.uncertainty else None,
+                interval_text=row.uncertainty.text if row.uncertainty else None,
             )
             for row in shown
         ],
@@ -571,7 +609,12 @@ def _ranked_chart(fastest: Sequence[RunRow], total: int, label: str) -> BarChart
         description=(
             f"One bar per row of the ranked table below ({len(shown)} of {total}), its length the "
             f"{', '.join(statistics)} latency on a linear axis from zero; shorter is faster. "
-            "The table holds the same figures."
+            + (
+                "A whisker spans each figure's interval, where one is known. "
+                if any(row.uncertainty for row in shown)
+                else ""
+            )
+            + "The table holds the same figures."
         ),
         axis_title=f"latency ({', '.join(statistics)}), shorter is faster",
         value_heading=f"Latency ({', '.join(statistics)})",
@@ -887,6 +930,8 @@ def build_leaderboard(
         until=selected.last_observed_at if selected else None,
     )
     fastest_view = board.fastest
+    headline_group = board.group(fastest_view.comparison_key) if fastest_view else None
+    fastest_tied = headline_group.tied_with_best if headline_group else 0
     rerun_bounds = board.rerun_bounds
 
     spec = board.manifest.spec
@@ -899,15 +944,19 @@ def build_leaderboard(
     matrix_pages = matrix_page_count(cross_gpu) if cross_gpu else 1
     if matrix_page > matrix_pages:
         raise BadRequest(f"matrix page {matrix_page} is past the last page of the table across GPUs ({matrix_pages}).")
-    sweep = group_sweep(workload, group_runs, ranking.selection if ranking else None) if selected_key else None
+    noise = ranking.noise_bound if ranking and ranking.noise_bounds_figures else None
+    sweep = group_sweep(workload, group_runs, ranking.selection if ranking else None, noise) if selected_key else None
 
     return LeaderboardPage(
         workload=_header(board),
         completeness=workload_completeness(session, workload),
-        fastest=_row(fastest_view, RankedRun(fastest_view.facts, rank=1, vs_best=1.0), workload.case_count)
+        fastest=_row(fastest_view, _headline_entry(fastest_view, fastest_tied), workload.case_count)
         if fastest_view
         else None,
         fastest_group=labels[fastest_view.comparison_key] if fastest_view else None,
+        fastest_headline=headline_text(fastest_tied) if fastest_view else None,
+        fastest_distinct=fastest_tied == 0 if fastest_view else None,
+        fastest_group_ranked=headline_group.eligible_count if headline_group else 0,
         groups=tabs,
         not_measured_on=_not_measured_on(board),
         selected_group=selected_tab,

@@ -28,6 +28,7 @@ from kernelindex.store.runs import RunView, to_view
 from kernelindex.store.schemas import FigureChange, ManifestVersionItem, Review
 from kernelindex.store.submissions import SubmittedRun
 from kernelindex.store.upstream import UpstreamRecord, upstream_record
+from kernelindex.uncertainty import Uncertainty, rank_text
 from kernelindex.web.case_chart import CaseDistribution, case_distribution
 from kernelindex.web.confirmation import ConfirmationPart
 from kernelindex.web.errors import BadRequest
@@ -36,6 +37,7 @@ from kernelindex.web.format import date as day_text
 from kernelindex.web.format import latency
 from kernelindex.web.leaderboard import Part, ShareOfBound, share_part
 from kernelindex.web.pages import PageContext
+from kernelindex.web.rank_part import UncertaintyPart, uncertainty_part
 from kernelindex.web.rerun_part import RerunPart
 from kernelindex.web.statistic import TIMING_LABELS, StatisticName, statistic_name
 from kernelindex.web.sweep_part import cases_text
@@ -262,6 +264,11 @@ class RunPage(PageContext):
     last_observed_at: datetime | None  # when KernelIndex last found it at the source
     upstream: UpstreamRecord | None
     rank: int | None
+    # Its place as a range given the intervals, and its figure's interval (``web.rank_part``).
+    rank_range: list[int] | None
+    rank_text: str | None
+    distinct_from_best: bool | None
+    uncertainty: UncertaintyPart | None
     group_size: int
     group_label: str
     group_url: str
@@ -380,6 +387,7 @@ def build_run_page(
         last_observed_at=run.last_seen_at or (run.source.last_observed_at if run.source else None),
         upstream=upstream_record(run),
         rank=standing.rank,
+        **_standing_fields(standing, view.uncertainty),
         group_size=standing.group_size,
         group_label=view.environment_label,
         group_url=f"/workloads/{view.workload_slug}?group={run.comparison_key.removeprefix('sha256:')[:16]}",
@@ -639,3 +647,14 @@ def _submitted_artifacts(submitted: SubmittedRun | None) -> list[Fact]:
         if sha256:
             facts.append(Fact(label=f"{name} sha256", value=sha256, mono=True))
     return facts
+
+
+def _standing_fields(standing: RunStanding, uncertainty: Uncertainty | None) -> dict[str, Any]:
+    """The run's rank range where it is ranked, and its interval either way."""
+    span = standing.span
+    return {
+        "rank_range": list(span.rank_range) if span else None,
+        "rank_text": rank_text(*span.rank_range) if span else None,
+        "distinct_from_best": span.distinct_from_best if span else None,
+        "uncertainty": uncertainty_part(uncertainty),
+    }

@@ -14,6 +14,7 @@ from kernelindex.store import search as store
 from kernelindex.store.gpu_filter import GpuFilterError, product_of
 from kernelindex.store.gpu_search import search_on_gpu
 from kernelindex.store.schemas import WorkloadItem
+from kernelindex.uncertainty import headline_text
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.pages import PageContext, cached_response, dump_json, page_route, render_page
@@ -51,6 +52,9 @@ class HitBest(Part):
     primary_statistic: str
     implementation: str
     environment: str
+    # "#1, tied with 2" where the noise cannot tell it from the runs after it in its group.
+    headline: str | None = None
+    tied_with: int | None = None
 
 
 class Hit(Part):
@@ -84,6 +88,8 @@ def _hit(hit: store.SearchHit, on_gpu: WorkloadItem | None) -> Hit:
             primary_statistic=best.primary_statistic,
             implementation=best.project,
             environment=best.environment_label,
+            headline=headline_text(best.tied_with) if best.tied_with is not None else None,
+            tied_with=best.tied_with,
         ),
     )
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
-from kernelindex.store.sweeps import Sweep, SweepPoint, SweepSeries
+from kernelindex.store.sweeps import NOISE_SPREAD, Sweep, SweepPoint, SweepSeries
 from kernelindex.web.format import latency_in, latency_unit
 from kernelindex.web.sweep_chart import SweepChart, SweepLine, sweep_chart
 
@@ -102,6 +102,15 @@ def _cell(point: SweepPoint | None, unit: str) -> SweepCell:
     )
 
 
+def _spread_text(spread: tuple[str, str] | None) -> str | None:
+    """ "p20–p80", or "± 10.0 % source noise" for a band of the source's noise."""
+    if spread is None:
+        return None
+    if spread[0] == NOISE_SPREAD:
+        return f"± {spread[1]} source noise"
+    return "–".join(spread)
+
+
 def _column(series: SweepSeries, case_count: int, style: str) -> SweepColumn:
     return SweepColumn(
         implementation=series.implementation,
@@ -110,7 +119,7 @@ def _column(series: SweepSeries, case_count: int, style: str) -> SweepColumn:
         run=series.run,
         run_url=urls.run(series.run),
         statistic=series.statistic,
-        spread="–".join(series.spread) if series.spread else None,
+        spread=_spread_text(series.spread),
         cases_measured=series.cases_measured,
         cases_text=cases_text(series.cases_measured, case_count),
         has_memory=series.has_memory,
