@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from kernelindex.db import tables  # noqa: F401  (registers every table on Base.metadata)
+import kernelindex.db  # noqa: F401  (registers every table on Base.metadata)
 from kernelindex.db.base import Base
 from kernelindex.db.engine import make_engine
 from kernelindex.db.search_tables import POSTGRESQL_ONLY_INDEXES

@@ -322,11 +322,3 @@ class PageVersion(Base):
 
     scope: Mapped[str] = mapped_column(String(80), primary_key=True)
     seq: Mapped[int] = mapped_column(BigInteger, index=True)
-
-
-from kernelindex.db import rerun_tables  # noqa: E402, F401  (controlled reruns; a module import, as they import this one)
-from kernelindex.db.account_tables import ApiKey, AppSecret, AuditEntry, RateLimitCounter  # noqa: E402, F401
-from kernelindex.db.regression_tables import RegressionNoise, VersionRegression  # noqa: E402, F401  (derived)
-from kernelindex.db.search_tables import SearchEntry, SearchTerm, SearchWord  # noqa: E402, F401  (the search index)
-from kernelindex.db.submission_tables import SubmissionRecord  # noqa: E402, F401  (submitted runs and their review)
-from kernelindex.db.tally_tables import CollectionTally, WorkloadSourceTally, WorkloadTally  # noqa: E402, F401  (derived counts)
