@@ -17,7 +17,7 @@ from kernelindex.figures import DATASHEET, share_label
 from kernelindex.manifests import BenchmarkRun
 from kernelindex.web.chart import ChartTick, fit_text, label_column, log_scale
 from kernelindex.web.format import latency, percent
-from kernelindex.web.leaderboard import Part
+from kernelindex.web.pages import Part
 from kernelindex.web.rerun_part import RerunCaseRow
 
 WIDTH = 480  # about a phone's width, as every chart (kernelindex.web.chart)

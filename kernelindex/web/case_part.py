@@ -6,26 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
 from kernelindex import urls
 from kernelindex.store.case_ranking import CaseEntry, CaseLabel, CaseRanking, RegressionFlag
 from kernelindex.uncertainty import KIND_WORDS, SOURCE_NOISE, headline_text
 from kernelindex.web.case_window import CaseWindow
 from kernelindex.web.format import latency, one_unit, ratio
+from kernelindex.web.pages import Part
 from kernelindex.web.rank_part import UncertaintyPart, rank_fields
 
 # Builds this page's address with the case, framework and version given (the group kept).
 CaseUrl = Callable[[int | None, str | None, str | None], str]
 
 
-class _Part(BaseModel):
-    # As ``kernelindex.web.leaderboard.Part``, which imports this module.
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
-
-
-class CaseOption(_Part):
+class CaseOption(Part):
     index: int  # 0-based: the ``case`` parameter
     label: str  # "num_tokens=4096"
     runs_measured: int
@@ -33,13 +26,13 @@ class CaseOption(_Part):
     selected: bool
 
 
-class FilterLink(_Part):
+class FilterLink(Part):
     label: str
     url: str
     current: bool
 
 
-class RegressionNote(_Part):
+class RegressionNote(Part):
     """ "slower than vLLM 0.22.0 by 12%": this run against its framework's fastest older version here."""
 
     text: str
@@ -52,7 +45,7 @@ class RegressionNote(_Part):
     slowdown_text: str  # "12%"
 
 
-class CaseRankRow(_Part):
+class CaseRankRow(Part):
     rank: int | None
     # As a leaderboard row's (``web.rank_part``): the places it could hold at the case, and why.
     rank_range: list[int] | None
@@ -73,7 +66,7 @@ class CaseRankRow(_Part):
     regressions: list[RegressionNote]
 
 
-class CaseRankingPart(_Part):
+class CaseRankingPart(Part):
     case_index: int
     case_label: str
     default_case: bool  # opened on the default case, none having been asked for

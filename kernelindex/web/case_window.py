@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kernelindex.web.errors import BadRequest
-from kernelindex.web.sweep_part import _Part
+from kernelindex.web.pages import Part
 
 CASES_PER_PAGE = 200
 
@@ -53,7 +53,7 @@ def case_window(total: int, page_value: str | None, chosen_case: int | None) -> 
     return CaseWindow(page, page_count, start, min(total, start + CASES_PER_PAGE), total)
 
 
-class CasePager(_Part):
+class CasePager(Part):
     """The links between windows: "cases 201–400 of 3,440"."""
 
     first: int  # 1-based, as the case table numbers them

@@ -44,8 +44,7 @@ from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
 from kernelindex.web.format import latency, one_unit, significant
-from kernelindex.web.leaderboard import Part
-from kernelindex.web.pages import PageContext, page_route, render_page
+from kernelindex.web.pages import PageContext, Part, page_route, render_page
 from kernelindex.web.rank_part import UncertaintyPart, range_fields
 
 router = APIRouter()

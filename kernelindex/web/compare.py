@@ -10,8 +10,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from kernelindex import urls
 from kernelindex.compare import MAX_RUNS, ComparedRun, CompareError, Comparison, check_run_names, compare_runs
@@ -22,7 +21,7 @@ from kernelindex.store.run_queries import runs_to_compare
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
 from kernelindex.web.format import date, latency_column, ratio, score, short_digest
-from kernelindex.web.pages import PageContext, cached_response, page_route, render_page
+from kernelindex.web.pages import PageContext, Part, cached_response, page_route, render_page
 
 router = APIRouter()
 
@@ -47,10 +46,6 @@ RunsParam = Annotated[
     list[str] | None,
     Query(description=f"a run name, repeated for each run: 2 to {MAX_RUNS} runs", examples=["sol-submission-36270"]),
 ]
-
-
-class Part(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
 
 
 class ComparedColumn(Part):

@@ -13,8 +13,7 @@ from kernelindex import urls
 from kernelindex.store.confirmation import Confirmation, contradicted_figures
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.format import latency, percent
-from kernelindex.web.leaderboard import Part
-from kernelindex.web.pages import PageContext, page_route, render_page
+from kernelindex.web.pages import PageContext, Part, page_route, render_page
 
 router = APIRouter()
 

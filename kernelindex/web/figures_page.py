@@ -8,8 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from kernelindex import figures
-from kernelindex.web.leaderboard import Part
-from kernelindex.web.pages import PageContext, page_route, render_page
+from kernelindex.web.pages import PageContext, Part, page_route, render_page
 
 router = APIRouter()
 

@@ -20,8 +20,7 @@ from kernelindex.store.workloads import catalogue_by_source
 from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest
-from kernelindex.web.leaderboard import Part
-from kernelindex.web.pages import PageContext, page_route, render_page
+from kernelindex.web.pages import PageContext, Part, page_route, render_page
 from kernelindex.web.workloads import GpuOption, gpu_options
 
 router = APIRouter()

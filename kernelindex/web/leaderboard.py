@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 from sqlalchemy.orm import Session
 
 from kernelindex import figures, urls
@@ -56,7 +55,7 @@ from kernelindex.web.format import (
     source_figures,
 )
 from kernelindex.web.gpu_chart import GpuChart, GpuFigures, gpu_chart
-from kernelindex.web.pages import PageContext
+from kernelindex.web.pages import PageContext, Part
 from kernelindex.web.rank_part import UncertaintyPart, rank_fields
 from kernelindex.web.sweep_part import SweepPart, cases_text, sweep_part
 
@@ -69,10 +68,6 @@ SORTS = {
     "sol": f"Highest {figures.SOL_SCORE.label}",
     "implementation": "Implementation A–Z",
 }
-
-
-class Part(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
 
 
 class ShareOfBound(Part):

@@ -38,6 +38,12 @@ class PageContext(BaseModel):
     template: ClassVar[str]
 
 
+class Part(BaseModel):
+    """Base of every piece of a page context (a row, a chart, a section): camelCase in the JSON twin."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
 def json_twin_path(path: str) -> str:
     return urls.json_twin(path)
 

@@ -8,8 +8,6 @@ from typing import ClassVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
 from kernelindex.store import records
@@ -19,7 +17,7 @@ from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
 from kernelindex.web.feeds import group_label, improvement_text, records_feed, rfc3339
 from kernelindex.web.format import improvement_factor, latency
-from kernelindex.web.pages import PageContext, cached_response, page_route, public_url, render_page
+from kernelindex.web.pages import PageContext, Part, cached_response, page_route, public_url, render_page
 
 router = APIRouter()
 
@@ -29,10 +27,6 @@ RUN_NAME_MAX = 200  # the length of Run.name
 ATOM_TYPE = "application/atom+xml"
 FEED_CACHE = "public, max-age=300, stale-while-revalidate=3600"
 CATALOGUE_FEED_ID = "tag:kernelindex.dev,2026:records"
-
-
-class Part(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
 
 
 class RecordRow(Part):

@@ -8,8 +8,6 @@ from typing import ClassVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
 from kernelindex.store.gpu_filter import GpuFilterError
@@ -29,14 +27,10 @@ from kernelindex.web.case_part import percent
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.format import latency
-from kernelindex.web.pages import PageContext, page_route, render_page
+from kernelindex.web.pages import PageContext, Part, page_route, render_page
 
 router = APIRouter()
 PAGE_SIZE = 50
-
-
-class Part(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
 
 
 class RegressionRow(Part):

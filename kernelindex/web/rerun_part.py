@@ -22,7 +22,7 @@ from kernelindex.store.reruns import RerunResult
 from kernelindex.store.runner_keys import RunnerKeyRow
 from kernelindex.web.chart import ChartTick
 from kernelindex.web.format import latency, latency_column
-from kernelindex.web.leaderboard import Part
+from kernelindex.web.pages import Part
 
 CHART_WIDTH, CHART_HEIGHT = 640, 220
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 12, 28

@@ -35,8 +35,8 @@ from kernelindex.web.errors import BadRequest
 from kernelindex.web.field_labels import field_label, field_value
 from kernelindex.web.format import date as day_text
 from kernelindex.web.format import latency
-from kernelindex.web.leaderboard import Part, ShareOfBound, share_part
-from kernelindex.web.pages import PageContext
+from kernelindex.web.leaderboard import ShareOfBound, share_part
+from kernelindex.web.pages import PageContext, Part
 from kernelindex.web.rank_part import UncertaintyPart, uncertainty_part
 from kernelindex.web.rerun_part import RerunPart
 from kernelindex.web.statistic import TIMING_LABELS, StatisticName, statistic_name

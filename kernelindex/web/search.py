@@ -6,8 +6,6 @@ from typing import ClassVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 
 from kernelindex import urls
 from kernelindex.store import search as store
@@ -17,7 +15,7 @@ from kernelindex.store.schemas import WorkloadItem
 from kernelindex.uncertainty import headline_text
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest
-from kernelindex.web.pages import PageContext, cached_response, dump_json, page_route, render_page
+from kernelindex.web.pages import PageContext, Part, cached_response, dump_json, page_route, render_page
 from kernelindex.web.params import choice, text
 from kernelindex.web.workloads import GpuOption, gpu_options
 
@@ -31,10 +29,6 @@ KIND_LABELS = {
     "gpu": "GPUs",
     "model": "Origin models",
 }
-
-
-class Part(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
 
 
 class HitSource(Part):

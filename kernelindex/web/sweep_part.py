@@ -5,24 +5,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
 from kernelindex import urls
 from kernelindex.store.sweeps import NOISE_SPREAD, Sweep, SweepPoint, SweepSeries
 from kernelindex.web.format import latency_in, latency_unit
+from kernelindex.web.pages import Part
 from kernelindex.web.sweep_chart import SweepChart, SweepLine, sweep_chart
 
 if TYPE_CHECKING:  # case_window builds its pager on this module's base model
     from kernelindex.web.case_window import CaseWindow
 
 
-class _Part(BaseModel):
-    # As ``kernelindex.web.leaderboard.Part``, which imports this module.
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
-
-
-class SweepColumn(_Part):
+class SweepColumn(Part):
     """One implementation's series: the run it comes from and how much of the sweep that run measured."""
 
     implementation: str
@@ -37,7 +30,7 @@ class SweepColumn(_Part):
     has_memory: bool
 
 
-class SweepCell(_Part):
+class SweepCell(Part):
     latency_ns: int | None
     latency: str
     low_ns: int | None
@@ -47,13 +40,13 @@ class SweepCell(_Part):
     peak_memory: str | None
 
 
-class SweepRow(_Part):
+class SweepRow(Part):
     index: int
     value: str
     cells: list[SweepCell]
 
 
-class SweepPart(_Part):
+class SweepPart(Part):
     axis: str
     axis_description: str | None
     numeric: bool

@@ -27,8 +27,8 @@ from kernelindex.store.workloads import (
 from kernelindex.web import params
 from kernelindex.web.deps import SessionDep
 from kernelindex.web.errors import BadRequest, NotFound
-from kernelindex.web.leaderboard import Part, build_leaderboard
-from kernelindex.web.pages import PageContext, page_route, render_page
+from kernelindex.web.leaderboard import build_leaderboard
+from kernelindex.web.pages import PageContext, Part, page_route, render_page
 from kernelindex.web.response_cache import depends_on
 
 router = APIRouter()
