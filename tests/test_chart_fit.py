@@ -10,13 +10,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from kernelindex.web import bar_chart as bars_module
-from kernelindex.web import case_chart as cases_module
-from kernelindex.web import gpu_chart as gpus_module
-from kernelindex.web.bar_chart import Bar, bar_chart, latency_tick
-from kernelindex.web.case_chart import CaseFigure, latency_chart, share_chart
-from kernelindex.web.chart import WIDTH, RecordPoint, fit_text, history_chart, label_column, text_width
-from kernelindex.web.gpu_chart import GpuFigures, gpu_chart
+from kernelindex.web.charts import bar as bars_module
+from kernelindex.web.charts import case as cases_module
+from kernelindex.web.charts import gpu as gpus_module
+from kernelindex.web.charts.bar import Bar, bar_chart, latency_tick
+from kernelindex.web.charts.case import CaseFigure, latency_chart, share_chart
+from kernelindex.web.charts.gpu import GpuFigures, gpu_chart
+from kernelindex.web.charts.history import WIDTH, RecordPoint, fit_text, history_chart, label_column, text_width
 
 LONG_GPU = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
 LONG_KERNEL = "vLLM · vllm_fp8moe_flashinfer_trtllm_trtllmfp8expertsmonolithic vLLM 0.24.0"

@@ -8,10 +8,10 @@ import pytest
 
 from kernelindex.manifests.kinds import WorkloadCase
 from kernelindex.store.sweeps import CaseLabels, _swept_axis
-from kernelindex.web.bar_chart import Bar, bar_chart, latency_tick, nice_ticks, ratio_tick
-from kernelindex.web.chart import RecordPoint, history_chart, log_scale, round_latency, time_ticks
-from kernelindex.web.gpu_chart import GpuFigures, gpu_chart
-from kernelindex.web.sweep_chart import SweepLine, sweep_chart
+from kernelindex.web.charts.bar import Bar, bar_chart, latency_tick, nice_ticks, ratio_tick
+from kernelindex.web.charts.gpu import GpuFigures, gpu_chart
+from kernelindex.web.charts.history import RecordPoint, history_chart, log_scale, round_latency, time_ticks
+from kernelindex.web.charts.sweep import SweepLine, sweep_chart
 
 
 def test_a_case_no_run_measured_breaks_the_line_and_its_band():

@@ -39,10 +39,11 @@ from kernelindex.store.schemas import Completeness, CrossGpuFigure, CrossGpuView
 from kernelindex.store.sweeps import group_case_runs, group_sweep
 from kernelindex.uncertainty import headline_text, rank_text
 from kernelindex.web import params
-from kernelindex.web.bar_chart import Bar, BarChart, bar_chart, latency_tick, ratio_tick
 from kernelindex.web.case_part import CaseRankingPart, case_ranking_part
 from kernelindex.web.case_window import CasePager, CaseWindow, case_pager, case_window
-from kernelindex.web.chart import HistoryChart, RecordPoint, history_chart
+from kernelindex.web.charts.bar import Bar, BarChart, bar_chart, latency_tick, ratio_tick
+from kernelindex.web.charts.gpu import GpuChart, GpuFigures, gpu_chart
+from kernelindex.web.charts.history import HistoryChart, RecordPoint, history_chart
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.format import (
     improvement,
@@ -54,7 +55,6 @@ from kernelindex.web.format import (
     ratio,
     source_figures,
 )
-from kernelindex.web.gpu_chart import GpuChart, GpuFigures, gpu_chart
 from kernelindex.web.pages import PageContext, Part
 from kernelindex.web.rank_part import UncertaintyPart, rank_fields
 from kernelindex.web.sweep_part import SweepPart, cases_text, sweep_part

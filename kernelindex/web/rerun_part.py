@@ -20,7 +20,7 @@ from kernelindex.rerun import graph_check
 from kernelindex.rerun.implementations import REGISTRY
 from kernelindex.store.reruns import RerunResult
 from kernelindex.store.runner_keys import RunnerKeyRow
-from kernelindex.web.chart import ChartTick
+from kernelindex.web.charts.history import ChartTick
 from kernelindex.web.format import latency, latency_column
 from kernelindex.web.pages import Part
 

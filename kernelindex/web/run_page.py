@@ -29,7 +29,7 @@ from kernelindex.store.schemas import FigureChange, ManifestVersionItem, Review
 from kernelindex.store.submissions import SubmittedRun
 from kernelindex.store.upstream import UpstreamRecord, upstream_record
 from kernelindex.uncertainty import Uncertainty, rank_text
-from kernelindex.web.case_chart import CaseDistribution, case_distribution
+from kernelindex.web.charts.case import CaseDistribution, case_distribution
 from kernelindex.web.confirmation import ConfirmationPart
 from kernelindex.web.errors import BadRequest
 from kernelindex.web.field_labels import field_label, field_value

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from kernelindex import urls
 from kernelindex.store.sweeps import NOISE_SPREAD, Sweep, SweepPoint, SweepSeries
+from kernelindex.web.charts.sweep import SweepChart, SweepLine, sweep_chart
 from kernelindex.web.format import latency_in, latency_unit
 from kernelindex.web.pages import Part
-from kernelindex.web.sweep_chart import SweepChart, SweepLine, sweep_chart
 
 if TYPE_CHECKING:  # case_window builds its pager on this module's base model
     from kernelindex.web.case_window import CaseWindow

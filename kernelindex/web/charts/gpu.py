@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from kernelindex.web.chart import ChartTick, fit_text, label_column, log_scale
+from kernelindex.web.charts.history import ChartTick, fit_text, label_column, log_scale
 from kernelindex.web.format import latency
 
-WIDTH = 480  # about a phone's width, as every chart (kernelindex.web.chart)
+WIDTH = 480  # about a phone's width, as every chart (kernelindex.web.charts.history)
 # The label column is as wide as the longest GPU name needs, from NARROWEST to WIDEST.
 NARROWEST, WIDEST, RIGHT, TOP, BOTTOM = 90, 180, 56, 12, 44
 ROW = 30

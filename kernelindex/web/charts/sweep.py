@@ -17,10 +17,10 @@ from itertools import pairwise
 from pydantic import BaseModel
 
 from kernelindex.manifests.types import NativeValue
-from kernelindex.web.chart import ChartTick, log_scale
+from kernelindex.web.charts.history import ChartTick, log_scale
 from kernelindex.web.format import latency
 
-WIDTH, HEIGHT = 480, 280  # about a phone's width, as every chart (kernelindex.web.chart)
+WIDTH, HEIGHT = 480, 280  # about a phone's width, as every chart (kernelindex.web.charts.history)
 LEFT, RIGHT, TOP, BOTTOM = 60, 16, 16, 52
 SERIES_STYLES = 8  # .sweep-s0 … .sweep-s7 in the stylesheet
 MAX_X_LABELS = 8

@@ -15,12 +15,12 @@ from typing import Any
 
 from kernelindex.figures import DATASHEET, share_label
 from kernelindex.manifests import BenchmarkRun
-from kernelindex.web.chart import ChartTick, fit_text, label_column, log_scale
+from kernelindex.web.charts.history import ChartTick, fit_text, label_column, log_scale
 from kernelindex.web.format import latency, percent
 from kernelindex.web.pages import Part
 from kernelindex.web.rerun_part import RerunCaseRow
 
-WIDTH = 480  # about a phone's width, as every chart (kernelindex.web.chart)
+WIDTH = 480  # about a phone's width, as every chart (kernelindex.web.charts.history)
 # The label column is as wide as the longest case label needs, from NARROWEST to WIDEST.
 NARROWEST, WIDEST, RIGHT, TOP, BOTTOM = 72, 200, 56, 8, 40
 ROW = 22

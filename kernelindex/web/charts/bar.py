@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from kernelindex.web.chart import ChartTick, fit_text, label_column, text_width
+from kernelindex.web.charts.history import ChartTick, fit_text, label_column, text_width
 from kernelindex.web.format import UNIT_SIZES, significant
 
-WIDTH = 560  # about a phone's width, as every chart (kernelindex.web.chart)
+WIDTH = 560  # about a phone's width, as every chart (kernelindex.web.charts.history)
 # The label column is as wide as the longest label needs, from NARROWEST to WIDEST.
 NARROWEST, WIDEST, RIGHT, TOP, BOTTOM = 80, 220, 64, 8, 40
 ROW = 24

@@ -1,0 +1,1 @@
+"""The server-side SVG charts: plain values in, drawn by the templates."""
