@@ -82,7 +82,7 @@ def render_run(
 
 
 @page_route(router, "/runs/{name}")
-def run_detail(request: Request, name: str, session: SessionDep, accessed: str | None = None) -> Response:
+def show_run(request: Request, name: str, session: SessionDep, accessed: str | None = None) -> Response:
     run = find_run(session, name)
     depends_on(request, run_page_scopes(run))
     return render_run(request, session, run, accessed=accessed)
