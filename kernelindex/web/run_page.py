@@ -390,7 +390,7 @@ def build_run_page(
         **_standing_fields(standing, view.uncertainty),
         group_size=standing.group_size,
         group_label=view.environment_label,
-        group_url=f"/workloads/{view.workload_slug}?group={run.comparison_key.removeprefix('sha256:')[:16]}",
+        group_url=urls.workload(view.workload_slug, group=run.comparison_key.removeprefix("sha256:")[:16]),
         comparison_key=run.comparison_key,
         not_ranked_because=standing.reasons,
         sol_score=view.sol_score,
@@ -429,7 +429,9 @@ def build_run_page(
         figure_changes=[
             _change_line(version.recorded_at, change) for version in versions for change in version.figure_changes
         ],
-        citation=citation_part(run_citable(run, f"{base_url}/runs/{run.name}", accessed), f"/runs/{run.name}/cite"),
+        citation=citation_part(
+            run_citable(run, f"{base_url}{urls.run(run.name)}", accessed), f"{urls.run(run.name)}/cite"
+        ),
         workload_slug=view.workload_slug,
         attestations=[attestation_part(a) for a in attestations],
         signed_in=signed_in,
@@ -529,14 +531,14 @@ def _title_parts(run: Run) -> tuple[str, str, str]:
 
 def _identity(run: Run, view: RunView, rerun: RerunPart | None) -> list[Fact]:
     return [
-        Fact(label="Implementation", value=view.implementation_title, url=f"/implementations/{view.project_slug}"),
+        Fact(label="Implementation", value=view.implementation_title, url=urls.implementation(view.project_slug)),
         Fact(label="Project", value=view.project),
         Fact(label="Revision", value=view.revision, mono=True),
-        Fact(label="Workload", value=view.workload_title, url=f"/workloads/{view.workload_slug}"),
+        Fact(label="Workload", value=view.workload_title, url=urls.workload(view.workload_slug)),
         Fact(
             label="Source",
             value=view.source_name or "–",
-            url=f"/sources/{view.source_slug}" if view.source_slug else None,
+            url=urls.source(view.source_slug) if view.source_slug else None,
         ),
         Fact(label="Id at the source", value=_external_id(view.external_id, view.source_slug, rerun), mono=True),
         Fact(label="Comparison key", value=run.comparison_key, digest=True),
@@ -552,7 +554,7 @@ def _workload(run: Run, view: RunView, protocol: BenchmarkProtocol, statistic: S
         Fact(
             label="Definition",
             value=workload_manifest(run.workload).spec.definition.name,
-            url=f"/workloads/{view.workload_slug}",
+            url=urls.workload(view.workload_slug),
             mono=True,
         ),
     ]
@@ -594,7 +596,7 @@ def _environment(run: BenchmarkRun, environment: ExecutionEnvironment, gpu_slug:
     gpu = hardware.product + (f" ({hardware.architecture})" if hardware.architecture else "")
     labels = run.metadata.labels or {}
     return [
-        Fact(label="GPU", value=gpu, url=f"/gpus/{gpu_slug}"),
+        Fact(label="GPU", value=gpu, url=urls.gpu(gpu_slug)),
         *[native_fact(name, value) for name, value in environment.spec.software.libraries.items()],
         *([native_fact("worker", labels["worker"])] if "worker" in labels else []),
     ]
