@@ -83,6 +83,7 @@ def test_a_clear_winner_is_alone_at_one(loaded_db, make_app):
         ("spread-test-2", [3, 3], "3", True, "source-noise"),
     ]
     assert board["ranked"][0]["uncertainty"]["low"] == 98_000
+    assert board["intervalColumn"] is True  # the page shows each row's interval in its own column
     assert (_tab(board)["bestHeadline"], _tab(board)["tiedWithBest"]) == ("#1", 0)
 
 

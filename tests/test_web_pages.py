@@ -67,7 +67,11 @@ def test_leaderboard_of_040_ranks_and_figures_follow_the_rules(client):
     # One row per implementation by default: Geometric's three submissions are one implementation.
     ranked = table_rows(page.select_one("table.ranked"))
     assert [row[1:7] for row in ranked] == [["1", "Geometric best of 3", "25.91 µs mean", "0.874", "4.5 %", "1.00×"]]
-    assert ranked[0][8] == "Reported license unknown · no source · no install recipe"
+    # No run here publishes a spread: no interval column, and the note under the table says why.
+    assert ranked[0][7] == "Reported license unknown · no source · no install recipe"
+    headers = [th.get_text(" ", strip=True) for th in page.select("table.ranked thead th")]
+    assert "Interval" not in headers
+    assert "no run of this table publishes a spread" in text(page.select_one(".rank-note"))
     all_runs = html(client, page.select_one("nav.run-modes a")["href"])
     assert [row[1:7] for row in table_rows(all_runs.select_one("table.ranked"))] == [
         ["1", "Geometric", "25.91 µs mean", "0.874", "4.5 %", "1.00×"],

@@ -302,6 +302,8 @@ class LeaderboardPage(PageContext):
     # The ranked table's figures beside latency, each a column only where a row of it has one.
     score_heading: str | None  # "SOL score": the source's own score, under its own name
     share_heading: str | None  # "% of SOL bound (datasheet)": the share of a known bound, naming it
+    # The interval column, only where a row of it has one: where none has, a sentence says so instead.
+    interval_column: bool = True
     ranked_total: int
     page: int
     page_count: int
@@ -979,6 +981,7 @@ def build_leaderboard(
         ranked=table.page,
         score_heading=figures.SOL_SCORE.label if any(row.sol_score is not None for row in table.page) else None,
         share_heading=next((row.share_of_bound.label for row in table.page if row.share_of_bound), None),
+        interval_column=any(row.uncertainty is not None for row in table.page),
         ranked_total=table.total,
         page=page,
         page_count=table.page_count,
