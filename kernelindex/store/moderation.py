@@ -329,7 +329,7 @@ def audit_log(session: Session, limit: int = 100) -> list[AuditRow]:
 # --- The writes ------------------------------------------------------------------------
 
 
-def _text(value: str, limit: int, missing: str | None) -> str | None:
+def checked_text(value: str, limit: int, missing: str | None) -> str | None:
     """``value`` stripped; ``missing`` is the error for an empty value (``None``: optional)."""
     value = value.strip()
     if not value:
@@ -351,7 +351,7 @@ def _changed(session: Session, statement: Update) -> bool:
 
 def resolve_report(session: Session, maintainer: User, report_id: int, note: str, dismissed: bool) -> Report:
     """Close an open report as resolved (acted on) or dismissed (nothing to do); the note is optional."""
-    text = _text(note, MAX_NOTE, None)
+    text = checked_text(note, MAX_NOTE, None)
     if not 1 <= report_id <= MAX_ID:
         raise ModerationError(f"There is no report #{report_id}.", 404)
     state = "dismissed" if dismissed else "resolved"
@@ -388,7 +388,7 @@ def _attestation_id(session: Session, name: str) -> int:
 
 def _set_attestation_state(session: Session, maintainer: User, name: str, reason: str, hidden: bool) -> Attestation:
     verb = "hiding" if hidden else "showing again"
-    text = _text(reason, MAX_REASON, f"Give a reason for {verb} this attestation; it goes in the audit log.")
+    text = checked_text(reason, MAX_REASON, f"Give a reason for {verb} this attestation; it goes in the audit log.")
     attestation_id = _attestation_id(session, name)
     state, previous = ("hidden", "published") if hidden else ("published", "hidden")
     changed = _changed(
@@ -423,7 +423,7 @@ def _run_id(session: Session, name: str) -> int:
 
 def withdraw_run(session: Session, maintainer: User, name: str, reason: str) -> Run:
     """Withdraw a run: it keeps its URL, digest and history, shows the reason, and leaves the rankings."""
-    text = _text(reason, MAX_REASON, f"Give a reason for withdrawing {name}; it is shown on the run page.")
+    text = checked_text(reason, MAX_REASON, f"Give a reason for withdrawing {name}; it is shown on the run page.")
     run_id = _run_id(session, name)
     changed = _changed(
         session,
@@ -440,7 +440,7 @@ def withdraw_run(session: Session, maintainer: User, name: str, reason: str) -> 
 
 def restore_run(session: Session, maintainer: User, name: str, reason: str) -> Run:
     """Undo a withdrawal; the run is ranked again. The withdrawal stays in the audit log."""
-    text = _text(reason, MAX_REASON, f"Give a reason for restoring {name}; it goes in the audit log.")
+    text = checked_text(reason, MAX_REASON, f"Give a reason for restoring {name}; it goes in the audit log.")
     run_id = _run_id(session, name)
     changed = _changed(
         session,
@@ -457,7 +457,7 @@ def restore_run(session: Session, maintainer: User, name: str, reason: str) -> R
 
 def _review(session: Session, maintainer: User, name: str, note: str, state: str) -> Run:
     verb = "releasing" if state == RELEASED else "rejecting"
-    text = _text(note, MAX_NOTE, f"Write a note on {verb} {name}; it is shown on the run page.")
+    text = checked_text(note, MAX_NOTE, f"Write a note on {verb} {name}; it is shown on the run page.")
     run_id = _run_id(session, name)
     changed = _changed(
         session,

@@ -30,7 +30,7 @@ from kernelindex.store.accounts import User, audit, now
 from kernelindex.store.batch import SourceInfo
 from kernelindex.store.ingest import ensure_source, environment_columns, implementation_columns, protocol_columns
 from kernelindex.store.manifests import Row, put
-from kernelindex.store.moderation import CONTROL, MAX_NOTE, MAX_REASON, ModerationError, withdraw_run
+from kernelindex.store.moderation import MAX_NOTE, MAX_REASON, ModerationError, checked_text, withdraw_run
 from kernelindex.store.reruns import newest_rerun_bounds
 from kernelindex.store.runs import implementation_identity
 from kernelindex.submissions.checks import (
@@ -339,19 +339,6 @@ def published_by(session: Session, handle: str) -> tuple[str, list[PublishedRun]
 # --- The review's writes ---------------------------------------------------------------------------
 
 
-def _text(value: str, limit: int, missing: str | None) -> str | None:
-    value = value.strip()
-    if not value:
-        if missing is not None:
-            raise ModerationError(missing)
-        return None
-    if len(value) > limit:
-        raise ModerationError(f"Keep it to {limit:,} characters; this is {len(value):,}.")
-    if CONTROL.search(value):
-        raise ModerationError("The text contains control characters; type it again without them.")
-    return value
-
-
 def _decide(session: Session, maintainer: User, public_id: str, status: str, note: str | None) -> SubmissionRecord:
     """Move a pending submission to ``status``: one conditional UPDATE, so a second decision is a 409."""
     result = cast(
@@ -377,7 +364,9 @@ def _decide(session: Session, maintainer: User, public_id: str, status: str, not
 
 def reject_submission(session: Session, maintainer: User, public_id: str, reason: str) -> SubmissionRecord:
     """Refuse a submission for good, with a reason its submitter reads; it is kept, never published."""
-    text = _text(reason, MAX_REASON, f"Give a reason for rejecting submission {public_id}; its submitter reads it.")
+    text = checked_text(
+        reason, MAX_REASON, f"Give a reason for rejecting submission {public_id}; its submitter reads it."
+    )
     row = _decide(session, maintainer, public_id, REJECTED, text)
     audit(session, maintainer, "submission.reject", f"submission {public_id}", text)
     return row
@@ -385,7 +374,7 @@ def reject_submission(session: Session, maintainer: User, public_id: str, reason
 
 def request_changes(session: Session, maintainer: User, public_id: str, note: str) -> SubmissionRecord:
     """Send a submission back: its submitter reads what to change and submits it again."""
-    text = _text(note, MAX_NOTE, f"Say what should change in submission {public_id}; its submitter reads it.")
+    text = checked_text(note, MAX_NOTE, f"Say what should change in submission {public_id}; its submitter reads it.")
     row = _decide(session, maintainer, public_id, CHANGES_REQUESTED, text)
     audit(session, maintainer, "submission.request-changes", f"submission {public_id}", text)
     return row
@@ -395,7 +384,7 @@ def accept_submission(session: Session, maintainer: User, public_id: str, note: 
     """Publish a submission: it becomes a run of the "submissions" source, reported by its submitter,
     ranked in its comparison group. Refused (409) where the workload was revised since, or the run
     reached the registry another way."""
-    text = _text(note, MAX_NOTE, None)
+    text = checked_text(note, MAX_NOTE, None)
     row = _decide(session, maintainer, public_id, ACCEPTED, text)
     document = Submission.model_validate_json(row.document_json)
     workload = session.get_one(Workload, row.workload_id)

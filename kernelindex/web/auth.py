@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
+from sqlalchemy.orm import Session
 
 from kernelindex import urls
 from kernelindex.store import accounts
@@ -76,27 +77,41 @@ def maintainer(request: Request, user: CurrentUser) -> User:
 Maintainer = Annotated[User, Depends(maintainer)]
 
 
+WRONG_SCOPE, NO_KEY = "wrong-scope", "no-key"
+
+
+def bearer_key_holder(request: Request, session: Session, scope: str) -> User | str:
+    """The owner of the request's Bearer key if it is unrevoked and has ``scope``; else ``WRONG_SCOPE``
+    (a usable key without it) or ``NO_KEY``. Each caller words its own refusal. The key's use is
+    committed at once: the rate limiter writes through its own connection, and an open write here
+    would make it wait on SQLite's single writer."""
+    scheme, _, secret = request.headers.get("authorization", "").partition(" ")
+    secret = secret.strip() if scheme.lower() == "bearer" else ""
+    user = accounts.user_for_api_key(session, secret, scope) if secret else None
+    if user is None:
+        usable = bool(secret) and any(accounts.user_for_api_key(session, secret, s) for s in accounts.SCOPES)
+        if not usable:
+            return NO_KEY
+        session.commit()
+        return WRONG_SCOPE
+    session.commit()
+    return user
+
+
 def attest_key_holder(request: Request, session: SessionDep) -> User:
     """The owner of the request's Bearer key, if it is unrevoked and has the attest scope;
-    401 without a usable key, 403 for a usable key without that scope (read-only)."""
-    authorization = request.headers.get("authorization", "")
-    scheme, _, secret = authorization.partition(" ")
-    secret = secret.strip() if scheme.lower() == "bearer" else ""
-    user = accounts.user_for_api_key(session, secret, "attest") if secret else None
-    if user is None and secret and accounts.user_for_api_key(session, secret, "read") is not None:
-        session.commit()
+    401 without a usable key, 403 for a usable key without that scope."""
+    user = bearer_key_holder(request, session, "attest")
+    if user == WRONG_SCOPE:
         raise HTTPException(
             status_code=403,
-            detail="This API key may only read; writing needs a key with the attest scope.",
+            detail="This API key has no attest scope; writing needs a key with the attest scope.",
         )
-    if user is None:
+    if not isinstance(user, User):
         raise HTTPException(
             status_code=401,
             detail="Send an unrevoked API key with the attest scope as 'Authorization: Bearer ki_…'.",
         )
-    # Record the key's use now: the rate limiter writes through its own connection, and an open
-    # write here would make it wait on SQLite's single writer.
-    session.commit()
     return user
 
 

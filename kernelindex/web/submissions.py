@@ -18,14 +18,22 @@ from sqlalchemy.orm import Session
 
 from kernelindex import urls
 from kernelindex.accounts.ratelimit import LIMITS
-from kernelindex.store import accounts, submissions
+from kernelindex.store import submissions
 from kernelindex.store.accounts import User
 from kernelindex.store.moderation import ModerationError
 from kernelindex.submissions.checks import Refusal, SubmissionRefused
 from kernelindex.submissions.document import MAX_BYTES, Submission
 from kernelindex.web import admin
 from kernelindex.web.api import Problem
-from kernelindex.web.auth import NO_STORE, Maintainer, SignedInUser, current_user, sign_in_at
+from kernelindex.web.auth import (
+    NO_STORE,
+    WRONG_SCOPE,
+    Maintainer,
+    SignedInUser,
+    bearer_key_holder,
+    current_user,
+    sign_in_at,
+)
 from kernelindex.web.deps import CheckedForm, RawBody, SessionDep
 from kernelindex.web.errors import TITLES, NotFound
 from kernelindex.web.pages import PageContext, page_route, public_url, render_page
@@ -88,18 +96,12 @@ def refused(refusal: Refusal, headers: dict[str, str] | None = None) -> JSONResp
 
 def _key_holder(request: Request, session: Session) -> User | Refusal:
     """The owner of the request's Bearer key if it may submit; else the refusal (401 or 403)."""
-    scheme, _, secret = request.headers.get("authorization", "").partition(" ")
-    secret = secret.strip() if scheme.lower() == "bearer" else ""
-    user = accounts.user_for_api_key(session, secret, SCOPE) if secret else None
-    usable = secret and any(accounts.user_for_api_key(session, secret, scope) for scope in accounts.SCOPES)
-    if user is None and usable:
-        session.commit()
+    user = bearer_key_holder(request, session, SCOPE)
+    if user == WRONG_SCOPE:
         return Refusal("auth", 403, f"This API key has no {SCOPE} scope; create a key with it on your account page.")
-    if user is None:
+    if not isinstance(user, User):
         detail = f"Send an unrevoked API key with the {SCOPE} scope as 'Authorization: Bearer ki_…'."
         return Refusal("auth", 401, detail)
-    # Record the key's use now: the rate limiter writes through its own connection.
-    session.commit()
     return user
 
 

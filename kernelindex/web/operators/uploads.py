@@ -21,11 +21,11 @@ from sqlalchemy.orm import Session
 
 from kernelindex import urls
 from kernelindex.accounts.ratelimit import LIMITS
-from kernelindex.store import accounts
 from kernelindex.store.accounts import User
 from kernelindex.store.reruns import agreements_of_run
 from kernelindex.store.run_queries import find_run
 from kernelindex.store.runner_keys import BUNDLE_SCHEMA, Uploaded, UploadRefused
+from kernelindex.web.auth import WRONG_SCOPE, bearer_key_holder
 from kernelindex.web.deps import RawBody, SessionDep
 from kernelindex.web.errors import TITLES
 from kernelindex.web.request_guard import MAX_BUNDLE_UPLOAD_BYTES
@@ -72,21 +72,16 @@ def refusal(status: int, check: str, detail: str, headers: dict[str, str] | None
 
 def _key_holder(request: Request, session: Session) -> User | JSONResponse:
     """The owner of the request's Bearer key if it is unrevoked and has the ``reruns`` scope, else the refusal."""
-    scheme, _, secret = request.headers.get("authorization", "").partition(" ")
-    secret = secret.strip() if scheme.lower() == "bearer" else ""
-    user = accounts.user_for_api_key(session, secret, SCOPE) if secret else None
-    if user is None and secret and any(accounts.user_for_api_key(session, secret, s) for s in accounts.SCOPES):
-        session.commit()
+    user = bearer_key_holder(request, session, SCOPE)
+    if user == WRONG_SCOPE:
         return refusal(403, "api-key-scope", f"This API key has no {SCOPE} scope; create one that has.")
-    if user is None:
+    if not isinstance(user, User):
         return refusal(
             401,
             "api-key",
             f"Send an unrevoked API key with the {SCOPE} scope as 'Authorization: Bearer ki_…'.",
             {"WWW-Authenticate": "Bearer"},
         )
-    # Record the key's use now: the rate limiter writes through its own connection.
-    session.commit()
     return user
 
 
